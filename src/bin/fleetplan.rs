@@ -1,0 +1,2 @@
+//! The `fleetplan` command line.
+fn main() {}

@@ -1,0 +1,272 @@
+//! The final fleet a plan leads to, and the objective it reaches.
+//!
+//! Every engine emits [`Action`]s; this module is the one place that turns actions back into a
+//! fleet ([`FinalFleet::apply`]) and a fleet into its objective ([`objective`]). `verify` and all
+//! engines go through it, so there is a single definition of L1–L4.
+
+use std::collections::BTreeMap;
+
+use crate::plan::{Action, Objective};
+use crate::problem::{Problem, Resources};
+use crate::verify::{Violation, ViolationKind};
+
+/// One instance of the final fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalInstance {
+    /// Instance id (existing id or `new-N`).
+    pub id: String,
+    /// Type index.
+    pub type_index: usize,
+    /// AZ index.
+    pub az_index: usize,
+    /// Runs in (or was launched into) a reservation: costs nothing.
+    pub reserved: bool,
+    /// Index into [`Problem::fleet`] for existing instances, `None` for launches.
+    pub existing: Option<usize>,
+    /// Every copy on it at the end: component index → count.
+    pub copies: BTreeMap<usize, u32>,
+    /// The subset of `copies` placed by the plan.
+    pub new_copies: BTreeMap<usize, u32>,
+}
+
+impl FinalInstance {
+    /// Resources the copies use (existing copies measured with their own type's requirement).
+    pub fn used(&self, problem: &Problem) -> Resources {
+        let mut used = Resources::ZERO;
+        for (&component, &count) in &self.copies {
+            if let Some(Some(requirement)) = problem.components.get(component).and_then(|c| c.requirements.get(self.type_index)) {
+                used = used.plus(&requirement.resources.times(u64::from(count)));
+            }
+        }
+        used
+    }
+
+    /// Copies of one component.
+    pub fn copies_of(&self, component: usize) -> u32 {
+        self.copies.get(&component).copied().unwrap_or(0)
+    }
+}
+
+/// The fleet after a plan's actions.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FinalFleet {
+    /// Kept existing instances (fleet order), then launches (launch order).
+    pub instances: Vec<FinalInstance>,
+    /// Launches per (type, AZ): (total, reserved-flagged).
+    pub launches: BTreeMap<(usize, usize), (u32, u32)>,
+    /// Existing copies removed per component.
+    pub removed: BTreeMap<usize, u32>,
+}
+
+impl FinalFleet {
+    /// Applies actions to the problem's fleet. Structural problems (unknown ids, removing what
+    /// does not exist, terminating a busy instance, …) are returned as violations; the fleet is
+    /// built as far as the actions make sense.
+    pub fn apply(problem: &Problem, actions: &[Action]) -> (FinalFleet, Vec<Violation>) {
+        let mut violations = Vec::new();
+        let mut violation = |kind: ViolationKind, message: String| violations.push(Violation { kind, message });
+        let mut instances: Vec<FinalInstance> = problem
+            .fleet
+            .iter()
+            .enumerate()
+            .map(|(index, existing)| FinalInstance {
+                id: existing.id.clone(),
+                type_index: existing.type_index,
+                az_index: existing.az_index,
+                reserved: existing.reserved,
+                existing: Some(index),
+                copies: existing.copies.iter().copied().collect(),
+                new_copies: BTreeMap::new(),
+            })
+            .collect();
+        let mut by_id: BTreeMap<String, usize> = instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect();
+        let mut terminated = vec![false; instances.len()];
+        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut removed: BTreeMap<usize, u32> = BTreeMap::new();
+
+        for action in actions {
+            match action {
+                Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
+                    let type_index = problem.type_index(instance_type);
+                    let az_index = problem.az_index(availability_zone);
+                    if by_id.contains_key(instance_id) {
+                        violation(ViolationKind::Reference, format!("LaunchInstance {instance_id}: the id is already in use"));
+                        continue;
+                    }
+                    let (Some(type_index), Some(az_index)) = (type_index, az_index) else {
+                        violation(
+                            ViolationKind::Reference,
+                            format!("LaunchInstance {instance_id}: unknown type {instance_type:?} or AZ {availability_zone:?}"),
+                        );
+                        continue;
+                    };
+                    if !problem.types[type_index].in_pool {
+                        violation(
+                            ViolationKind::Eligibility,
+                            format!("LaunchInstance {instance_id}: {instance_type} is not in Endpoint.InstancePools"),
+                        );
+                    }
+                    let entry = launches.entry((type_index, az_index)).or_insert((0, 0));
+                    entry.0 += 1;
+                    entry.1 += u32::from(*reserved);
+                    by_id.insert(instance_id.clone(), instances.len());
+                    terminated.push(false);
+                    instances.push(FinalInstance {
+                        id: instance_id.clone(),
+                        type_index,
+                        az_index,
+                        reserved: *reserved,
+                        existing: None,
+                        copies: BTreeMap::new(),
+                        new_copies: BTreeMap::new(),
+                    });
+                }
+                Action::PlaceCopy { component, instance_id, model_name } => {
+                    let Some(component_index) = problem.component_index(component) else {
+                        violation(ViolationKind::Reference, format!("PlaceCopy: unknown component {component:?}"));
+                        continue;
+                    };
+                    let Some(&instance) = by_id.get(instance_id) else {
+                        violation(ViolationKind::Reference, format!("PlaceCopy {component}: unknown instance {instance_id:?}"));
+                        continue;
+                    };
+                    if terminated[instance] {
+                        violation(ViolationKind::Reference, format!("PlaceCopy {component}: instance {instance_id} is terminated"));
+                        continue;
+                    }
+                    let target = &mut instances[instance];
+                    match problem.components[component_index].placement_requirement(problem, target.type_index) {
+                        None => violation(
+                            ViolationKind::Eligibility,
+                            format!(
+                                "PlaceCopy {component} on {instance_id}: {component} may not run on {}",
+                                problem.types[target.type_index].name
+                            ),
+                        ),
+                        Some(requirement) => {
+                            if model_name.is_some() && requirement.model_name.is_some() && *model_name != requirement.model_name {
+                                violation(
+                                    ViolationKind::Eligibility,
+                                    format!(
+                                        "PlaceCopy {component} on {instance_id}: model {:?} is not the build for {} ({:?})",
+                                        model_name.as_deref().unwrap_or_default(),
+                                        problem.types[target.type_index].name,
+                                        requirement.model_name.as_deref().unwrap_or_default()
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                    *target.copies.entry(component_index).or_insert(0) += 1;
+                    *target.new_copies.entry(component_index).or_insert(0) += 1;
+                }
+                Action::RemoveCopy { component, instance_id } => {
+                    let Some(component_index) = problem.component_index(component) else {
+                        violation(ViolationKind::Reference, format!("RemoveCopy: unknown component {component:?}"));
+                        continue;
+                    };
+                    let Some(&instance) = by_id.get(instance_id) else {
+                        violation(ViolationKind::Reference, format!("RemoveCopy {component}: unknown instance {instance_id:?}"));
+                        continue;
+                    };
+                    let target = &mut instances[instance];
+                    let existing_left = target.copies_of(component_index) - target.new_copies.get(&component_index).copied().unwrap_or(0);
+                    if target.existing.is_none() || existing_left == 0 {
+                        violation(
+                            ViolationKind::Removal,
+                            format!("RemoveCopy {component} on {instance_id}: no existing copy of {component} runs there"),
+                        );
+                        continue;
+                    }
+                    if let Some(count) = target.copies.get_mut(&component_index) {
+                        *count -= 1;
+                        if *count == 0 {
+                            target.copies.remove(&component_index);
+                        }
+                    }
+                    *removed.entry(component_index).or_insert(0) += 1;
+                }
+                Action::TerminateInstance { instance_id } => {
+                    let Some(&instance) = by_id.get(instance_id) else {
+                        violation(ViolationKind::Reference, format!("TerminateInstance: unknown instance {instance_id:?}"));
+                        continue;
+                    };
+                    if instances[instance].existing.is_none() {
+                        violation(
+                            ViolationKind::Reference,
+                            format!("TerminateInstance {instance_id}: only existing instances are terminated"),
+                        );
+                        continue;
+                    }
+                    if terminated[instance] {
+                        violation(ViolationKind::Reference, format!("TerminateInstance {instance_id}: terminated twice"));
+                        continue;
+                    }
+                    if !instances[instance].copies.is_empty() {
+                        violation(
+                            ViolationKind::Removal,
+                            format!("TerminateInstance {instance_id}: the instance still runs copies (remove them first)"),
+                        );
+                    }
+                    terminated[instance] = true;
+                }
+            }
+        }
+        let instances = instances.into_iter().zip(terminated).filter(|(_, gone)| !gone).map(|(instance, _)| instance).collect();
+        (FinalFleet { instances, launches, removed }, violations)
+    }
+
+    /// Copies of each component per AZ: `[component][az]`.
+    pub fn copies_per_az(&self, problem: &Problem) -> Vec<Vec<u64>> {
+        let mut counts = vec![vec![0u64; problem.azs.len()]; problem.components.len()];
+        for instance in &self.instances {
+            for (&component, &count) in &instance.copies {
+                counts[component][instance.az_index] += u64::from(count);
+            }
+        }
+        counts
+    }
+}
+
+/// Balance excess of one component: `max(0, (max − min) − MaxImbalance)` over all AZs.
+pub fn balance_excess(copies_per_az: &[u64], max_imbalance: Option<u32>) -> u64 {
+    let Some(limit) = max_imbalance else { return 0 };
+    let most = copies_per_az.iter().copied().max().unwrap_or(0);
+    let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
+    (most - fewest).saturating_sub(u64::from(limit))
+}
+
+/// Hourly price of one instance in millionths; `None` when the type has no price.
+pub fn price_micros(problem: &Problem, type_index: usize) -> Option<i64> {
+    problem.types.get(type_index)?.hourly_price.map(|price| (price * 1e6).round() as i64)
+}
+
+/// The objective (L1–L4) of a final fleet. The single definition used everywhere.
+pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
+    let per_az = fleet.copies_per_az(problem);
+    let placed_copies = per_az.iter().flatten().sum();
+    let balance_excess = problem
+        .components
+        .iter()
+        .zip(&per_az)
+        .map(|(component, counts)| balance_excess(counts, component.max_imbalance))
+        .sum();
+    let mut instances_by_priority = BTreeMap::new();
+    for instance in &fleet.instances {
+        *instances_by_priority.entry(problem.types[instance.type_index].priority).or_insert(0) += 1;
+    }
+    // If any type in the fleet lacks a price, every non-reserved instance costs one unit.
+    let unit_costs = fleet.instances.iter().any(|instance| price_micros(problem, instance.type_index).is_none());
+    let cost_micros = fleet
+        .instances
+        .iter()
+        .filter(|instance| !instance.reserved)
+        .map(|instance| if unit_costs { 1_000_000 } else { price_micros(problem, instance.type_index).unwrap_or(0) })
+        .sum();
+    Objective { placed_copies, balance_excess, instances_by_priority, cost_micros }
+}
+
+/// The objective reached by a list of actions (ignoring structural violations).
+pub fn objective_of_actions(problem: &Problem, actions: &[Action]) -> Objective {
+    objective(problem, &FinalFleet::apply(problem, actions).0)
+}

@@ -1,0 +1,1 @@
+//! Weighted utilisation and target tracking for mixed fleets.

@@ -1,0 +1,859 @@
+//! The validated, indexed problem every engine works on.
+//!
+//! [`Problem::new`] checks a [`Scenario`] against the contract and turns names into indices and
+//! decimal resources into integers (accelerator devices, milli-cores, MiB). Engines never see
+//! strings they have to look up or numbers they have to re-check.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::catalogue::builtin_instance_types;
+use crate::error::{Issue, ValidationError, Warning, WarningKind};
+use crate::model::*;
+
+/// Largest copy count per component accepted (keeps memory bounded on hostile input).
+pub const MAX_COPIES_PER_COMPONENT: u32 = 1_000_000;
+/// Largest instance count accepted in limits and capacity.
+pub const MAX_INSTANCES: u32 = 1_000_000;
+
+/// Integer resources of an instance or of one copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Resources {
+    /// Accelerator devices.
+    pub accelerators: u64,
+    /// CPU in milli-cores.
+    pub milli_cpus: u64,
+    /// Host memory in MiB.
+    pub memory_mib: u64,
+}
+
+impl Resources {
+    /// Nothing.
+    pub const ZERO: Resources = Resources { accelerators: 0, milli_cpus: 0, memory_mib: 0 };
+
+    /// True when `self` fits inside `room` in every resource.
+    pub fn fits_in(&self, room: &Resources) -> bool {
+        self.accelerators <= room.accelerators && self.milli_cpus <= room.milli_cpus && self.memory_mib <= room.memory_mib
+    }
+
+    /// Component-wise sum (saturating).
+    pub fn plus(&self, other: &Resources) -> Resources {
+        Resources {
+            accelerators: self.accelerators.saturating_add(other.accelerators),
+            milli_cpus: self.milli_cpus.saturating_add(other.milli_cpus),
+            memory_mib: self.memory_mib.saturating_add(other.memory_mib),
+        }
+    }
+
+    /// `count` times `self` (saturating).
+    pub fn times(&self, count: u64) -> Resources {
+        Resources {
+            accelerators: self.accelerators.saturating_mul(count),
+            milli_cpus: self.milli_cpus.saturating_mul(count),
+            memory_mib: self.memory_mib.saturating_mul(count),
+        }
+    }
+
+    /// Component-wise difference, `None` if any would be negative.
+    pub fn minus(&self, other: &Resources) -> Option<Resources> {
+        Some(Resources {
+            accelerators: self.accelerators.checked_sub(other.accelerators)?,
+            milli_cpus: self.milli_cpus.checked_sub(other.milli_cpus)?,
+            memory_mib: self.memory_mib.checked_sub(other.memory_mib)?,
+        })
+    }
+
+    /// How many copies of `need` fit into `self` (`u64::MAX` if `need` is zero).
+    pub fn copies_of(&self, need: &Resources) -> u64 {
+        let per = |have: u64, want: u64| if want == 0 { u64::MAX } else { have / want };
+        per(self.accelerators, need.accelerators).min(per(self.milli_cpus, need.milli_cpus)).min(per(self.memory_mib, need.memory_mib))
+    }
+}
+
+/// Placement strategy within an AZ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PlacementStrategy {
+    /// Spread copies over instances.
+    Spread,
+    /// Pack copies onto few instances.
+    Binpack,
+}
+
+/// Scale-in strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScaleInStrategy {
+    /// Release instances once idle.
+    IdleRelease,
+    /// Consolidate copies onto fewer instances, then release.
+    Consolidation,
+}
+
+/// Managed scaling settings after validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalingLimits {
+    /// Minimum instance count.
+    pub min_instances: u32,
+    /// Maximum instance count (`None` = unlimited).
+    pub max_instances: Option<u32>,
+    /// Scale-in strategy.
+    pub strategy: ScaleInStrategy,
+    /// Most instances released per consolidation step.
+    pub maximum_step_size: u32,
+    /// Cooldown between scale-in steps, minutes.
+    pub cooldown_minutes: u32,
+}
+
+/// An instance type as the problem sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceTypeInfo {
+    /// Name.
+    pub name: String,
+    /// What one instance offers.
+    pub capacity: Resources,
+    /// Accelerator memory per device, GiB (informational).
+    pub accelerator_memory_gib: f64,
+    /// Hourly price, if known.
+    pub hourly_price: Option<f64>,
+    /// Priority 1–5 for pool types, 6 for types only present in the fleet.
+    pub priority: u8,
+    /// Whether the type is in `Endpoint.InstancePools` (new copies and launches only go there).
+    pub in_pool: bool,
+    /// `ModelNameOverride` of the pool entry.
+    pub model_name_override: Option<String>,
+}
+
+/// What one copy of a component needs on one instance type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// Resources per copy.
+    pub resources: Resources,
+    /// Model build that runs on this type.
+    pub model_name: Option<String>,
+}
+
+/// A validated component.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Component {
+    /// Name (`InferenceComponentName`, or the variant name for a single-model endpoint).
+    pub name: String,
+    /// Desired copies.
+    pub copy_count: u32,
+    /// Requirement per instance type index; `None` where the component cannot run.
+    pub requirements: Vec<Option<Requirement>>,
+    /// Placement strategy.
+    pub strategy: PlacementStrategy,
+    /// `MaxImbalance` when the component has `AvailabilityZoneBalance`.
+    pub max_imbalance: Option<u32>,
+}
+
+impl Component {
+    /// The requirement on `type_index` if new copies may be placed there (pool type, allowed).
+    pub fn placement_requirement<'a>(&'a self, problem: &Problem, type_index: usize) -> Option<&'a Requirement> {
+        if problem.types.get(type_index)?.in_pool {
+            self.requirements.get(type_index)?.as_ref()
+        } else {
+            None
+        }
+    }
+}
+
+/// Launch limits of one (type, AZ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LaunchLimit {
+    /// Unused reservation slots (launched first, cost nothing).
+    pub reserved: u32,
+    /// Further on-demand launches; `None` = unlimited.
+    pub available: Option<u32>,
+}
+
+impl LaunchLimit {
+    /// Total launches allowed (`None` = unlimited).
+    pub fn total(&self) -> Option<u32> {
+        self.available.map(|available| available.saturating_add(self.reserved))
+    }
+}
+
+/// A running instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExistingInstance {
+    /// Instance id.
+    pub id: String,
+    /// Index into [`Problem::instance_types`].
+    pub type_index: usize,
+    /// Index into [`Problem::azs`].
+    pub az_index: usize,
+    /// Runs in a reservation (costs nothing).
+    pub reserved: bool,
+    /// Copies running on it: (component index, count), sorted by component.
+    pub copies: Vec<(usize, u32)>,
+}
+
+/// A validated, indexed planning problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub(crate) endpoint_name: String,
+    pub(crate) variant_name: String,
+    pub(crate) azs: Vec<String>,
+    pub(crate) types: Vec<InstanceTypeInfo>,
+    pub(crate) components: Vec<Component>,
+    /// `[type][az]`.
+    pub(crate) limits: Vec<Vec<LaunchLimit>>,
+    pub(crate) fleet: Vec<ExistingInstance>,
+    pub(crate) scaling: ScalingLimits,
+    pub(crate) single_model: bool,
+    pub(crate) warnings: Vec<Warning>,
+}
+
+impl Problem {
+    /// Validates a scenario. Every problem is reported at once.
+    pub fn new(scenario: &Scenario) -> Result<Problem, ValidationError> {
+        Validator::default().run(scenario)
+    }
+
+    /// Parses and validates scenario JSON (type and semantic problems reported together).
+    #[cfg(feature = "json")]
+    pub fn from_json(text: &str) -> Result<Problem, ValidationError> {
+        crate::json::problem_from_json(text)
+    }
+
+    /// Endpoint name.
+    pub fn endpoint_name(&self) -> &str {
+        &self.endpoint_name
+    }
+    /// Variant name.
+    pub fn variant_name(&self) -> &str {
+        &self.variant_name
+    }
+    /// Availability zones, in input order.
+    pub fn azs(&self) -> &[String] {
+        &self.azs
+    }
+    /// Instance types: pool types first (input order), then fleet-only types (priority 6).
+    pub fn instance_types(&self) -> &[InstanceTypeInfo] {
+        &self.types
+    }
+    /// Components in input order.
+    pub fn components(&self) -> &[Component] {
+        &self.components
+    }
+    /// Launch limit of (type, AZ).
+    pub fn launch_limit(&self, type_index: usize, az_index: usize) -> LaunchLimit {
+        self.limits.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or_default()
+    }
+    /// The running fleet.
+    pub fn fleet(&self) -> &[ExistingInstance] {
+        &self.fleet
+    }
+    /// Scaling limits and scale-in policy.
+    pub fn scaling(&self) -> &ScalingLimits {
+        &self.scaling
+    }
+    /// True for a single-model (or asynchronous) endpoint planned as one implicit component.
+    pub fn is_single_model(&self) -> bool {
+        self.single_model
+    }
+    /// Warnings found during validation.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+    /// Index of a component by name.
+    pub fn component_index(&self, name: &str) -> Option<usize> {
+        self.components.iter().position(|component| component.name == name)
+    }
+    /// Index of a type by name.
+    pub fn type_index(&self, name: &str) -> Option<usize> {
+        self.types.iter().position(|info| info.name == name)
+    }
+    /// Index of an AZ by name.
+    pub fn az_index(&self, name: &str) -> Option<usize> {
+        self.azs.iter().position(|az| az == name)
+    }
+    /// Index of an existing instance by id.
+    pub fn existing_index(&self, id: &str) -> Option<usize> {
+        self.fleet.iter().position(|instance| instance.id == id)
+    }
+    /// Indices of pool types.
+    pub fn pool_types(&self) -> impl Iterator<Item = usize> + '_ {
+        self.types.iter().enumerate().filter(|(_, info)| info.in_pool).map(|(index, _)| index)
+    }
+    /// Existing copies of each component (index = component).
+    pub fn existing_copies_per_component(&self) -> Vec<u64> {
+        let mut counts = vec![0u64; self.components.len()];
+        for instance in &self.fleet {
+            for &(component, count) in &instance.copies {
+                counts[component] += u64::from(count);
+            }
+        }
+        counts
+    }
+}
+
+#[derive(Default)]
+struct Validator {
+    issues: Vec<Issue>,
+    warnings: Vec<Warning>,
+}
+
+/// Whether a number must be whole.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Integer,
+    Decimal,
+}
+
+impl Validator {
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue { path: path.into(), message: message.into() });
+    }
+
+    fn warn(&mut self, kind: WarningKind, path: impl Into<String>, message: impl Into<String>) {
+        self.warnings.push(Warning { kind, path: path.into(), message: message.into() });
+    }
+
+    /// Checks a number is finite, within `[min, max]`, and whole if asked; returns it if valid.
+    fn number(&mut self, path: &str, value: f64, kind: Kind, min: f64, max: f64) -> Option<f64> {
+        if !value.is_finite() {
+            self.error(path, format!("{value} is not a number"));
+            None
+        } else if kind == Kind::Integer && value.fract() != 0.0 {
+            self.error(path, format!("expected an integer, found {value}"));
+            None
+        } else if value < min {
+            self.error(path, format!("{value} is below the minimum {min}"));
+            None
+        } else if value > max {
+            self.error(path, format!("{value} is above the maximum {max}"));
+            None
+        } else {
+            Some(value)
+        }
+    }
+
+    fn count(&mut self, path: &str, value: f64, min: u32, max: u32) -> Option<u32> {
+        self.number(path, value, Kind::Integer, f64::from(min), f64::from(max)).map(|v| v as u32)
+    }
+
+    fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
+        // Availability zones.
+        let azs = scenario.availability_zones.clone();
+        if azs.is_empty() {
+            self.error("AvailabilityZones", "at least one availability zone is required");
+        }
+        let mut seen = BTreeSet::new();
+        for (index, az) in azs.iter().enumerate() {
+            if az.is_empty() {
+                self.error(format!("AvailabilityZones[{index}]"), "empty name");
+            } else if !seen.insert(az.as_str()) {
+                self.error(format!("AvailabilityZones[{index}]"), format!("{az:?} is listed twice"));
+            }
+        }
+        let az_index = |name: &str| azs.iter().position(|az| az == name);
+
+        // Catalogue: built-ins overridden by the scenario's own types.
+        let mut catalogue: BTreeMap<String, (InstanceTypeSpec, String)> = builtin_instance_types()
+            .into_iter()
+            .map(|spec| (spec.instance_type.clone(), (spec, String::new())))
+            .collect();
+        let mut overridden = BTreeSet::new();
+        for (index, spec) in scenario.instance_types.iter().enumerate() {
+            let path = format!("InstanceTypes[{index}]");
+            if spec.instance_type.is_empty() {
+                self.error(format!("{path}.InstanceType"), "empty name");
+                continue;
+            }
+            if !overridden.insert(spec.instance_type.clone()) {
+                self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", spec.instance_type));
+            }
+            let ok = [
+                self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
+                self.number(&format!("{path}.VCpuCount"), spec.v_cpu_count, Kind::Decimal, 0.0, 1e6),
+                self.number(&format!("{path}.MemoryInMb"), spec.memory_in_mb, Kind::Decimal, 0.0, 1e12),
+                self.number(&format!("{path}.AcceleratorMemoryGiB"), spec.accelerator_memory_gib, Kind::Decimal, 0.0, 1e9),
+                match spec.hourly_price {
+                    Some(price) => self.number(&format!("{path}.HourlyPrice"), price, Kind::Decimal, 0.0, 1e9),
+                    None => Some(0.0),
+                },
+            ]
+            .iter()
+            .all(Option::is_some);
+            if ok {
+                catalogue.insert(spec.instance_type.clone(), (spec.clone(), path));
+            }
+        }
+
+        // Pools.
+        let endpoint = &scenario.endpoint;
+        let mut pools: Vec<(String, u8, Option<String>)> = Vec::new();
+        match (&endpoint.instance_type, endpoint.instance_pools.is_empty()) {
+            (Some(_), false) => {
+                self.error("Endpoint.InstanceType", "give either InstanceType or InstancePools, not both");
+            }
+            (None, true) => {
+                self.error("Endpoint.InstancePools", "at least one instance pool (or Endpoint.InstanceType) is required");
+            }
+            (Some(name), true) => {
+                if !catalogue.contains_key(name) {
+                    self.error("Endpoint.InstanceType", format!("{name:?} is not in the instance type catalogue"));
+                } else {
+                    pools.push((name.clone(), 1, None));
+                }
+            }
+            (None, false) => {
+                if endpoint.instance_pools.len() > 5 {
+                    self.error(
+                        "Endpoint.InstancePools",
+                        format!("{} pools given, at most 5 are allowed", endpoint.instance_pools.len()),
+                    );
+                }
+                for (index, pool) in endpoint.instance_pools.iter().enumerate() {
+                    let path = format!("Endpoint.InstancePools[{index}]");
+                    let priority = self.count(&format!("{path}.Priority"), pool.priority, 1, 5);
+                    let mut ok = priority.is_some();
+                    if !catalogue.contains_key(&pool.instance_type) {
+                        self.error(
+                            format!("{path}.InstanceType"),
+                            format!("{:?} is not in the instance type catalogue", pool.instance_type),
+                        );
+                        ok = false;
+                    } else if pools.iter().any(|(name, _, _)| name == &pool.instance_type) {
+                        self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", pool.instance_type));
+                        ok = false;
+                    }
+                    if let (true, Some(priority)) = (ok, priority) {
+                        pools.push((pool.instance_type.clone(), priority as u8, pool.model_name_override.clone()));
+                    }
+                }
+            }
+        }
+
+        // Types of the problem: pool types, then fleet-only types.
+        let mut types: Vec<InstanceTypeInfo> = Vec::new();
+        let info = |name: &str, priority: u8, in_pool: bool, model: Option<String>| {
+            catalogue.get(name).map(|(spec, _)| InstanceTypeInfo {
+                name: name.to_string(),
+                capacity: Resources {
+                    accelerators: spec.accelerator_count as u64,
+                    milli_cpus: (spec.v_cpu_count * 1000.0).floor() as u64,
+                    memory_mib: spec.memory_in_mb.floor() as u64,
+                },
+                accelerator_memory_gib: spec.accelerator_memory_gib,
+                hourly_price: spec.hourly_price,
+                priority,
+                in_pool,
+                model_name_override: model,
+            })
+        };
+        for (name, priority, model) in &pools {
+            if let Some(type_info) = info(name, *priority, true, model.clone()) {
+                types.push(type_info);
+            }
+        }
+        for (index, instance) in scenario.fleet.instances.iter().enumerate() {
+            if types.iter().any(|t| t.name == instance.instance_type) {
+                continue;
+            }
+            match info(&instance.instance_type, 6, false, None) {
+                Some(type_info) => types.push(type_info),
+                None => self.error(
+                    format!("Fleet.Instances[{index}].InstanceType"),
+                    format!("{:?} is not in the instance type catalogue", instance.instance_type),
+                ),
+            }
+        }
+        let type_index = |name: &str| types.iter().position(|t| t.name == name);
+
+        // Capacity.
+        let mut limits = vec![vec![LaunchLimit::default(); azs.len()]; types.len()];
+        let mut limited = vec![vec![false; azs.len()]; types.len()];
+        let mut capacity_seen = BTreeSet::new();
+        for (index, entry) in scenario.capacity.iter().enumerate() {
+            let path = format!("Capacity[{index}]");
+            let available = entry.available.map(|value| self.count(&format!("{path}.Available"), value, 0, MAX_INSTANCES));
+            let reserved = self.count(&format!("{path}.Reserved"), entry.reserved, 0, MAX_INSTANCES);
+            let az = az_index(&entry.availability_zone);
+            if az.is_none() {
+                self.error(
+                    format!("{path}.AvailabilityZone"),
+                    format!("{:?} is not in AvailabilityZones", entry.availability_zone),
+                );
+            }
+            if !catalogue.contains_key(&entry.instance_type) {
+                self.error(
+                    format!("{path}.InstanceType"),
+                    format!("{:?} is not in the instance type catalogue", entry.instance_type),
+                );
+            }
+            if !capacity_seen.insert((entry.instance_type.clone(), entry.availability_zone.clone())) {
+                self.error(
+                    path.clone(),
+                    format!("a second entry for ({:?}, {:?})", entry.instance_type, entry.availability_zone),
+                );
+                continue;
+            }
+            if let (Some(t), Some(z), Some(reserved)) = (type_index(&entry.instance_type), az, reserved) {
+                if let Some(None) = available {
+                    continue; // the error is already recorded
+                }
+                limits[t][z] = LaunchLimit { reserved, available: available.flatten() };
+                limited[t][z] = true;
+            }
+        }
+
+        // Scaling.
+        let scaling_spec = endpoint.managed_instance_scaling.clone().unwrap_or_default();
+        let scaling_path = "Endpoint.ManagedInstanceScaling";
+        let min_instances = match scaling_spec.min_instance_count {
+            Some(value) => self.count(&format!("{scaling_path}.MinInstanceCount"), value, 0, MAX_INSTANCES).unwrap_or(0),
+            None => 0,
+        };
+        let max_instances = match scaling_spec.max_instance_count {
+            Some(value) => self.count(&format!("{scaling_path}.MaxInstanceCount"), value, 0, MAX_INSTANCES),
+            None => None,
+        };
+        if let Some(max) = max_instances {
+            if min_instances > max {
+                self.error(
+                    format!("{scaling_path}.MinInstanceCount"),
+                    format!("MinInstanceCount {min_instances} is greater than MaxInstanceCount {max}"),
+                );
+            }
+        }
+        if let Some(status) = &scaling_spec.status {
+            if status != "ENABLED" && status != "DISABLED" {
+                self.error(format!("{scaling_path}.Status"), format!("{status:?} is not ENABLED or DISABLED"));
+            }
+        }
+        let policy = scaling_spec.scale_in_policy.clone().unwrap_or_default();
+        let policy_path = format!("{scaling_path}.ScaleInPolicy");
+        let strategy = match policy.strategy.as_deref() {
+            None | Some("IDLE_RELEASE") => ScaleInStrategy::IdleRelease,
+            Some("CONSOLIDATION") => ScaleInStrategy::Consolidation,
+            Some(other) => {
+                self.error(format!("{policy_path}.Strategy"), format!("{other:?} is not IDLE_RELEASE or CONSOLIDATION"));
+                ScaleInStrategy::IdleRelease
+            }
+        };
+        let maximum_step_size = match policy.maximum_step_size {
+            Some(value) => self.count(&format!("{policy_path}.MaximumStepSize"), value, 1, 100).unwrap_or(1),
+            None => 1,
+        };
+        let cooldown_minutes = match policy.cooldown_in_minutes {
+            Some(value) => self.count(&format!("{policy_path}.CooldownInMinutes"), value, 5, 1440).unwrap_or(20),
+            None => 20,
+        };
+        let scaling = ScalingLimits { min_instances, max_instances, strategy, maximum_step_size, cooldown_minutes };
+
+        // Components.
+        let pool_index = |name: &str| types.iter().position(|t| t.in_pool && t.name == name);
+        let mut components: Vec<Component> = Vec::new();
+        let single_model = scenario.inference_components.is_empty();
+        let variant_name = if endpoint.variant_name.is_empty() { "AllTraffic".to_string() } else { endpoint.variant_name.clone() };
+        if single_model {
+            if let Some(count) = endpoint.desired_instance_count {
+                if let Some(copy_count) = self.count("Endpoint.DesiredInstanceCount", count, 0, MAX_INSTANCES) {
+                    let requirements = types
+                        .iter()
+                        .map(|t| {
+                            Some(Requirement {
+                                resources: t.capacity,
+                                model_name: t.model_name_override.clone().or_else(|| endpoint.model_name.clone()),
+                            })
+                        })
+                        .collect();
+                    components.push(Component {
+                        name: variant_name.clone(),
+                        copy_count,
+                        requirements,
+                        strategy: PlacementStrategy::Spread,
+                        max_imbalance: Some(1),
+                    });
+                }
+            }
+        } else if endpoint.desired_instance_count.is_some() {
+            self.warn(
+                WarningKind::Ignored,
+                "Endpoint.DesiredInstanceCount",
+                "ignored: the endpoint hosts inference components, whose CopyCount drives the plan",
+            );
+        }
+        let mut names = BTreeSet::new();
+        for (index, spec) in scenario.inference_components.iter().enumerate() {
+            let path = format!("InferenceComponents[{index}]");
+            let name = &spec.inference_component_name;
+            if name.is_empty() {
+                self.error(format!("{path}.InferenceComponentName"), "empty name");
+            } else if !names.insert(name.clone()) {
+                self.error(format!("{path}.InferenceComponentName"), format!("{name:?} is listed twice"));
+            }
+            let copy_count = self.count(
+                &format!("{path}.RuntimeConfig.CopyCount"),
+                spec.runtime_config.copy_count,
+                0,
+                MAX_COPIES_PER_COMPONENT,
+            );
+            let mut requirements: Vec<Option<Requirement>> = vec![None; types.len()];
+            let mut configs: Vec<(String, &SchedulingConfig)> = Vec::new();
+            match (&spec.specification, &spec.specifications) {
+                (Some(_), Some(_)) => {
+                    self.error(path.clone(), "give either Specification or Specifications, not both");
+                }
+                (None, None) => {
+                    self.error(path.clone(), "one of Specification or Specifications is required");
+                }
+                (Some(single), None) => {
+                    let spec_path = format!("{path}.Specification");
+                    if let Some(resources) = self.requirement(&spec_path, &single.compute_resource_requirements) {
+                        for (t, info) in types.iter().enumerate() {
+                            requirements[t] = Some(Requirement {
+                                resources,
+                                model_name: info.model_name_override.clone().or_else(|| single.model_name.clone()),
+                            });
+                        }
+                    }
+                    if let Some(config) = &single.scheduling_config {
+                        configs.push((spec_path.clone(), config));
+                    }
+                }
+                (None, Some(list)) => {
+                    if list.is_empty() || list.len() > 5 {
+                        self.error(
+                            format!("{path}.Specifications"),
+                            format!("{} specifications given, 1 to 5 are allowed", list.len()),
+                        );
+                    }
+                    for (spec_index, item) in list.iter().enumerate() {
+                        let spec_path = format!("{path}.Specifications[{spec_index}]");
+                        let resources = self.requirement(&spec_path, &item.compute_resource_requirements);
+                        if let Some(config) = &item.scheduling_config {
+                            configs.push((spec_path.clone(), config));
+                        }
+                        let Some(type_name) = &item.instance_type else {
+                            self.error(format!("{spec_path}.InstanceType"), "is required in Specifications");
+                            continue;
+                        };
+                        let Some(t) = pool_index(type_name) else {
+                            self.error(
+                                format!("{spec_path}.InstanceType"),
+                                format!("{type_name:?} is not in Endpoint.InstancePools"),
+                            );
+                            continue;
+                        };
+                        if requirements[t].is_some() {
+                            self.error(format!("{spec_path}.InstanceType"), format!("{type_name:?} is listed twice"));
+                            continue;
+                        }
+                        if let Some(resources) = resources {
+                            requirements[t] = Some(Requirement {
+                                resources,
+                                model_name: item.model_name.clone().or_else(|| types[t].model_name_override.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+            if let Some((first_path, first)) = configs.first() {
+                if let Some((other_path, _)) = configs.iter().find(|(_, config)| config != first) {
+                    self.error(
+                        format!("{other_path}.SchedulingConfig"),
+                        format!("differs from {first_path}.SchedulingConfig; all specifications must agree"),
+                    );
+                }
+            }
+            let mut strategy = PlacementStrategy::Spread;
+            let mut max_imbalance = None;
+            if let Some((spec_path, config)) = configs.first().cloned() {
+                let config_path = format!("{spec_path}.SchedulingConfig");
+                match config.placement_strategy.as_deref() {
+                    None | Some("SPREAD") => {}
+                    Some("BINPACK") => strategy = PlacementStrategy::Binpack,
+                    Some(other) => {
+                        self.error(format!("{config_path}.PlacementStrategy"), format!("{other:?} is not SPREAD or BINPACK"))
+                    }
+                }
+                if let Some(balance) = &config.availability_zone_balance {
+                    let balance_path = format!("{config_path}.AvailabilityZoneBalance");
+                    if let Some(mode) = &balance.enforcement_mode {
+                        if mode != "PERMISSIVE" {
+                            self.error(format!("{balance_path}.EnforcementMode"), format!("{mode:?} is not PERMISSIVE"));
+                        }
+                    }
+                    max_imbalance = match balance.max_imbalance {
+                        Some(value) => self.count(&format!("{balance_path}.MaxImbalance"), value, 0, 100),
+                        None => Some(0),
+                    };
+                }
+            }
+            if let Some(copy_count) = copy_count {
+                if let Some(limit) = max_imbalance {
+                    let zones = azs.len() as u32;
+                    if copy_count == 1 {
+                        self.warn(
+                            WarningKind::SingleCopy,
+                            format!("{path}.RuntimeConfig.CopyCount"),
+                            format!("single copy of {name}: one AZ outage takes it down"),
+                        );
+                    } else if zones > 1 && limit == 0 && copy_count % zones != 0 {
+                        self.warn(
+                            WarningKind::ImbalanceUnreachable,
+                            format!("{path}.RuntimeConfig.CopyCount"),
+                            format!("{copy_count} copies over {zones} AZs can never meet MaxImbalance 0 (best is 1)"),
+                        );
+                    }
+                }
+                components.push(Component { name: name.clone(), copy_count, requirements, strategy, max_imbalance });
+            }
+        }
+
+        // Fleet.
+        let mut fleet: Vec<ExistingInstance> = Vec::new();
+        let mut fleet_ids = BTreeSet::new();
+        let mut fleet_ok = true;
+        for (index, instance) in scenario.fleet.instances.iter().enumerate() {
+            let path = format!("Fleet.Instances[{index}]");
+            if instance.instance_id.is_empty() {
+                self.error(format!("{path}.InstanceId"), "empty id");
+                fleet_ok = false;
+            } else if !fleet_ids.insert(instance.instance_id.clone()) {
+                self.error(format!("{path}.InstanceId"), format!("{:?} is listed twice", instance.instance_id));
+                fleet_ok = false;
+            }
+            let az = az_index(&instance.availability_zone);
+            if az.is_none() {
+                self.error(
+                    format!("{path}.AvailabilityZone"),
+                    format!("{:?} is not in AvailabilityZones", instance.availability_zone),
+                );
+            }
+            match (type_index(&instance.instance_type), az) {
+                (Some(type_index), Some(az_index)) => fleet.push(ExistingInstance {
+                    id: instance.instance_id.clone(),
+                    type_index,
+                    az_index,
+                    reserved: instance.reserved,
+                    copies: Vec::new(),
+                }),
+                _ => fleet_ok = false,
+            }
+        }
+        let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];
+        if single_model && scenario.fleet.copies.is_empty() && !components.is_empty() {
+            // A single-model endpoint runs the model on every instance.
+            for per_instance in copies.iter_mut() {
+                per_instance.insert(0, 1);
+            }
+        }
+        for (index, copy) in scenario.fleet.copies.iter().enumerate() {
+            let path = format!("Fleet.Copies[{index}]");
+            let count = self.count(&format!("{path}.CopyCount"), copy.copy_count, 0, MAX_COPIES_PER_COMPONENT);
+            let component = components.iter().position(|c| c.name == copy.inference_component_name);
+            if component.is_none() && !scenario.inference_components.iter().any(|c| c.inference_component_name == copy.inference_component_name) {
+                self.error(
+                    format!("{path}.InferenceComponentName"),
+                    format!("{:?} is not an inference component of this endpoint", copy.inference_component_name),
+                );
+            }
+            let instance = fleet.iter().position(|i| i.id == copy.instance_id);
+            if instance.is_none() && !fleet_ids.contains(&copy.instance_id) {
+                self.error(
+                    format!("{path}.InstanceId"),
+                    format!("{:?} is not an instance in Fleet.Instances", copy.instance_id),
+                );
+            }
+            let (Some(component), Some(instance), Some(count)) = (component, instance, count) else {
+                fleet_ok = false;
+                continue;
+            };
+            let type_index = fleet[instance].type_index;
+            if components[component].requirements[type_index].is_none() {
+                self.error(
+                    path.clone(),
+                    format!(
+                        "{} has no specification for {} (instance {})",
+                        copy.inference_component_name, types[type_index].name, copy.instance_id
+                    ),
+                );
+                fleet_ok = false;
+                continue;
+            }
+            let entry = copies[instance].entry(component).or_insert(0);
+            *entry = entry.saturating_add(count);
+        }
+        if fleet_ok {
+            for (instance, per_instance) in fleet.iter_mut().zip(copies) {
+                instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
+                let capacity = types[instance.type_index].capacity;
+                let mut used = Resources::ZERO;
+                for &(component, count) in &instance.copies {
+                    if let Some(requirement) = &components[component].requirements[instance.type_index] {
+                        used = used.plus(&requirement.resources.times(u64::from(count)));
+                    }
+                }
+                if !used.fits_in(&capacity) {
+                    let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
+                    self.error(
+                        format!("Fleet.Instances[{index}]"),
+                        format!(
+                            "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                            instance.id,
+                            types[instance.type_index].name,
+                            used.accelerators,
+                            used.milli_cpus,
+                            used.memory_mib,
+                            capacity.accelerators,
+                            capacity.milli_cpus,
+                            capacity.memory_mib
+                        ),
+                    );
+                }
+            }
+        }
+
+        // AZs where no pool type can launch.
+        for (z, az) in azs.iter().enumerate() {
+            let pool_types: Vec<usize> = types.iter().enumerate().filter(|(_, t)| t.in_pool).map(|(i, _)| i).collect();
+            if !pool_types.is_empty() && pool_types.iter().all(|&t| limited[t][z] && limits[t][z].total() == Some(0)) {
+                self.warn(
+                    WarningKind::NoCapacityInAz,
+                    format!("AvailabilityZones[{z}]"),
+                    format!("no pool instance type can launch in {az} (Capacity is 0 for every type)"),
+                );
+            }
+        }
+
+        if !self.issues.is_empty() {
+            return Err(ValidationError::new(self.issues));
+        }
+        let _ = limited;
+        Ok(Problem {
+            endpoint_name: endpoint.endpoint_name.clone(),
+            variant_name,
+            azs,
+            types,
+            components,
+            limits,
+            fleet,
+            scaling,
+            single_model,
+            warnings: self.warnings,
+        })
+    }
+
+    /// Converts a requirement to integer resources (milli-cores and MiB rounded up).
+    fn requirement(&mut self, path: &str, spec: &ComputeResourceRequirements) -> Option<Resources> {
+        let path = format!("{path}.ComputeResourceRequirements");
+        let accelerators = match spec.number_of_accelerator_devices_required {
+            Some(value) => self.number(&format!("{path}.NumberOfAcceleratorDevicesRequired"), value, Kind::Integer, 0.0, 1024.0),
+            None => Some(0.0),
+        };
+        let cpus = match spec.number_of_cpu_cores_required {
+            Some(value) => self.number(&format!("{path}.NumberOfCpuCoresRequired"), value, Kind::Decimal, 0.25, 1e6),
+            None => Some(0.0),
+        };
+        let memory =
+            self.number(&format!("{path}.MinMemoryRequiredInMb"), spec.min_memory_required_in_mb, Kind::Decimal, 128.0, 1e12);
+        Some(Resources {
+            accelerators: accelerators? as u64,
+            milli_cpus: (cpus? * 1000.0).ceil() as u64,
+            memory_mib: memory?.ceil() as u64,
+        })
+    }
+}

@@ -1,0 +1,1 @@
+//! The reliability report: copies per AZ, blast radius, fleet composition.

@@ -1,0 +1,226 @@
+//! The independent checker: does a plan (from any source) satisfy spec §2?
+//!
+//! `verify` shares nothing with the planners except [`FinalFleet::apply`] and the objective
+//! definition; it re-derives the final fleet from the actions and checks every hard constraint,
+//! the SPREAD rule (for plans from an empty fleet), and that the plan's reported objective and
+//! `Unplaced` counts are what its actions actually reach.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::fleet::{objective, FinalFleet};
+use crate::plan::Plan;
+use crate::problem::{PlacementStrategy, Problem};
+
+/// Which rule a [`Violation`] breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum ViolationKind {
+    /// An action names something that does not exist or cannot be acted on.
+    Reference,
+    /// Copies on an instance exceed its accelerators, milli-cores or MiB.
+    Packing,
+    /// A copy on a type its component may not use, or a launch outside the pool.
+    Eligibility,
+    /// More launches of a (type, AZ) than `Reserved + Available`.
+    Capacity,
+    /// Min/MaxInstanceCount broken.
+    InstanceBounds,
+    /// More copies than `CopyCount`.
+    CopyCount,
+    /// A removal the rules do not allow (no excess, or a disguised move).
+    Removal,
+    /// The SPREAD quality rule is broken.
+    Spread,
+    /// The reported objective, bound or `Unplaced` counts do not match the actions.
+    Accounting,
+}
+
+/// One broken rule, with a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Violation {
+    /// Which rule.
+    pub kind: ViolationKind,
+    /// What exactly.
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.kind, self.message)
+    }
+}
+
+/// Checks a plan against the problem; returns every violation (empty = valid).
+pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
+    let (fleet, mut violations) = FinalFleet::apply(problem, &plan.actions);
+    check_fleet(problem, &fleet, plan.launches(), &mut violations);
+    let mut push = |kind, message| violations.push(Violation { kind, message });
+
+    // Accounting: the reported objective and Unplaced must match the actions.
+    let actual = objective(problem, &fleet);
+    if actual != plan.objective {
+        push(ViolationKind::Accounting, format!("reported objective {:?} but the actions reach {:?}", plan.objective, actual));
+    }
+    if let Some(bound) = &plan.bound {
+        if actual.key() < bound.key() {
+            push(ViolationKind::Accounting, format!("bound {bound:?} is worse than the plan's own objective {actual:?}"));
+        }
+    }
+    let per_az = fleet.copies_per_az(problem);
+    for (index, component) in problem.components.iter().enumerate() {
+        let placed: u64 = per_az[index].iter().sum();
+        let missing = u64::from(component.copy_count).saturating_sub(placed);
+        let reported: u64 = plan
+            .unplaced
+            .iter()
+            .filter(|entry| entry.inference_component_name == component.name)
+            .map(|entry| entry.copy_count)
+            .sum();
+        if missing != reported {
+            push(
+                ViolationKind::Accounting,
+                format!("{}: {missing} copies are missing but Unplaced reports {reported}", component.name),
+            );
+        }
+    }
+    violations
+}
+
+/// Checks the hard constraints and the SPREAD rule on a final fleet.
+pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, violations: &mut Vec<Violation>) {
+    let mut push = |kind, message| violations.push(Violation { kind, message });
+
+    // 1. Packing.
+    for instance in &fleet.instances {
+        let capacity = problem.types[instance.type_index].capacity;
+        let used = instance.used(problem);
+        if !used.fits_in(&capacity) {
+            push(
+                ViolationKind::Packing,
+                format!(
+                    "{} ({}): copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                    instance.id,
+                    problem.types[instance.type_index].name,
+                    used.accelerators,
+                    used.milli_cpus,
+                    used.memory_mib,
+                    capacity.accelerators,
+                    capacity.milli_cpus,
+                    capacity.memory_mib
+                ),
+            );
+        }
+    }
+
+    // 3. Capacity.
+    for (&(type_index, az_index), &(total, reserved)) in &fleet.launches {
+        let limit = problem.launch_limit(type_index, az_index);
+        let name = &problem.types[type_index].name;
+        let az = &problem.azs[az_index];
+        if let Some(allowed) = limit.total() {
+            if total > allowed {
+                push(
+                    ViolationKind::Capacity,
+                    format!("{total} launches of {name} in {az}, but only {allowed} are obtainable (Reserved {} + Available {})", limit.reserved, limit.available.unwrap_or(0)),
+                );
+            }
+        }
+        if reserved > limit.reserved {
+            push(
+                ViolationKind::Capacity,
+                format!("{reserved} launches of {name} in {az} marked Reserved, but only {} reservation slots exist", limit.reserved),
+            );
+        }
+    }
+
+    // 4. Instance bounds.
+    let size = fleet.instances.len() as u64;
+    let scaling = problem.scaling;
+    if size < u64::from(scaling.min_instances) {
+        push(ViolationKind::InstanceBounds, format!("{size} instances, below MinInstanceCount {}", scaling.min_instances));
+    }
+    if let Some(max) = scaling.max_instances {
+        if size > u64::from(max) {
+            if launches > 0 {
+                push(ViolationKind::InstanceBounds, format!("{size} instances after launching {launches}, above MaxInstanceCount {max}"));
+            } else {
+                for instance in fleet.instances.iter().filter(|instance| instance.copies.is_empty()) {
+                    push(
+                        ViolationKind::InstanceBounds,
+                        format!("{} is empty and kept although the fleet ({size}) is above MaxInstanceCount {max}", instance.id),
+                    );
+                }
+            }
+        }
+    }
+
+    // 5. Copy counts, and removals only of a real excess, never as a disguised move.
+    let existing = problem.existing_copies_per_component();
+    let per_az = fleet.copies_per_az(problem);
+    for (index, component) in problem.components.iter().enumerate() {
+        let placed: u64 = per_az[index].iter().sum();
+        if placed > u64::from(component.copy_count) {
+            push(ViolationKind::CopyCount, format!("{}: {placed} copies, CopyCount is {}", component.name, component.copy_count));
+        }
+        let removed = u64::from(fleet.removed.get(&index).copied().unwrap_or(0));
+        if removed > 0 {
+            let excess = existing[index].saturating_sub(u64::from(component.copy_count));
+            if removed > excess {
+                push(
+                    ViolationKind::Removal,
+                    format!("{}: {removed} existing copies removed, but only {excess} exceed CopyCount {}", component.name, component.copy_count),
+                );
+            }
+            if fleet.instances.iter().any(|instance| instance.new_copies.contains_key(&index)) {
+                push(ViolationKind::Removal, format!("{}: copies both removed and placed (a move; plan never moves copies)", component.name));
+            }
+        }
+    }
+
+    // SPREAD, judged on plans from an empty fleet.
+    if problem.fleet.is_empty() {
+        for violation in spread_violations(problem, fleet) {
+            push(ViolationKind::Spread, violation);
+        }
+    }
+}
+
+/// Pairs breaking the SPREAD rule: within an AZ, an instance with at least two more copies of a
+/// SPREAD component than another eligible instance that has room for one more copy.
+pub fn spread_violations(problem: &Problem, fleet: &FinalFleet) -> Vec<String> {
+    let mut found = Vec::new();
+    for (index, component) in problem.components.iter().enumerate() {
+        if component.strategy != PlacementStrategy::Spread {
+            continue;
+        }
+        for heavy in &fleet.instances {
+            let heavy_count = heavy.copies_of(index);
+            if heavy_count < 2 {
+                continue;
+            }
+            let light = fleet.instances.iter().find(|light| {
+                light.az_index == heavy.az_index && light.copies_of(index) + 2 <= heavy_count && {
+                    match component.placement_requirement(problem, light.type_index) {
+                        Some(requirement) => {
+                            let capacity = problem.types[light.type_index].capacity;
+                            light.used(problem).plus(&requirement.resources).fits_in(&capacity)
+                        }
+                        None => false,
+                    }
+                }
+            });
+            if let Some(light) = light {
+                found.push(format!(
+                    "{}: {} holds {heavy_count} copies while {} in the same AZ holds {} and has room for one more",
+                    component.name,
+                    heavy.id,
+                    light.id,
+                    light.copies_of(index)
+                ));
+            }
+        }
+    }
+    found
+}
