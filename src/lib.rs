@@ -64,3 +64,4 @@ pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use verify::{verify, Violation, ViolationKind};
+pub use report::ReliabilityReport;
