@@ -63,5 +63,5 @@ pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
-pub use verify::{verify, Violation, ViolationKind};
 pub use report::ReliabilityReport;
+pub use verify::{verify, Violation, ViolationKind};
