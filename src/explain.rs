@@ -212,9 +212,11 @@ impl fmt::Display for Explanation {
 
 /// `Unplaced` entries for a final fleet: per component with missing copies, how many and why.
 pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
-    explain_all(problem, fleet)
-        .into_iter()
-        .filter(|explanation| explanation.missing > 0)
+    let shared = Shared::new(problem, fleet);
+    // Only components with missing copies are explained: this runs after every engine.
+    (0..problem.components.len())
+        .filter(|&index| shared.missing(problem, index) > 0)
+        .filter_map(|index| explain_index(problem, fleet, &shared, index))
         .map(|explanation| Unplaced {
             inference_component_name: explanation.inference_component_name,
             copy_count: explanation.missing,
@@ -225,7 +227,8 @@ pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
 
 /// Explanations for every component, in component order.
 pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
-    (0..problem.components.len()).filter_map(|index| explain_index(problem, fleet, index)).collect()
+    let shared = Shared::new(problem, fleet);
+    (0..problem.components.len()).filter_map(|index| explain_index(problem, fleet, &shared, index)).collect()
 }
 
 /// The explanation for one component by name; `None` if there is no such component.
@@ -250,12 +253,39 @@ pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
 /// );
 /// ```
 pub fn explain(problem: &Problem, fleet: &FinalFleet, component: &str) -> Option<Explanation> {
-    explain_index(problem, fleet, problem.component_index(component)?)
+    explain_index(problem, fleet, &Shared::new(problem, fleet), problem.component_index(component)?)
 }
 
-fn explain_index(problem: &Problem, fleet: &FinalFleet, component_index: usize) -> Option<Explanation> {
+/// What every component's explanation needs from the fleet, computed once.
+struct Shared {
+    /// `[component][az]` copies.
+    per_az: Vec<Vec<u64>>,
+    /// Resources used on each instance of the fleet (fleet order).
+    used: Vec<Resources>,
+}
+
+impl Shared {
+    fn new(problem: &Problem, fleet: &FinalFleet) -> Shared {
+        Shared {
+            per_az: fleet.copies_per_az(problem),
+            used: fleet.instances.iter().map(|instance| instance.used(problem)).collect(),
+        }
+    }
+
+    fn missing(&self, problem: &Problem, component: usize) -> u64 {
+        let placed: u64 = self.per_az.get(component).map_or(0, |counts| counts.iter().sum());
+        problem.components.get(component).map_or(0, |c| u64::from(c.copy_count).saturating_sub(placed))
+    }
+}
+
+fn explain_index(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    shared: &Shared,
+    component_index: usize,
+) -> Option<Explanation> {
     let component = problem.components.get(component_index)?;
-    let copies_per_az = fleet.copies_per_az(problem).into_iter().nth(component_index).unwrap_or_default();
+    let copies_per_az = shared.per_az.get(component_index).cloned().unwrap_or_default();
     let placed: u64 = copies_per_az.iter().sum();
     let copy_count = u64::from(component.copy_count);
     let missing = copy_count.saturating_sub(placed);
@@ -264,15 +294,15 @@ fn explain_index(problem: &Problem, fleet: &FinalFleet, component_index: usize) 
     let instances: Vec<InstanceExplanation> = fleet
         .instances
         .iter()
-        .filter_map(|instance| {
+        .zip(&shared.used)
+        .filter_map(|(instance, used)| {
             let info = problem.types.get(instance.type_index)?;
             let verdict = match component.placement_requirement(problem, instance.type_index) {
                 None => InstanceVerdict::NotEligible {
                     why: if info.in_pool { Ineligibility::NoSpecification } else { Ineligibility::NotInPool },
                 },
                 Some(requirement) => {
-                    let used = instance.used(problem);
-                    let free = saturating_minus(&info.capacity, &used);
+                    let free = saturating_minus(&info.capacity, used);
                     let need = &requirement.resources;
                     match Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&free)) {
                         Some(resource) => {

@@ -64,4 +64,6 @@ pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
+pub use explain::Explanation;
+pub use metrics::MetricsError;
 pub use verify::{verify, Violation, ViolationKind};

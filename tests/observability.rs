@@ -43,16 +43,17 @@ fn seed_numbers_are_reproduced() {
 
 #[test]
 fn the_two_forms_differ_when_a_small_type_runs_hot() {
-    // Ten p5 at half load, one g6 flat out.
-    let loads = [TypeLoad::new("ml.p5.48xlarge", 10, 10.0, 20.0), TypeLoad::new("ml.g6.48xlarge", 1, 8.0, 8.0)];
+    // Ten p5 at 60 %, one g6 flat out.
+    let loads = [TypeLoad::new("ml.p5.48xlarge", 10, 12.0, 20.0), TypeLoad::new("ml.g6.48xlarge", 1, 8.0, 8.0)];
     let metric_math = metric_math_utilisation(&loads).unwrap();
     let weighted = capacity_weighted_utilisation(&loads).unwrap();
-    assert!(close(metric_math, 0.75)); // (0.5 + 1.0) / 2: above 0.7, would scale out
-    assert!(close(weighted, 108.0 / 208.0)); // 0.519…: the fleet is half idle
+    assert!(close(metric_math, 0.8)); // (0.6 + 1.0) / 2: above 0.7, would scale out
+    assert!(close(weighted, 128.0 / 208.0)); // 0.615…: the fleet is below target
     let policy = TargetTracking::default();
     let history = ScalingHistory::default();
     assert_eq!(policy.decide(metric_math, 11, 0.0, &history).unwrap().action, ScalingAction::ScaleOut);
-    assert_eq!(policy.decide(weighted, 11, 0.0, &history).unwrap().action, ScalingAction::ScaleIn);
+    // ceil(11 × 0.615 / 0.7) = 10.
+    assert_eq!(policy.decide(weighted, 11, 0.0, &history).unwrap().desired, 10);
     // With weights n_t × m_t the metric-math form equals the capacity-weighted one.
     let weighted_by_capacity: Vec<TypeLoad> =
         loads.iter().map(|l| l.clone().with_weight(f64::from(l.instances) * l.max_concurrency)).collect();
