@@ -52,6 +52,7 @@ pub mod metrics;
 pub mod model;
 pub mod plan;
 pub mod problem;
+pub mod render;
 pub mod report;
 pub mod verify;
 
