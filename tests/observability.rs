@@ -2,6 +2,8 @@
 //! roll-ups, explanations with counts that add up, and the reliability report against a
 //! hand-computed case.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use fleetplan::explain::{explain, unplaced, InstanceVerdict, LaunchVerdict, Resource};
@@ -628,5 +630,72 @@ proptest! {
         if decision.action == ScalingAction::ScaleIn && policy.max_instances.is_none_or(|max| current <= max) {
             prop_assert!(utilisation < target);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// On random problems, after random launches: one verdict per instance and per (pool type,
+    /// AZ); `Room` and `Short` agree with actually placing one more copy; `Unplaced` counts add
+    /// up; the report's numbers are consistent with the fleet and the shared objective.
+    #[test]
+    fn explanations_and_reports_are_consistent(problem in common::problem(common::Size::MEDIUM), launches in 0i64..6) {
+        let actions = instance_changes(&problem, launches).launch_actions();
+        let (fleet, violations) = FinalFleet::apply(&problem, &actions);
+        prop_assert!(violations.is_empty(), "{:?}", violations);
+        let pool_slots = problem.pool_types().count() * problem.azs().len();
+        let per_az = fleet.copies_per_az(&problem);
+        let mut missing_total = 0;
+        for (index, component) in problem.components().iter().enumerate() {
+            let why = explain(&problem, &fleet, &component.name).unwrap();
+            prop_assert_eq!(why.instances.len(), fleet.instances.len());
+            prop_assert_eq!(why.launches.len(), pool_slots);
+            let placed: u64 = per_az[index].iter().sum();
+            prop_assert_eq!(why.missing, u64::from(component.copy_count).saturating_sub(placed));
+            missing_total += why.missing;
+            prop_assert_eq!(why.reasons.is_empty(), why.missing == 0);
+            if why.missing > 0 {
+                let headline = format!(
+                    "{}/{} instances have room, {}/{} launch options open",
+                    why.instances_with_room(), fleet.instances.len(), why.open_launches(), pool_slots
+                );
+                prop_assert_eq!(&why.reasons[0], &headline);
+            }
+            for (position, verdict) in why.instances.iter().enumerate() {
+                let fits_one_more = {
+                    let mut more = actions.clone();
+                    more.push(Action::PlaceCopy {
+                        component: component.name.clone(),
+                        instance_id: verdict.instance_id.clone(),
+                        model_name: None,
+                    });
+                    let (after, _) = FinalFleet::apply(&problem, &more);
+                    let instance = &after.instances[position];
+                    instance.used(&problem).fits_in(&problem.instance_types()[instance.type_index].capacity)
+                };
+                match verdict.verdict {
+                    InstanceVerdict::Room { copies } => prop_assert!(copies >= 1 && fits_one_more),
+                    InstanceVerdict::Short { need, free, .. } => prop_assert!(need > free && !fits_one_more),
+                    InstanceVerdict::NotEligible { .. } => {}
+                }
+            }
+        }
+        let listed: u64 = unplaced(&problem, &fleet).iter().map(|u| u.copy_count).sum();
+        prop_assert_eq!(listed, missing_total);
+
+        let report = ReliabilityReport::for_fleet(&problem, &fleet);
+        prop_assert_eq!(report.instance_count, fleet.instances.len() as u64);
+        prop_assert_eq!(report.instances_per_az.iter().sum::<u64>(), report.instance_count);
+        prop_assert_eq!(report.instance_types.iter().map(|t| t.instances).sum::<u64>(), report.instance_count);
+        prop_assert_eq!(report.cost_per_hour, fleetplan::objective(&problem, &fleet).cost());
+        for (component, counts) in report.components.iter().zip(&per_az) {
+            prop_assert_eq!(&component.copies_per_az, counts);
+            // An instance sits in one AZ, so losing an AZ never leaves more than losing an instance.
+            prop_assert!(component.copies_left_after_az_loss <= component.copies_left_after_instance_loss);
+            prop_assert!(component.copies_left_after_instance_loss <= component.placed);
+        }
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        prop_assert_eq!(json["Components"].as_array().map(Vec::len), Some(problem.components().len()));
     }
 }
