@@ -392,7 +392,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         explanation.open_launches(),
         explanation.launches.len()
     )];
-    // Group instances by (type, verdict with per-instance numbers stripped), keeping first-seen order.
+    // Group instances by (type, verdict kind, short resource and need), in type order.
     let type_rank = |type_name: &str| problem.type_index(type_name).unwrap_or(usize::MAX);
     let mut instance_groups: BTreeMap<GroupKey, GroupTally> = BTreeMap::new();
     for instance in &explanation.instances {
@@ -420,6 +420,8 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
                 resource.describe(need),
                 if amount == 0 { "0".to_string() } else { format!("at most {}", resource.describe(amount)) }
             ),
+            // A copy that needs nothing fits without limit (copies_of saturates at u64::MAX).
+            _ if amount == u64::MAX => format!("{type_name} has room for any number of copies ({where_})"),
             _ => format!(
                 "{type_name} has room for {amount} more cop{} ({where_})",
                 if amount == 1 { "y" } else { "ies" }
