@@ -411,7 +411,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         entry.3 += 1;
     }
     for ((_, kind, resource, need), (type_name, azs, amount, count)) in instance_groups {
-        let where_ = format!("{count} instance{} in {}", plural(count), join_azs(&azs));
+        let where_ = format!("{count} instance{} in {}", plural(count), join_azs(problem, &azs));
         clauses.push(match (kind, resource) {
             (0, _) => format!("{type_name} is not in InstancePools ({where_})"),
             (1, _) => format!("{name} has no specification for {type_name} ({where_})"),
@@ -449,7 +449,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         }
     }
     for (type_name, verdict, azs) in launch_groups {
-        let in_azs = join_azs(&azs);
+        let in_azs = join_azs(problem, &azs);
         clauses.push(match verdict {
             LaunchVerdict::NoSpecification => format!("{name} has no specification for new {type_name} in {in_azs}"),
             LaunchVerdict::TooLarge { resource, need, has } => format!(
@@ -498,14 +498,15 @@ fn saturating_minus(have: &Resources, used: &Resources) -> Resources {
     }
 }
 
-/// AZ names, each once, in the order first seen.
-fn join_azs(azs: &[String]) -> String {
+/// AZ names, each once, in `AvailabilityZones` order.
+fn join_azs(problem: &Problem, azs: &[String]) -> String {
     let mut unique: Vec<&str> = Vec::new();
     for az in azs {
         if !unique.contains(&az.as_str()) {
             unique.push(az);
         }
     }
+    unique.sort_by_key(|az| problem.az_index(az));
     unique.join(", ")
 }
 

@@ -123,3 +123,32 @@ fn every_bundled_scenario_reports_deterministically() {
         }
     }
 }
+
+#[test]
+fn seed_multi_gpu_llm_partial_plan_explained() {
+    let problem = common::bundled_problem("seed-multi-gpu-llm.json");
+    let mut reserved = launch("new-1", "ml.p5.48xlarge", "us-east-1c");
+    if let Action::LaunchInstance { reserved: flag, .. } = &mut reserved {
+        *flag = true;
+    }
+    let mut actions = vec![reserved, launch("new-2", "ml.p5.48xlarge", "us-east-1a")];
+    actions.extend(["new-1", "new-1", "new-2"].map(|id| place("llama-70b", id)));
+    actions.extend(["new-2", "new-2", "new-2"].map(|id| place("embedder", id)));
+    let plan = plan_of(&problem, actions);
+    assert!(verify(&problem, &plan).is_empty());
+    // llama-70b: 3 of 6 placed; embedder complete.
+    assert_eq!(plan.unplaced.len(), 1);
+    assert_eq!(plan.unplaced[0].copy_count, 3);
+    let mut text = String::new();
+    for entry in &plan.unplaced {
+        text.push_str(&format!("{} ({} copies)\n", entry.inference_component_name, entry.copy_count));
+        for reason in &entry.reasons {
+            text.push_str(&format!("  - {reason}\n"));
+        }
+    }
+    insta::assert_snapshot!("seed_multi_gpu_llm_partial_unplaced", text);
+    insta::assert_snapshot!(
+        "seed_multi_gpu_llm_partial_table",
+        ReliabilityReport::for_plan(&problem, &plan).to_table()
+    );
+}
