@@ -659,3 +659,62 @@ proptest! {
         prop_assert_eq!(reported, counted);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exhaustive_search_is_valid_and_never_worse_than_greedy(random in random_fleet()) {
+        let Some(problem) = build(&random) else { return Err(TestCaseError::reject("invalid scenario")) };
+        prop_assume!(problem.fleet().len() <= 6);
+        let greedy = Consolidator::new().exhaustive_up_to(0).plan(&problem);
+        let (searched, complete) = Consolidator::new().plan_exhaustive(&problem).unwrap();
+        let violations = verify_consolidation(&problem, &searched);
+        prop_assert!(violations.is_empty(), "{violations:#?}\n{searched:#?}");
+        if complete {
+            // The greedy's plan releases one instance at a time and moves only copies of the
+            // released instance, so it lies in the searched space.
+            prop_assert!(
+                (searched.objective.key(), searched.move_count()) <= (greedy.objective.key(), greedy.move_count()),
+                "search {:?} / {} moves, greedy {:?} / {} moves", searched.objective, searched.move_count(),
+                greedy.objective, greedy.move_count()
+            );
+        }
+        let best = consolidate(&problem);
+        prop_assert!(verify_consolidation(&problem, &best).is_empty());
+        prop_assert!((best.objective.key(), best.move_count()) <= (greedy.objective.key(), greedy.move_count()));
+    }
+}
+
+/// How often the exhaustive search beats the greedy on tiny random fleets (run with
+/// `cargo test --test consolidate -- --ignored --nocapture greedy_gap`).
+#[test]
+#[ignore]
+fn greedy_gap() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    for (smallest, largest) in [(2, 6), (7, 9)] {
+        let mut runner = TestRunner::deterministic();
+        let (mut cases, mut complete_cases, mut better_objective, mut fewer_moves) = (0, 0, 0, 0);
+        for _ in 0..3000 {
+            let random = random_fleet().new_tree(&mut runner).unwrap().current();
+            let Some(problem) = build(&random) else { continue };
+            if problem.fleet().len() > largest || problem.fleet().len() < smallest {
+                continue;
+            }
+            cases += 1;
+            let greedy = Consolidator::new().exhaustive_up_to(0).plan(&problem);
+            let (searched, complete) = Consolidator::new().exhaustive_up_to(largest).plan_exhaustive(&problem).unwrap();
+            complete_cases += usize::from(complete);
+            if searched.objective.better_than(&greedy.objective) {
+                better_objective += 1;
+            } else if searched.objective == greedy.objective && searched.move_count() < greedy.move_count() {
+                fewer_moves += 1;
+            }
+        }
+        println!(
+            "{cases} fleets of {smallest}-{largest} instances: search complete on {complete_cases}; \
+             better objective than greedy on {better_objective}; same objective with fewer moves on {fewer_moves}"
+        );
+    }
+}

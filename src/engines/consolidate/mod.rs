@@ -8,6 +8,7 @@
 //! releases. [`verify_consolidation`] re-checks any plan independently.
 
 mod check;
+mod exhaustive;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -147,15 +148,38 @@ pub fn consolidate(problem: &Problem) -> ConsolidationPlan {
 /// let plan = Consolidator::new().max_steps(1).plan(&problem);
 /// assert!(plan.steps.len() <= 1);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Consolidator {
     max_steps: Option<usize>,
+    exhaustive_instances: usize,
+    node_limit: usize,
+}
+
+impl Default for Consolidator {
+    fn default() -> Self {
+        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000 }
+    }
 }
 
 impl Consolidator {
-    /// A planner without a step limit.
+    /// A planner without a step limit; fleets of up to 6 instances are also searched
+    /// exhaustively (up to 20 000 search nodes) and the better plan is returned.
     pub fn new() -> Self {
         Consolidator::default()
+    }
+
+    /// Searches fleets of at most `instances` instances exhaustively as well as greedily
+    /// (0 = greedy only). The search is deterministic: it is bounded by [`Self::node_limit`],
+    /// not by time.
+    pub fn exhaustive_up_to(mut self, instances: usize) -> Self {
+        self.exhaustive_instances = instances;
+        self
+    }
+
+    /// Most states the exhaustive search visits.
+    pub fn node_limit(mut self, nodes: usize) -> Self {
+        self.node_limit = nodes;
+        self
     }
 
     /// Plans at most `steps` steps (the first steps of the unlimited plan are not guaranteed to be
@@ -165,12 +189,40 @@ impl Consolidator {
         self
     }
 
+    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`]
+    /// instances (`None` for larger fleets). The flag is true when the search finished within
+    /// the node limit: the plan is then optimal (L3, L4, then fewest moves) among plans that
+    /// release one instance at a time and move only copies of the instance being released.
+    pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
+        if problem.fleet().len() > self.exhaustive_instances {
+            return None;
+        }
+        let mut searcher = Planner::new(problem);
+        let found = searcher.exhaustive(self.node_limit);
+        let steps = searcher.group(&found.releases);
+        let mut searched = ConsolidationPlan { steps, objective: Objective::default() };
+        searched.objective = objective(problem, &searched.final_fleet(problem));
+        Some((searched, found.complete))
+    }
+
     /// Plans consolidation of the problem's fleet.
+    ///
+    /// The greedy always runs. With no step limit and a fleet of at most
+    /// [`Self::exhaustive_up_to`] instances, an exhaustive search over release sequences runs as
+    /// well and its plan is returned when it is better (objective, then fewer moves).
     pub fn plan(&self, problem: &Problem) -> ConsolidationPlan {
         let mut planner = Planner::new(problem);
         let steps = planner.run(self.max_steps.unwrap_or(usize::MAX));
-        let fleet = planner.final_fleet();
-        ConsolidationPlan { steps, objective: objective(problem, &fleet) }
+        let greedy = ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) };
+        if self.max_steps.is_some() || problem.fleet().len() > self.exhaustive_instances {
+            return greedy;
+        }
+        let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
+        if (searched.objective.key(), searched.move_count()) < (greedy.objective.key(), greedy.move_count()) {
+            searched
+        } else {
+            greedy
+        }
     }
 }
 
@@ -535,6 +587,66 @@ impl<'p> Planner<'p> {
             })
             .min()
             .map(|(_, index)| index)
+    }
+
+    /// Whether `target` may receive one copy of `component` leaving `candidate` now: alive,
+    /// eligible, room for the copy with the target type's requirement, and (across AZs) the
+    /// component's imbalance no larger than `balance_before`.
+    fn may_receive(&self, candidate: usize, component: usize, target: usize, balance_before: &[u64]) -> bool {
+        let problem = self.problem;
+        let (Some(node), Some(source), Some(info)) =
+            (self.nodes.get(target), self.nodes.get(candidate), problem.components().get(component))
+        else {
+            return false;
+        };
+        if !node.alive || target == candidate {
+            return false;
+        }
+        let Some(requirement) = info.placement_requirement(problem, node.type_index) else { return false };
+        let Some(type_info) = problem.instance_types().get(node.type_index) else { return false };
+        if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
+            return false;
+        }
+        if node.az_index == source.az_index || info.max_imbalance.is_none() {
+            return true;
+        }
+        let Some(mut after) = self.per_az.get(component).cloned() else { return false };
+        if let Some(slot) = after.get_mut(source.az_index) {
+            *slot = slot.saturating_sub(1);
+        }
+        if let Some(slot) = after.get_mut(node.az_index) {
+            *slot += 1;
+        }
+        imbalance(&after) <= balance_before.get(component).copied().unwrap_or(0)
+    }
+
+    /// Groups a sequence of releases into steps: a release joins the current step when the step
+    /// has room and the released instance received no copy in it.
+    fn group(&self, releases: &[exhaustive::Release]) -> Vec<ConsolidationStep> {
+        let step_size = usize::try_from(self.problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let mut steps: Vec<ConsolidationStep> = Vec::new();
+        let mut step_targets: BTreeSet<usize> = BTreeSet::new();
+        for (candidate, moves) in releases {
+            let joins_current =
+                steps.last().is_some_and(|step| step.release.len() < step_size) && !step_targets.contains(candidate);
+            if !joins_current {
+                steps.push(ConsolidationStep { moves: Vec::new(), release: Vec::new() });
+                step_targets.clear();
+            }
+            let Some(step) = steps.last_mut() else { continue };
+            let (Some(source), names) = (self.nodes.get(*candidate), self.problem.components()) else { continue };
+            for &(component, target) in moves {
+                let (Some(info), Some(node)) = (names.get(component), self.nodes.get(target)) else { continue };
+                step_targets.insert(target);
+                step.moves.push(Move {
+                    inference_component_name: info.name.clone(),
+                    from: source.id.clone(),
+                    to: node.id.clone(),
+                });
+            }
+            step.release.push(source.id.clone());
+        }
+        steps
     }
 
     fn final_fleet(&self) -> FinalFleet {
