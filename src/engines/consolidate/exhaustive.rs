@@ -12,6 +12,9 @@ use crate::problem::PlacementStrategy;
 /// A release and the moves `(component, target)` that empty it.
 pub(super) type Release = (usize, Vec<(usize, usize)>);
 
+/// A fleet state: per instance, alive and its copies.
+type StateKey = Vec<(bool, Vec<(usize, u32)>)>;
+
 /// The outcome of a search.
 pub(super) struct Found {
     /// The best sequence of releases.
@@ -25,7 +28,7 @@ struct Search {
     nodes: usize,
     complete: bool,
     /// Fewest moves with which each state was reached.
-    seen: BTreeMap<Vec<(bool, Vec<(usize, u32)>)>, usize>,
+    seen: BTreeMap<StateKey, usize>,
     path: Vec<Release>,
     moves: usize,
     best: Option<((ObjectiveKey, usize), Vec<Release>)>,
@@ -47,7 +50,7 @@ impl Planner<'_> {
         Found { releases: search.best.map(|(_, releases)| releases).unwrap_or_default(), complete: search.complete }
     }
 
-    fn state_key(&self) -> Vec<(bool, Vec<(usize, u32)>)> {
+    fn state_key(&self) -> StateKey {
         self.nodes.iter().map(|node| (node.alive, node.copies.iter().map(|(&c, &n)| (c, n)).collect())).collect()
     }
 
