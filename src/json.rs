@@ -39,7 +39,8 @@ pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> 
     let mut issues = reader.issues;
     if let Err(semantic) = crate::Problem::new(&scenario) {
         for issue in semantic.issues() {
-            let shadowed = issues.iter().any(|typed| issue.path.starts_with(&typed.path) || typed.path.starts_with(&issue.path));
+            let shadowed =
+                issues.iter().any(|typed| issue.path.starts_with(&typed.path) || typed.path.starts_with(&issue.path));
             if !shadowed {
                 issues.push(issue.clone());
             }
@@ -398,7 +399,8 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_ignored() {
-        let text = r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
+        let text =
+            r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
         let scenario = scenario_from_json(text).unwrap();
         assert_eq!(scenario.endpoint.instance_type.as_deref(), Some("ml.g5.xlarge"));
     }

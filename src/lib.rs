@@ -52,6 +52,7 @@ pub mod metrics;
 pub mod model;
 pub mod plan;
 pub mod problem;
+pub mod render;
 pub mod report;
 pub mod verify;
 
@@ -63,5 +64,5 @@ pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
-pub use verify::{verify, Violation, ViolationKind};
 pub use report::ReliabilityReport;
+pub use verify::{verify, Violation, ViolationKind};
