@@ -34,6 +34,9 @@ pub enum ViolationKind {
     Spread,
     /// The reported objective, bound or `Unplaced` counts do not match the actions.
     Accounting,
+    /// A consolidation step breaks a rule of spec §3 (step size, release of a busy instance,
+    /// imbalance growing, a move the fleet cannot execute).
+    Consolidation,
 }
 
 /// One broken rule, with a message a person can act on.
