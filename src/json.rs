@@ -433,7 +433,8 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_ignored() {
-        let text = r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
+        let text =
+            r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
         let scenario = scenario_from_json(text).unwrap();
         assert_eq!(scenario.endpoint.instance_type.as_deref(), Some("ml.g5.xlarge"));
     }

@@ -60,9 +60,11 @@ pub use engines::consolidate::{consolidate, ConsolidationPlan, ConsolidationStep
 pub use engines::exact::ExactPlanner;
 pub use engines::greedy::plan_greedy;
 pub use error::{Issue, ValidationError, Warning, WarningKind};
+pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
+pub use metrics::MetricsError;
 pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
-pub use verify::{verify, Violation, ViolationKind};
 pub use report::ReliabilityReport;
+pub use verify::{verify, Violation, ViolationKind};

@@ -6,6 +6,7 @@
 pub mod consolidate;
 pub mod exact;
 pub mod greedy;
+pub(crate) mod spread;
 
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
