@@ -37,15 +37,15 @@ enum Align {
 
 /// A plain-text table: a header row and data rows, columns padded to their widest cell.
 struct Table {
-    headers: Vec<&'static str>,
+    headers: Vec<String>,
     align: Vec<Align>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(columns: &[(&'static str, Align)]) -> Table {
+    fn new(columns: &[(&str, Align)]) -> Table {
         Table {
-            headers: columns.iter().map(|(name, _)| *name).collect(),
+            headers: columns.iter().map(|(name, _)| name.to_string()).collect(),
             align: columns.iter().map(|(_, align)| *align).collect(),
             rows: Vec::new(),
         }
@@ -65,8 +65,7 @@ impl Table {
             }
         }
         let mut out = String::new();
-        let header: Vec<String> = self.headers.iter().map(|header| header.to_string()).collect();
-        for cells in std::iter::once(&header).chain(&self.rows) {
+        for cells in std::iter::once(&self.headers).chain(&self.rows) {
             let mut line = String::from(indent);
             for column in 0..columns {
                 let cell = cells.get(column).map(String::as_str).unwrap_or("");
@@ -245,28 +244,23 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         out.push_str(&table.render("  "));
     }
 
-    // Components: copies per AZ against the desired count and MaxImbalance.
+    // Components: copies per AZ (one column per AZ), imbalance against MaxImbalance.
     if !problem.components().is_empty() {
         let per_az = fleet.copies_per_az(problem);
-        let _ = writeln!(out, "\nComponents ({})", problem.components().len());
-        let mut table = Table::new(&[
-            ("COMPONENT", Align::Left),
-            ("WANTED", Align::Right),
-            ("PLACED", Align::Right),
-            ("COPIES PER AZ", Align::Left),
-            ("MAX IMBALANCE", Align::Right),
-        ]);
+        let _ = writeln!(out, "\nComponents ({}), copies per AZ", problem.components().len());
+        let mut columns = vec![("COMPONENT", Align::Left), ("WANTED", Align::Right), ("PLACED", Align::Right)];
+        columns.extend(problem.azs().iter().map(|az| (az.as_str(), Align::Right)));
+        columns.extend([("IMBALANCE", Align::Right), ("MAX", Align::Right)]);
+        let mut table = Table::new(&columns);
         for (component, counts) in problem.components().iter().zip(&per_az) {
             let placed: u64 = counts.iter().sum();
-            let spread: Vec<String> =
-                problem.azs().iter().zip(counts).map(|(az, count)| format!("{az}={count}")).collect();
-            table.row(vec![
-                component.name.clone(),
-                component.copy_count.to_string(),
-                placed.to_string(),
-                spread.join(" "),
-                component.max_imbalance.map_or_else(|| "-".to_string(), |limit| limit.to_string()),
-            ]);
+            let most = counts.iter().copied().max().unwrap_or(0);
+            let fewest = counts.iter().copied().min().unwrap_or(0);
+            let mut row = vec![component.name.clone(), component.copy_count.to_string(), placed.to_string()];
+            row.extend(counts.iter().map(u64::to_string));
+            row.push((most - fewest).to_string());
+            row.push(component.max_imbalance.map_or_else(|| "-".to_string(), |limit| limit.to_string()));
+            table.row(row);
         }
         out.push_str(&table.render("  "));
     }
