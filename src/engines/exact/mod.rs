@@ -24,8 +24,11 @@ use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
-use model::{CostMode, Facts, Goal, Layout, Limit, Limits, MasterSolution, Solved};
+use model::{CostMode, Extra, Facts, Goal, Layout, Limit, Limits, MasterSolution, Solved};
 use packing::{pack_group, Packing};
+
+/// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
+const PROBE_NODES: u64 = 2_000;
 
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
@@ -221,7 +224,49 @@ impl ExactPlanner {
             let mut fixed: Vec<(Goal, f64)> = Vec::new();
             let mut last: Option<MasterSolution> = None;
             for &goal in &goals {
-                match model::solve(&facts, &layout, goal, &fixed, limits) {
+                let warm = last.as_ref().map(|s| s.integers.as_slice());
+                let mut at_least = None;
+                if goal != Goal::Unplaced {
+                    // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
+                    let relaxed = Extra {
+                        relax: true,
+                        ..Extra::default()
+                    };
+                    if let Solved::Solution {
+                        solution,
+                        proven: true,
+                        ..
+                    } = model::solve(&facts, &layout, goal, &fixed, limits, None, relaxed)
+                    {
+                        let lower = (solution.value - 1e-6).ceil();
+                        at_least = Some(lower);
+                        let probe = Extra {
+                            at_most: Some(lower),
+                            ..Extra::default()
+                        };
+                        let probe_limits = Limits {
+                            node_limit: Some(
+                                limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES),
+                            ),
+                            ..limits
+                        };
+                        match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe)
+                        {
+                            Solved::Solution { solution, .. } => {
+                                fixed.push((goal, lower));
+                                last = Some(solution);
+                                continue;
+                            }
+                            Solved::Infeasible => at_least = Some(lower + 1.0),
+                            _ => {}
+                        }
+                    }
+                }
+                let extra = Extra {
+                    at_least,
+                    ..Extra::default()
+                };
+                match model::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
                     Solved::Solution {
                         solution,
                         proven: true,
@@ -280,7 +325,15 @@ impl ExactPlanner {
             let mut cost_bound: Option<f64> = None;
             let mut cost_stop: Option<StopReason> = None;
             for &mode in modes {
-                match model::solve(&facts, &layout, Goal::Cost(mode), &fixed, limits) {
+                match model::solve(
+                    &facts,
+                    &layout,
+                    Goal::Cost(mode),
+                    &fixed,
+                    limits,
+                    last.as_ref().map(|s| s.integers.as_slice()),
+                    Extra::default(),
+                ) {
                     Solved::Solution {
                         solution,
                         proven,

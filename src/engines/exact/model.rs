@@ -72,6 +72,9 @@ pub(crate) struct MasterSolution {
     pub remove: BTreeMap<(usize, usize), u32>,
     /// Value of the goal that was optimised.
     pub value: f64,
+    /// Values of every integer variable, in creation order: a warm start for the next level
+    /// (a solution of level k satisfies level k+1's model, whose variables are the same).
+    pub integers: Vec<f64>,
 }
 
 /// Why a solve stopped early.
@@ -102,6 +105,17 @@ pub(crate) enum Solved {
     },
     /// The solver failed.
     Error(String),
+}
+
+/// Variations of one solve used to shortcut the optimality proof of a level.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Extra {
+    /// Solve the LP relaxation only.
+    pub relax: bool,
+    /// Require the goal to be at most this (a probe at a known lower bound).
+    pub at_most: Option<f64>,
+    /// Require the goal to be at least this (a proven lower bound, as a cut).
+    pub at_least: Option<f64>,
 }
 
 /// Explicit limits for one solve.
@@ -246,12 +260,22 @@ impl Expr {
 
 struct Model {
     lp: microlp::Problem,
+    /// Solve the LP relaxation (integers become continuous).
+    relax: bool,
+    /// Integer variables in creation order (the warm start is given for these).
+    ints: Vec<Variable>,
 }
 
 impl Model {
     fn int(&mut self, upper: u64) -> Variable {
         let upper = i32::try_from(upper.min(INTEGER_CAP)).unwrap_or(i32::MAX);
-        self.lp.add_integer_var(0.0, (0, upper))
+        let var = if self.relax {
+            self.lp.add_var(0.0, (0.0, f64::from(upper)))
+        } else {
+            self.lp.add_integer_var(0.0, (0, upper))
+        };
+        self.ints.push(var);
+        var
     }
     fn constrain(&mut self, terms: &[(Variable, f64)], op: ComparisonOp, rhs: f64) {
         let expr: LinearExpr = terms.iter().copied().collect();
@@ -276,6 +300,8 @@ pub(crate) fn solve(
     goal: Goal,
     fixed: &[(Goal, f64)],
     limits: Limits,
+    warm: Option<&[f64]>,
+    extra: Extra,
 ) -> Solved {
     let problem = facts.problem;
     let types = problem.instance_types();
@@ -284,6 +310,8 @@ pub(crate) fn solve(
     let zones = problem.azs().len();
     let mut model = Model {
         lp: microlp::Problem::new(OptimizationDirection::Minimize),
+        ints: Vec::new(),
+        relax: extra.relax,
     };
     let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
 
@@ -562,6 +590,14 @@ pub(crate) fn solve(
         }
     }
 
+    // Once L1 is fixed at "every copy placed", each component's total is known, so its
+    // balance excess has a constant lower bound (the most even split of n copies over the
+    // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
+    let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
+    let all_placed = fixed
+        .iter()
+        .any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+
     // L1 and L2 expressions.
     let mut unplaced = Expr::default();
     let mut balance = Expr::default();
@@ -573,9 +609,13 @@ pub(crate) fn solve(
             }
         }
         if let (Some(limit), true) = (component.max_imbalance, zones > 1) {
-            let high = model.lp.add_var(0.0, (0.0, f64::INFINITY));
-            let low = model.lp.add_var(0.0, (0.0, f64::INFINITY));
-            let excess = model.lp.add_var(0.0, (0.0, f64::INFINITY));
+            // Integer extremes: the counts are integers, and branching on these gives the
+            // ceil/floor of the average that the LP relaxation lacks.
+            let most = u64::from(component.copy_count)
+                .max(facts.excess[c] + u64::from(component.copy_count));
+            let high = model.int(most);
+            let low = model.int(most);
+            let excess = model.int(most);
             for expr in &per_az[c] {
                 let mut row: Vec<(Variable, f64)> =
                     expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
@@ -590,6 +630,29 @@ pub(crate) fn solve(
                 ComparisonOp::Ge,
                 -f64::from(limit),
             );
+            if all_placed {
+                let total = u64::from(component.copy_count);
+                let mut row: Vec<(Variable, f64)> = Vec::new();
+                let mut constant = 0.0;
+                for expr in &per_az[c] {
+                    row.extend(expr.terms.iter().copied());
+                    constant += expr.constant;
+                }
+                model.constrain(&row, ComparisonOp::Eq, total as f64 - constant);
+                let uneven = u64::from(total % zones as u64 != 0);
+                let floor = uneven.saturating_sub(u64::from(limit));
+                model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
+                model.constrain(
+                    &[(high, 1.0)],
+                    ComparisonOp::Ge,
+                    total.div_ceil(zones as u64) as f64,
+                );
+                model.constrain(
+                    &[(low, 1.0)],
+                    ComparisonOp::Le,
+                    (total / zones as u64) as f64,
+                );
+            }
             balance.add(excess, 1.0);
         }
     }
@@ -613,6 +676,16 @@ pub(crate) fn solve(
         }
     }
     let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
+    if let Some(cap) = extra.at_most {
+        model.constrain(&target.terms, ComparisonOp::Le, cap - target.constant + 0.5);
+    }
+    if let Some(floor) = extra.at_least {
+        model.constrain(
+            &target.terms,
+            ComparisonOp::Ge,
+            floor - target.constant - 0.5,
+        );
+    }
     let mut row = target.terms.clone();
     row.push((objective, -1.0));
     model.constrain(&row, ComparisonOp::Eq, -target.constant);
@@ -630,6 +703,16 @@ pub(crate) fn solve(
         options.time_limit = Some(left);
     }
     options.node_limit = limits.node_limit;
+    if let Some(values) = warm.filter(|values| values.len() == model.ints.len()) {
+        options.warm_start = Some(
+            model
+                .ints
+                .iter()
+                .copied()
+                .zip(values.iter().copied())
+                .collect(),
+        );
+    }
     let outcome = match model.lp.solve_with(options) {
         Ok(outcome) => outcome,
         Err(microlp::Error::Infeasible) => return Solved::Infeasible,
