@@ -293,6 +293,70 @@ struct Vars {
     remove: BTreeMap<(usize, usize), Variable>,
 }
 
+/// Conflict cuts for one aggregated group. Two copies *conflict* when they do not fit on one
+/// instance together. For a set `S` of components whose copies pairwise conflict (each also
+/// with itself), every instance holds at most one copy from `S`; the components `D` that
+/// conflict with every member of `S` only use the other instances. Hence, per resource r:
+/// `cap_r · Σ_S x + Σ_D need_r · x ≤ cap_r · y`. The sets are grown greedily from each seed.
+fn conflict_cuts(
+    model: &mut Model,
+    y: Variable,
+    capacity: &Resources,
+    copies: &[(usize, Variable, Resources)],
+) {
+    let conflict = |a: &Resources, b: &Resources| !a.plus(b).fits_in(capacity);
+    let lonely: Vec<usize> = (0..copies.len())
+        .filter(|&i| conflict(&copies[i].2, &copies[i].2))
+        .collect();
+    let mut seen: BTreeSet<Vec<usize>> = BTreeSet::new();
+    for &seed in &lonely {
+        let mut clique = vec![seed];
+        for &other in &lonely {
+            if other != seed
+                && clique
+                    .iter()
+                    .all(|&member| conflict(&copies[member].2, &copies[other].2))
+            {
+                clique.push(other);
+            }
+        }
+        clique.sort_unstable();
+        if !seen.insert(clique.clone()) {
+            continue;
+        }
+        let rest: Vec<usize> = (0..copies.len())
+            .filter(|d| !clique.contains(d))
+            .filter(|&d| {
+                clique
+                    .iter()
+                    .all(|&member| conflict(&copies[member].2, &copies[d].2))
+            })
+            .collect();
+        let mut plain = true;
+        for r in 0..3 {
+            let cap = resource(capacity, r);
+            if cap == 0 || rest.iter().all(|&d| resource(&copies[d].2, r) == 0) {
+                continue;
+            }
+            plain = false;
+            let mut row: Vec<(Variable, f64)> =
+                clique.iter().map(|&m| (copies[m].1, cap as f64)).collect();
+            row.extend(
+                rest.iter()
+                    .map(|&d| (copies[d].1, resource(&copies[d].2, r) as f64)),
+            );
+            row.push((y, -(cap as f64)));
+            model.constrain(&row, ComparisonOp::Le, 0.0);
+        }
+        if plain && clique.len() > 1 {
+            let mut row: Vec<(Variable, f64)> =
+                clique.iter().map(|&m| (copies[m].1, 1.0)).collect();
+            row.push((y, -1.0));
+            model.constrain(&row, ComparisonOp::Le, 0.0);
+        }
+    }
+}
+
 /// Solves the master problem for `goal` with earlier levels fixed to `fixed`.
 pub(crate) fn solve(
     facts: &Facts<'_>,
@@ -455,6 +519,9 @@ pub(crate) fn solve(
                         model.constrain(&row, ComparisonOp::Le, 0.0);
                     }
                 }
+            }
+            if layout.cuts {
+                conflict_cuts(&mut model, y, &capacity, &copies);
             }
             vars.group_copies
                 .insert((t, z), copies.into_iter().map(|(c, x, _)| (c, x)).collect());
