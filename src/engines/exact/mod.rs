@@ -324,6 +324,15 @@ impl ExactPlanner {
             let mut cheapest: Option<(f64, MasterSolution)> = None;
             let mut cost_bound: Option<f64> = None;
             let mut cost_stop: Option<StopReason> = None;
+            // When the cost follows from the instance counts per priority (one price per
+            // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
+            let modes: &[CostMode] = match (&last, facts.cost_follows_from_priorities()) {
+                (Some(solution), true) => {
+                    cheapest = Some((0.0, solution.clone()));
+                    &[]
+                }
+                _ => modes,
+            };
             for &mode in modes {
                 match model::solve(
                     &facts,

@@ -215,6 +215,43 @@ impl<'a> Facts<'a> {
         set.into_iter().rev().collect()
     }
 
+    /// True when the cost of a fleet is determined by its instance count per priority: every
+    /// type that can be in the fleet is priced, types of one priority share one price, and
+    /// nothing runs in or launches into a reservation.
+    pub fn cost_follows_from_priorities(&self) -> bool {
+        let problem = self.problem;
+        let types = problem.instance_types();
+        if self.unpriced_possible || problem.fleet().iter().any(|instance| instance.reserved) {
+            return false;
+        }
+        if self
+            .groups
+            .keys()
+            .any(|&(t, z)| problem.launch_limit(t, z).reserved > 0)
+        {
+            return false;
+        }
+        let used = self
+            .groups
+            .keys()
+            .map(|&(t, _)| t)
+            .chain(problem.fleet().iter().map(|i| i.type_index));
+        let mut price_of: BTreeMap<u8, i64> = BTreeMap::new();
+        for t in used {
+            let Some(info) = types.get(t) else {
+                return false;
+            };
+            let Some(price) = info.hourly_price else {
+                return false;
+            };
+            let micros = (price * 1e6).round() as i64;
+            if *price_of.entry(info.priority).or_insert(micros) != micros {
+                return false;
+            }
+        }
+        true
+    }
+
     /// True when some component has a balance term that can be non-zero.
     pub fn has_balance(&self) -> bool {
         self.problem.azs().len() > 1
@@ -283,11 +320,14 @@ impl Model {
     }
 }
 
+/// One instance slot of a slot group: its "used" variable and copies per component.
+type Slot = (Variable, Vec<(usize, Variable)>);
+
 /// Variables of one built model.
 struct Vars {
     launches: BTreeMap<Group, Variable>,
     group_copies: BTreeMap<Group, Vec<(usize, Variable)>>,
-    slots: BTreeMap<Group, Vec<(Variable, Vec<(usize, Variable)>)>>,
+    slots: BTreeMap<Group, Vec<Slot>>,
     keep: Vec<Variable>,
     add: BTreeMap<(usize, usize), Variable>,
     remove: BTreeMap<(usize, usize), Variable>,
@@ -612,13 +652,9 @@ pub(crate) fn solve(
     }
 
     // Copy counts: new copies up to the need; an excess is removed exactly.
-    for c in 0..components.len() {
-        if !new_per_component[c].is_empty() {
-            model.constrain(
-                &new_per_component[c],
-                ComparisonOp::Le,
-                facts.need[c] as f64,
-            );
+    for (c, new_copies) in new_per_component.iter().enumerate() {
+        if !new_copies.is_empty() {
+            model.constrain(new_copies, ComparisonOp::Le, facts.need[c] as f64);
         }
         if facts.excess[c] > 0 {
             let removes: Vec<(Variable, f64)> = vars
