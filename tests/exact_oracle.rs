@@ -93,8 +93,8 @@ impl Oracle<'_> {
                 continue;
             }
             let saved = bins[b].clone();
-            for r in 0..3 {
-                bins[b].used[r] += add[r];
+            for (used, more) in bins[b].used.iter_mut().zip(add) {
+                *used += more;
             }
             *bins[b].new_copies.entry(component).or_insert(0) += 1;
             self.place(index + 1, b, bins);
