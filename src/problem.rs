@@ -749,15 +749,14 @@ impl Validator {
                     format!("{:?} is not in AvailabilityZones", instance.availability_zone),
                 );
             }
-            match (type_index(&instance.instance_type), az) {
-                (Some(type_index), Some(az_index)) => fleet.push(ExistingInstance {
+            if let (Some(type_index), Some(az_index)) = (type_index(&instance.instance_type), az) {
+                fleet.push(ExistingInstance {
                     id: instance.instance_id.clone(),
                     type_index,
                     az_index,
                     reserved: instance.reserved,
                     copies: Vec::new(),
-                }),
-                _ => {}
+                });
             }
         }
         let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];

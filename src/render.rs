@@ -190,13 +190,8 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         SolverKind::Exact => "exact",
     };
     let _ = writeln!(out, "Plan for endpoint {} (variant {})", problem.endpoint_name(), problem.variant_name());
-    let _ = writeln!(
-        out,
-        "Solver: {}   Status: {:?}   Stop: {}",
-        solver,
-        plan.status,
-        stop_reason_text(&plan.stop_reason)
-    );
+    let _ =
+        writeln!(out, "Solver: {}   Status: {:?}   Stop: {}", solver, plan.status, stop_reason_text(&plan.stop_reason));
     let _ = writeln!(out, "Objective: {}", objective_line(&plan.objective));
     if let Some(bound) = &plan.bound {
         let _ = writeln!(out, "Bound: {}", objective_line(bound));
@@ -424,9 +419,6 @@ mod tests {
         let mut table = Table::new(&[("A", Align::Left), ("NUMBER", Align::Right), ("LAST", Align::Left)]);
         table.row(vec!["long-name".into(), "7".into(), "".into()]);
         table.row(vec!["x".into(), "12345678".into(), "z".into()]);
-        assert_eq!(
-            table.render(""),
-            "A            NUMBER  LAST\nlong-name         7\nx          12345678  z\n"
-        );
+        assert_eq!(table.render(""), "A            NUMBER  LAST\nlong-name         7\nx          12345678  z\n");
     }
 }

@@ -105,7 +105,9 @@ fn priority_one_out_of_capacity_in_one_az_falls_back_there_only() {
     for action in &plan.actions {
         if let Action::PlaceCopy { instance_id, model_name, .. } = action {
             let launched_type = plan.actions.iter().find_map(|a| match a {
-                Action::LaunchInstance { instance_id: id, instance_type, .. } if id == instance_id => Some(instance_type.clone()),
+                Action::LaunchInstance { instance_id: id, instance_type, .. } if id == instance_id => {
+                    Some(instance_type.clone())
+                }
                 _ => None,
             });
             let expected = if launched_type.as_deref() == Some("ml.g6.48xlarge") { "llm-int4" } else { "llm-tp8" };
@@ -196,7 +198,8 @@ fn a_four_accelerator_copy_is_never_split() {
     let llm = problem.component_index("llama-70b").unwrap();
     for instance in &fleet.instances {
         let info = &problem.instance_types()[instance.type_index];
-        let per_copy = problem.components()[llm].requirements[instance.type_index].as_ref().map(|r| r.resources.accelerators);
+        let per_copy =
+            problem.components()[llm].requirements[instance.type_index].as_ref().map(|r| r.resources.accelerators);
         let copies = u64::from(instance.copies_of(llm));
         if copies > 0 {
             // Every copy's devices come from this one instance.

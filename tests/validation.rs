@@ -114,7 +114,8 @@ fn fleet_that_already_breaks_packing() {
 #[test]
 fn not_a_number_through_the_rust_api() {
     // JSON cannot carry NaN or infinity, the builder API can.
-    let mut scenario = ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
+    let mut scenario =
+        ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
     scenario.inference_components[0].runtime_config.copy_count = f64::NAN;
     if let Some(spec) = scenario.inference_components[0].specification.as_mut() {
         spec.compute_resource_requirements.min_memory_required_in_mb = f64::INFINITY;
@@ -148,7 +149,9 @@ fn malformed_and_non_object_documents() {
 
 #[test]
 fn every_required_key_missing_is_named() {
-    let text = messages(r#"{"InferenceComponents": [{"Specifications": [{}]}], "Fleet": {"Instances": [{}], "Copies": [{}]}}"#);
+    let text = messages(
+        r#"{"InferenceComponents": [{"Specifications": [{}]}], "Fleet": {"Instances": [{}], "Copies": [{}]}}"#,
+    );
     for path in [
         "AvailabilityZones: is required",
         "Endpoint: is required",

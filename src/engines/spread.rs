@@ -80,7 +80,9 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
     for (position, action) in actions.iter().enumerate() {
         match action {
             Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
-                let (Some(type_index), Some(az)) = (problem.type_index(instance_type), problem.az_index(availability_zone)) else {
+                let (Some(type_index), Some(az)) =
+                    (problem.type_index(instance_type), problem.az_index(availability_zone))
+                else {
                     return actions;
                 };
                 if by_id.contains_key(instance_id) {
@@ -178,7 +180,10 @@ fn find_pair(
     for &s in members {
         let slot = &slots[s];
         let count = slot.copies_of(c);
-        if count >= 2 && new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty()) && heavy.is_none_or(|(most, _)| count > most) {
+        if count >= 2
+            && new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty())
+            && heavy.is_none_or(|(most, _)| count > most)
+        {
             heavy = Some((count, s));
         }
         if light.is_some_and(|(fewest, _)| count >= fewest) {
@@ -212,7 +217,8 @@ fn move_copy(
     slots[heavy].used = slots[heavy].used.minus(&heavy_need).unwrap_or(Resources::ZERO);
     slots[light].change(c, 1);
     slots[light].used = slots[light].used.plus(&light_need);
-    let model_name = problem.components[c].placement_requirement(problem, light_type).and_then(|r| r.model_name.clone());
+    let model_name =
+        problem.components[c].placement_requirement(problem, light_type).and_then(|r| r.model_name.clone());
     if let Some(action) = actions.get_mut(position) {
         *action = Action::PlaceCopy {
             component: problem.components[c].name.clone(),
@@ -247,7 +253,8 @@ mod tests {
     fn moves_new_copies_from_heavy_to_light_instances() {
         let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("x", 4, 1, 1.0, 1024).build();
         let problem = Problem::new(&scenario).unwrap();
-        let actions = vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
+        let actions =
+            vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
         let (before, _) = FinalFleet::apply(&problem, &actions);
         assert!(!spread_violations(&problem, &before).is_empty());
         let after_actions = rebalance_spread(&problem, actions);

@@ -9,7 +9,7 @@
 //!    remaining copies fit.
 //! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** ([`super::spread::rebalance_spread`]): moves new copies within an AZ so
+//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -252,7 +252,8 @@ impl<'a> Greedy<'a> {
     /// Reservation slots still unused in (type, AZ).
     fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
         let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
-        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done)).min(self.launches_left(type_index, az))
+        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done))
+            .min(self.launches_left(type_index, az))
     }
 
     /// Launches a new instance (reservation slots first); returns its index.
@@ -377,8 +378,14 @@ impl<'a> Greedy<'a> {
                         }
                         let reserved = self.reserved_left(t, z) > 0;
                         let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
-                        let key =
-                            (self.priority(t), instance_cost(self.problem, t, reserved), true, self.type_rank[t], load, self.az_rank[z]);
+                        let key = (
+                            self.priority(t),
+                            instance_cost(self.problem, t, reserved),
+                            true,
+                            self.type_rank[t],
+                            load,
+                            self.az_rank[z],
+                        );
                         consider(key, None, t, z);
                     }
                 }

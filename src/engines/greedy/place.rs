@@ -27,7 +27,15 @@ struct Opening {
 
 /// Share of the instance one copy takes on `capacity`: the largest ratio over the resources.
 fn dominant_share(need: &Resources, capacity: &Resources) -> f64 {
-    let ratio = |want: u64, have: u64| if want == 0 { 0.0 } else if have == 0 { f64::INFINITY } else { want as f64 / have as f64 };
+    let ratio = |want: u64, have: u64| {
+        if want == 0 {
+            0.0
+        } else if have == 0 {
+            f64::INFINITY
+        } else {
+            want as f64 / have as f64
+        }
+    };
     ratio(need.accelerators, capacity.accelerators)
         .max(ratio(need.milli_cpus, capacity.milli_cpus))
         .max(ratio(need.memory_mib, capacity.memory_mib))
@@ -46,7 +54,12 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
                 .filter_map(|t| {
                     let need = component.placement_requirement(problem, t)?.resources;
                     let info = problem.types.get(t)?;
-                    (info.capacity.copies_of(&need) > 0).then_some((info.priority, info.name.as_str(), need, info.capacity))
+                    (info.capacity.copies_of(&need) > 0).then_some((
+                        info.priority,
+                        info.name.as_str(),
+                        need,
+                        info.capacity,
+                    ))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
@@ -88,8 +101,9 @@ impl Greedy<'_> {
         if missing == 0 {
             return;
         }
-        let needs: Vec<Option<Resources>> =
-            (0..problem.types.len()).map(|t| component.placement_requirement(problem, t).map(|r| r.resources)).collect();
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| component.placement_requirement(problem, t).map(|r| r.resources))
+            .collect();
         if needs.iter().all(Option::is_none) {
             return;
         }
@@ -127,7 +141,9 @@ impl Greedy<'_> {
                 let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
                     .iter()
                     .enumerate()
-                    .map(|(slot, &(index, _))| Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot)))
+                    .map(|(slot, &(index, _))| {
+                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
+                    })
                     .collect();
                 while placed < wanted {
                     let Some(Reverse((count, rank, slot))) = heap.pop() else { break };
@@ -345,7 +361,8 @@ mod tests {
         };
         let one = build([("small", 1), ("big", 4), ("mid", 2)]);
         let two = build([("mid", 2), ("small", 1), ("big", 4)]);
-        let names = |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
+        let names =
+            |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&one), ["big", "mid", "small"]);
         assert_eq!(names(&one), names(&two));
     }
