@@ -36,8 +36,19 @@ pub fn plan_greedy(problem: &Problem) -> Plan {
     planner.place_all();
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
-    let status = if min_reached { Status::Feasible } else { Status::Infeasible };
-    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+    let status = if min_reached {
+        Status::Feasible
+    } else {
+        Status::Infeasible
+    };
+    super::finish(
+        problem,
+        SolverKind::Greedy,
+        status,
+        StopReason::Completed,
+        actions,
+        None,
+    )
 }
 
 /// One instance the planner knows: existing or launched.
@@ -63,7 +74,10 @@ struct Instance {
 
 impl Instance {
     fn copies_of(&self, component: usize) -> u32 {
-        self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
+        self.copies
+            .iter()
+            .find(|(c, _)| *c == component)
+            .map_or(0, |&(_, n)| n)
     }
 
     fn total_copies(&self) -> u64 {
@@ -196,7 +210,12 @@ impl<'a> Greedy<'a> {
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
             launch_order: Vec::new(),
             next_launch_number: 1,
-            existing_new_ids: problem.fleet.iter().filter(|i| i.id.starts_with("new-")).map(|i| i.id.clone()).collect(),
+            existing_new_ids: problem
+                .fleet
+                .iter()
+                .filter(|i| i.id.starts_with("new-"))
+                .map(|i| i.id.clone())
+                .collect(),
             placements: Vec::new(),
             removals: Vec::new(),
             had_removals: vec![false; problem.components.len()],
@@ -212,7 +231,11 @@ impl<'a> Greedy<'a> {
     fn index_fleet(&mut self) {
         for (index, instance) in self.instances.iter_mut().enumerate() {
             for &(component, count) in &instance.copies {
-                if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(instance.az)) {
+                if let Some(cell) = self
+                    .az_copies
+                    .get_mut(component)
+                    .and_then(|row| row.get_mut(instance.az))
+                {
                     *cell += u64::from(count);
                 }
             }
@@ -222,8 +245,17 @@ impl<'a> Greedy<'a> {
                 if let Some(list) = self.fleet_by_az.get_mut(instance.az) {
                     list.push(index);
                 }
-            } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
-                if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
+            } else if self
+                .problem
+                .types
+                .get(instance.type_index)
+                .is_some_and(|t| t.in_pool)
+            {
+                if let Some(list) = self
+                    .idle
+                    .get_mut(instance.type_index)
+                    .and_then(|row| row.get_mut(instance.az))
+                {
                     list.push(index);
                 }
             }
@@ -242,7 +274,12 @@ impl<'a> Greedy<'a> {
 
     /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
     fn launches_left(&self, type_index: usize, az: usize) -> u64 {
-        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+        let done = self
+            .launched
+            .get(type_index)
+            .and_then(|row| row.get(az))
+            .copied()
+            .unwrap_or(0);
         match self.problem.launch_limit(type_index, az).total() {
             Some(total) => u64::from(total.saturating_sub(done)),
             None => u64::MAX,
@@ -251,8 +288,19 @@ impl<'a> Greedy<'a> {
 
     /// Reservation slots still unused in (type, AZ).
     fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
-        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
-        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done)).min(self.launches_left(type_index, az))
+        let done = self
+            .launched
+            .get(type_index)
+            .and_then(|row| row.get(az))
+            .copied()
+            .unwrap_or(0);
+        u64::from(
+            self.problem
+                .launch_limit(type_index, az)
+                .reserved
+                .saturating_sub(done),
+        )
+        .min(self.launches_left(type_index, az))
     }
 
     /// Launches a new instance (reservation slots first); returns its index.
@@ -279,7 +327,11 @@ impl<'a> Greedy<'a> {
             in_fleet: true,
             released: false,
         });
-        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+        if let Some(cell) = self
+            .launched
+            .get_mut(type_index)
+            .and_then(|row| row.get_mut(az))
+        {
             *cell += 1;
         }
         self.launch_order.push(index);
@@ -292,13 +344,19 @@ impl<'a> Greedy<'a> {
 
     /// Takes an idle existing instance into the final fleet.
     fn reuse(&mut self, index: usize) {
-        let Some(instance) = self.instances.get_mut(index) else { return };
+        let Some(instance) = self.instances.get_mut(index) else {
+            return;
+        };
         if instance.in_fleet {
             return;
         }
         instance.in_fleet = true;
         let (type_index, az) = (instance.type_index, instance.az);
-        if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+        if let Some(list) = self
+            .idle
+            .get_mut(type_index)
+            .and_then(|row| row.get_mut(az))
+        {
             list.retain(|&i| i != index);
         }
         self.fleet_size += 1;
@@ -310,7 +368,12 @@ impl<'a> Greedy<'a> {
     /// Opens one more instance of (type, AZ), cheapest first: an idle reserved instance, a
     /// reservation slot, an idle paid instance, an on-demand launch. `None` when none is left.
     fn open(&mut self, type_index: usize, az: usize) -> Option<usize> {
-        let idle_best = self.idle.get(type_index).and_then(|row| row.get(az)).and_then(|list| list.last()).copied();
+        let idle_best = self
+            .idle
+            .get(type_index)
+            .and_then(|row| row.get(az))
+            .and_then(|list| list.last())
+            .copied();
         let idle_reserved = idle_best.filter(|&i| self.instances[i].reserved);
         if let Some(index) = idle_reserved {
             self.reuse(index);
@@ -334,9 +397,15 @@ impl<'a> Greedy<'a> {
         if count == 0 {
             return;
         }
-        let Some(target) = self.instances.get_mut(instance) else { return };
+        let Some(target) = self.instances.get_mut(instance) else {
+            return;
+        };
         target.add(component, count, need);
-        if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(target.az)) {
+        if let Some(cell) = self
+            .az_copies
+            .get_mut(component)
+            .and_then(|row| row.get_mut(target.az))
+        {
             *cell += u64::from(count);
         }
         self.placements.push((component, instance, count));
@@ -377,8 +446,14 @@ impl<'a> Greedy<'a> {
                         }
                         let reserved = self.reserved_left(t, z) > 0;
                         let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
-                        let key =
-                            (self.priority(t), instance_cost(self.problem, t, reserved), true, self.type_rank[t], load, self.az_rank[z]);
+                        let key = (
+                            self.priority(t),
+                            instance_cost(self.problem, t, reserved),
+                            true,
+                            self.type_rank[t],
+                            load,
+                            self.az_rank[z],
+                        );
                         consider(key, None, t, z);
                     }
                 }
@@ -400,7 +475,11 @@ impl<'a> Greedy<'a> {
             (
                 std::cmp::Reverse(self.priority(instance.type_index)),
                 instance.reserved,
-                std::cmp::Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
+                std::cmp::Reverse(instance_cost(
+                    self.problem,
+                    instance.type_index,
+                    instance.reserved,
+                )),
                 instance.rank,
             )
         });
@@ -416,7 +495,11 @@ impl<'a> Greedy<'a> {
         let problem = self.problem;
         let mut actions = Vec::with_capacity(
             self.launch_order.len()
-                + self.placements.iter().map(|&(_, _, n)| n as usize).sum::<usize>()
+                + self
+                    .placements
+                    .iter()
+                    .map(|&(_, _, n)| n as usize)
+                    .sum::<usize>()
                 + self.removals.len()
                 + self.releases.len(),
         );
@@ -449,7 +532,9 @@ impl<'a> Greedy<'a> {
             });
         }
         for &index in &self.releases {
-            actions.push(Action::TerminateInstance { instance_id: self.instances[index].id.clone() });
+            actions.push(Action::TerminateInstance {
+                instance_id: self.instances[index].id.clone(),
+            });
         }
         actions
     }
@@ -467,7 +552,11 @@ mod tests {
 
     #[test]
     fn instance_add_and_remove_keep_copies_sorted_and_used_exact() {
-        let need = Resources { accelerators: 1, milli_cpus: 1000, memory_mib: 512 };
+        let need = Resources {
+            accelerators: 1,
+            milli_cpus: 1000,
+            memory_mib: 512,
+        };
         let mut instance = Instance {
             id: "i".into(),
             type_index: 0,

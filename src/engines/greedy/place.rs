@@ -27,7 +27,15 @@ struct Opening {
 
 /// Share of the instance one copy takes on `capacity`: the largest ratio over the resources.
 fn dominant_share(need: &Resources, capacity: &Resources) -> f64 {
-    let ratio = |want: u64, have: u64| if want == 0 { 0.0 } else if have == 0 { f64::INFINITY } else { want as f64 / have as f64 };
+    let ratio = |want: u64, have: u64| {
+        if want == 0 {
+            0.0
+        } else if have == 0 {
+            f64::INFINITY
+        } else {
+            want as f64 / have as f64
+        }
+    };
     ratio(need.accelerators, capacity.accelerators)
         .max(ratio(need.milli_cpus, capacity.milli_cpus))
         .max(ratio(need.memory_mib, capacity.memory_mib))
@@ -46,10 +54,17 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
                 .filter_map(|t| {
                     let need = component.placement_requirement(problem, t)?.resources;
                     let info = problem.types.get(t)?;
-                    (info.capacity.copies_of(&need) > 0).then_some((info.priority, info.name.as_str(), need, info.capacity))
+                    (info.capacity.copies_of(&need) > 0).then_some((
+                        info.priority,
+                        info.name.as_str(),
+                        need,
+                        info.capacity,
+                    ))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
+            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| {
+                (dominant_share(&need, &capacity), need)
+            })
         })
         .collect();
     let mut order: Vec<usize> = (0..problem.components.len()).collect();
@@ -79,7 +94,9 @@ impl Greedy<'_> {
 
     fn place_component(&mut self, c: usize) {
         let problem = self.problem;
-        let Some(component) = problem.components.get(c) else { return };
+        let Some(component) = problem.components.get(c) else {
+            return;
+        };
         if self.had_removals[c] {
             return;
         }
@@ -88,8 +105,13 @@ impl Greedy<'_> {
         if missing == 0 {
             return;
         }
-        let needs: Vec<Option<Resources>> =
-            (0..problem.types.len()).map(|t| component.placement_requirement(problem, t).map(|r| r.resources)).collect();
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| {
+                component
+                    .placement_requirement(problem, t)
+                    .map(|r| r.resources)
+            })
+            .collect();
         if needs.iter().all(Option::is_none) {
             return;
         }
@@ -105,9 +127,15 @@ impl Greedy<'_> {
         for z in azs {
             for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
                 let instance = &self.instances[index];
-                let Some(Some(need)) = needs.get(instance.type_index) else { continue };
-                let Some(info) = self.problem.types.get(instance.type_index) else { continue };
-                let Some(room) = info.capacity.minus(&instance.used) else { continue };
+                let Some(Some(need)) = needs.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(info) = self.problem.types.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(room) = info.capacity.minus(&instance.used) else {
+                    continue;
+                };
                 let copies = room.copies_of(need);
                 if copies > 0 {
                     slots.push((index, copies));
@@ -127,10 +155,18 @@ impl Greedy<'_> {
                 let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
                     .iter()
                     .enumerate()
-                    .map(|(slot, &(index, _))| Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot)))
+                    .map(|(slot, &(index, _))| {
+                        Reverse((
+                            self.instances[index].copies_of(c),
+                            self.instances[index].rank,
+                            slot,
+                        ))
+                    })
                     .collect();
                 while placed < wanted {
-                    let Some(Reverse((count, rank, slot))) = heap.pop() else { break };
+                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
+                        break;
+                    };
                     adds[slot] += 1;
                     placed += 1;
                     if adds[slot] < slots[slot].1 {
@@ -170,13 +206,21 @@ impl Greedy<'_> {
         }
         let mut best: Option<Opening> = None;
         for t in self.problem.pool_types() {
-            let Some(Some(need)) = needs.get(t) else { continue };
-            let Some(info) = self.problem.types.get(t) else { continue };
+            let Some(Some(need)) = needs.get(t) else {
+                continue;
+            };
+            let Some(info) = self.problem.types.get(t) else {
+                continue;
+            };
             let per_instance = info.capacity.copies_of(need);
             if per_instance == 0 {
                 continue;
             }
-            let idle = self.idle.get(t).and_then(|row| row.get(az)).map_or(&[][..], Vec::as_slice);
+            let idle = self
+                .idle
+                .get(t)
+                .and_then(|row| row.get(az))
+                .map_or(&[][..], Vec::as_slice);
             let idle_reserved = idle.iter().filter(|&&i| self.instances[i].reserved).count() as u64;
             let available = (idle.len() as u64).saturating_add(self.launches_left(t, az));
             let instances = remaining.div_ceil(per_instance).min(available).min(budget);
@@ -187,9 +231,19 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let key = (info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
+            let key = (
+                info.priority,
+                Reverse(covered),
+                instances,
+                cost,
+                self.type_rank[t],
+            );
             if best.is_none_or(|current| key < current.key) {
-                best = Some(Opening { key, type_index: t, instances });
+                best = Some(Opening {
+                    key,
+                    type_index: t,
+                    instances,
+                });
             }
         }
         best
@@ -200,10 +254,14 @@ impl Greedy<'_> {
         let slots = self.free_slots(needs, std::iter::once(az));
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
-            let Some(opening) = self.best_opening(needs, az, wanted - placed) else { break };
+            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+                break;
+            };
             let mut slots = Vec::new();
             for _ in 0..opening.instances {
-                let Some(index) = self.open(opening.type_index, az) else { break };
+                let Some(index) = self.open(opening.type_index, az) else {
+                    break;
+                };
                 slots.push(index);
             }
             if slots.is_empty() {
@@ -225,7 +283,12 @@ impl Greedy<'_> {
             .filter_map(|&index| {
                 let instance = self.instances.get(index)?;
                 let need = needs.get(instance.type_index)?.as_ref()?;
-                let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
+                let room = self
+                    .problem
+                    .types
+                    .get(instance.type_index)?
+                    .capacity
+                    .minus(&instance.used)?;
                 let copies = room.copies_of(need);
                 (copies > 0).then_some((index, copies))
             })
@@ -234,7 +297,14 @@ impl Greedy<'_> {
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
     /// then AZs that still have free room, then fewest copies, then AZ name.
-    fn assign_azs(&self, c: usize, full: &[bool], free: &[u64], copies: u64, limit: u32) -> Vec<u64> {
+    fn assign_azs(
+        &self,
+        c: usize,
+        full: &[bool],
+        free: &[u64],
+        copies: u64,
+        limit: u32,
+    ) -> Vec<u64> {
         let az_count = full.len();
         let mut totals: Vec<u64> = self.az_copies[c].clone();
         let mut adds = vec![0u64; az_count];
@@ -272,7 +342,9 @@ impl Greedy<'_> {
                     if full[z] {
                         0
                     } else {
-                        self.free_slots(needs, std::iter::once(z)).iter().fold(0u64, |sum, s| sum.saturating_add(s.1))
+                        self.free_slots(needs, std::iter::once(z))
+                            .iter()
+                            .fold(0u64, |sum, s| sum.saturating_add(s.1))
                     }
                 })
                 .collect();
@@ -306,7 +378,9 @@ impl Greedy<'_> {
             let remaining = missing - placed;
             let mut best: Option<((OpeningKey, u64, usize), usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
-                let Some(opening) = self.best_opening(needs, z, remaining) else { continue };
+                let Some(opening) = self.best_opening(needs, z, remaining) else {
+                    continue;
+                };
                 let key = (opening.key, self.az_copies[c][z], self.az_rank[z]);
                 if best.as_ref().is_none_or(|(current, _)| key < *current) {
                     best = Some((key, z));
@@ -329,8 +403,16 @@ mod tests {
 
     #[test]
     fn dominant_share_takes_the_scarcest_resource() {
-        let capacity = Resources { accelerators: 8, milli_cpus: 192_000, memory_mib: 1_000_000 };
-        let need = Resources { accelerators: 2, milli_cpus: 96_000, memory_mib: 1000 };
+        let capacity = Resources {
+            accelerators: 8,
+            milli_cpus: 192_000,
+            memory_mib: 1_000_000,
+        };
+        let need = Resources {
+            accelerators: 2,
+            milli_cpus: 96_000,
+            memory_mib: 1000,
+        };
         assert_eq!(dominant_share(&need, &capacity), 0.5);
     }
 
@@ -345,7 +427,12 @@ mod tests {
         };
         let one = build([("small", 1), ("big", 4), ("mid", 2)]);
         let two = build([("mid", 2), ("small", 1), ("big", 4)]);
-        let names = |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
+        let names = |p: &Problem| {
+            component_order(p)
+                .into_iter()
+                .map(|c| p.components[c].name.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names(&one), ["big", "mid", "small"]);
         assert_eq!(names(&one), names(&two));
     }
@@ -360,10 +447,19 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1), vec![1, 1, 1]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1),
+            vec![1, 1, 1]
+        );
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2), vec![2, 0, 0]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2),
+            vec![2, 0, 0]
+        );
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0), vec![0, 2, 2]);
+        assert_eq!(
+            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0),
+            vec![0, 2, 2]
+        );
     }
 }
