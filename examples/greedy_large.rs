@@ -24,18 +24,13 @@ fn main() {
         first => {
             let copies = first.and_then(|a| a.parse().ok()).unwrap_or(100_000);
             let components = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(500);
-            Problem::new(&large_scenario::large_scenario(copies, components))
-                .expect("generated scenario is valid")
+            Problem::new(&large_scenario::large_scenario(copies, components)).expect("generated scenario is valid")
         }
     };
     let start = Instant::now();
     let plan = plan_greedy(&problem);
     let elapsed = start.elapsed();
-    let wanted: u64 = problem
-        .components()
-        .iter()
-        .map(|c| u64::from(c.copy_count))
-        .sum();
+    let wanted: u64 = problem.components().iter().map(|c| u64::from(c.copy_count)).sum();
     println!(
         "components {} copies wanted {} placed {} launches {} actions {} in {:.1} ms",
         problem.components().len(),
@@ -45,10 +40,7 @@ fn main() {
         plan.actions.len(),
         elapsed.as_secs_f64() * 1000.0
     );
-    println!(
-        "objective {}",
-        serde_json::to_string(&plan.objective).unwrap_or_default()
-    );
+    println!("objective {}", serde_json::to_string(&plan.objective).unwrap_or_default());
     if args.iter().any(|a| a == "--verify") {
         let violations = verify(&problem, &plan);
         println!("violations {}", violations.len());

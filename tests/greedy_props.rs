@@ -3,10 +3,9 @@
 //! does not change the objective.
 
 use fleetplan::{
-    plan_greedy, verify, AvailabilityZoneBalance, CapacityEntry, ComponentSpecification,
-    ComputeResourceRequirements, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool,
-    InstanceTypeSpec, ManagedInstanceScaling, Problem, RuntimeConfig, Scenario, SchedulingConfig,
-    Status, ViolationKind,
+    plan_greedy, verify, AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements,
+    Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling,
+    Problem, RuntimeConfig, Scenario, SchedulingConfig, Status, ViolationKind,
 };
 use proptest::prelude::*;
 
@@ -60,11 +59,7 @@ fn requirement(rng: &mut Rng, shape_accelerators: u32) -> ComputeResourceRequire
     let accelerators = rng.below(u64::from(shape_accelerators.min(4)) + 1) as f64;
     ComputeResourceRequirements {
         number_of_accelerator_devices_required: Some(accelerators),
-        number_of_cpu_cores_required: if rng.chance(70) {
-            Some(*rng.pick(&[0.5, 1.0, 2.0, 4.0, 8.0]))
-        } else {
-            None
-        },
+        number_of_cpu_cores_required: if rng.chance(70) { Some(*rng.pick(&[0.5, 1.0, 2.0, 4.0, 8.0])) } else { None },
         min_memory_required_in_mb: *rng.pick(&[1024.0, 8192.0, 16_384.0, 65_536.0]),
     }
 }
@@ -74,19 +69,14 @@ fn requirement(rng: &mut Rng, shape_accelerators: u32) -> ComputeResourceRequire
 /// an existing fleet (incl. outsiders, reserved instances, empty ones) and Min/Max.
 fn random_scenario(seed: u64, size: Size) -> Scenario {
     let mut rng = Rng::new(seed);
-    let azs: Vec<String> = (0..size.azs)
-        .map(|z| format!("az-{}", (b'a' + z as u8) as char))
-        .collect();
+    let azs: Vec<String> = (0..size.azs).map(|z| format!("az-{}", (b'a' + z as u8) as char)).collect();
     let priced = rng.chance(80);
     let mut shapes: Vec<usize> = (0..SHAPES.len()).collect();
     for i in (1..shapes.len()).rev() {
         shapes.swap(i, rng.below(i as u64 + 1) as usize);
     }
     shapes.truncate(size.pools as usize);
-    let mut scenario = Scenario {
-        availability_zones: azs.clone(),
-        ..Scenario::default()
-    };
+    let mut scenario = Scenario { availability_zones: azs.clone(), ..Scenario::default() };
     for &s in &shapes {
         let (name, accelerators, vcpus, memory, price) = SHAPES[s];
         scenario.instance_types.push(InstanceTypeSpec {
@@ -95,11 +85,7 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
             accelerator_memory_gib: 24.0,
             v_cpu_count: f64::from(vcpus),
             memory_in_mb: f64::from(memory),
-            hourly_price: if priced || rng.chance(50) {
-                Some(price)
-            } else {
-                None
-            },
+            hourly_price: if priced || rng.chance(50) { Some(price) } else { None },
         });
     }
     scenario.endpoint.endpoint_name = "ep".into();
@@ -108,11 +94,7 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
         scenario.endpoint.instance_pools.push(InstancePool {
             instance_type: SHAPES[s].0.into(),
             priority: (rng.below(5) + 1) as f64,
-            model_name_override: if rng.chance(20) {
-                Some(format!("build-{}", SHAPES[s].0))
-            } else {
-                None
-            },
+            model_name_override: if rng.chance(20) { Some(format!("build-{}", SHAPES[s].0)) } else { None },
         });
     }
     for &s in &shapes {
@@ -141,11 +123,7 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
         }
     }
     let min = rng.below(3);
-    let max = if rng.chance(40) {
-        Some(min + rng.below(6))
-    } else {
-        None
-    };
+    let max = if rng.chance(40) { Some(min + rng.below(6)) } else { None };
     scenario.endpoint.managed_instance_scaling = Some(ManagedInstanceScaling {
         status: Some("ENABLED".into()),
         min_instance_count: Some(min as f64),
@@ -217,11 +195,7 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
         });
         // The outsider's shape comes from the built-in catalogue: 4 accelerators, 48 vCPUs, 192 GiB.
         let (mut accelerators, mut cpus, mut memory) = match shape {
-            Some(s) => (
-                f64::from(SHAPES[s].1),
-                f64::from(SHAPES[s].2) * 1000.0,
-                f64::from(SHAPES[s].3),
-            ),
+            Some(s) => (f64::from(SHAPES[s].1), f64::from(SHAPES[s].2) * 1000.0, f64::from(SHAPES[s].3)),
             None => (4.0, 48_000.0, 196_608.0),
         };
         for _ in 0..rng.below(5) {
@@ -237,11 +211,8 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
             let Some(requirement) = requirement else {
                 continue;
             };
-            let need_accelerators = requirement
-                .number_of_accelerator_devices_required
-                .unwrap_or(0.0);
-            let need_cpus =
-                (requirement.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil();
+            let need_accelerators = requirement.number_of_accelerator_devices_required.unwrap_or(0.0);
+            let need_cpus = (requirement.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil();
             let need_memory = requirement.min_memory_required_in_mb;
             if need_accelerators <= accelerators && need_cpus <= cpus && need_memory <= memory {
                 accelerators -= need_accelerators;
@@ -272,31 +243,14 @@ fn permuted(scenario: &Scenario, seed: u64) -> Scenario {
         order.iter().map(|&i| items[i].clone()).collect()
     }
     let mut out = scenario.clone();
-    out.availability_zones = apply(
-        &scenario.availability_zones,
-        &shuffle(scenario.availability_zones.len()),
-    );
-    out.endpoint.instance_pools = apply(
-        &scenario.endpoint.instance_pools,
-        &shuffle(scenario.endpoint.instance_pools.len()),
-    );
-    out.inference_components = apply(
-        &scenario.inference_components,
-        &shuffle(scenario.inference_components.len()),
-    );
+    out.availability_zones = apply(&scenario.availability_zones, &shuffle(scenario.availability_zones.len()));
+    out.endpoint.instance_pools =
+        apply(&scenario.endpoint.instance_pools, &shuffle(scenario.endpoint.instance_pools.len()));
+    out.inference_components = apply(&scenario.inference_components, &shuffle(scenario.inference_components.len()));
     out.capacity = apply(&scenario.capacity, &shuffle(scenario.capacity.len()));
-    out.instance_types = apply(
-        &scenario.instance_types,
-        &shuffle(scenario.instance_types.len()),
-    );
-    out.fleet.instances = apply(
-        &scenario.fleet.instances,
-        &shuffle(scenario.fleet.instances.len()),
-    );
-    out.fleet.copies = apply(
-        &scenario.fleet.copies,
-        &shuffle(scenario.fleet.copies.len()),
-    );
+    out.instance_types = apply(&scenario.instance_types, &shuffle(scenario.instance_types.len()));
+    out.fleet.instances = apply(&scenario.fleet.instances, &shuffle(scenario.fleet.instances.len()));
+    out.fleet.copies = apply(&scenario.fleet.copies, &shuffle(scenario.fleet.copies.len()));
     out
 }
 
@@ -354,28 +308,14 @@ fn the_generator_covers_the_interesting_cases() {
     // Guards against a generator that silently stopped producing fleets, limits or partial plans.
     let (mut with_fleet, mut partial, mut removals, mut launches_reserved) = (0, 0, 0, 0);
     for seed in 0..300 {
-        let scenario = random_scenario(
-            seed,
-            Size {
-                azs: 3,
-                pools: 3,
-                components: 4,
-                fleet: 4,
-            },
-        );
+        let scenario = random_scenario(seed, Size { azs: 3, pools: 3, components: 4, fleet: 4 });
         let problem = Problem::new(&scenario).unwrap();
         let plan = plan_greedy(&problem);
         with_fleet += usize::from(!scenario.fleet.copies.is_empty());
         partial += usize::from(!plan.unplaced.is_empty());
-        removals += usize::from(
-            plan.actions
-                .iter()
-                .any(|a| matches!(a, fleetplan::Action::RemoveCopy { .. })),
-        );
+        removals += usize::from(plan.actions.iter().any(|a| matches!(a, fleetplan::Action::RemoveCopy { .. })));
         launches_reserved += usize::from(
-            plan.actions
-                .iter()
-                .any(|a| matches!(a, fleetplan::Action::LaunchInstance { reserved: true, .. })),
+            plan.actions.iter().any(|a| matches!(a, fleetplan::Action::LaunchInstance { reserved: true, .. })),
         );
     }
     assert!(with_fleet > 100, "{with_fleet}");

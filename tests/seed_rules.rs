@@ -14,10 +14,7 @@ fn scenario_file(name: &str) -> Problem {
 fn planned(problem: &Problem) -> Plan {
     let plan = plan_greedy(problem);
     let violations = verify(problem, &plan);
-    assert!(
-        violations.is_empty(),
-        "greedy plan breaks rules: {violations:#?}\n{plan:#?}"
-    );
+    assert!(violations.is_empty(), "greedy plan breaks rules: {violations:#?}\n{plan:#?}");
     plan
 }
 
@@ -32,12 +29,7 @@ fn copies_per_az(problem: &Problem, plan: &Plan, component: &str) -> BTreeMap<St
     let fleet = final_fleet(problem, plan);
     let index = problem.component_index(component).expect("component");
     let per_az = fleet.copies_per_az(problem);
-    problem
-        .azs()
-        .iter()
-        .cloned()
-        .zip(per_az[index].iter().copied())
-        .collect()
+    problem.azs().iter().cloned().zip(per_az[index].iter().copied()).collect()
 }
 
 /// Final instances as (type, AZ) names.
@@ -46,12 +38,7 @@ fn instances(problem: &Problem, plan: &Plan) -> Vec<(String, String)> {
     let mut list: Vec<(String, String)> = fleet
         .instances
         .iter()
-        .map(|i| {
-            (
-                problem.instance_types()[i.type_index].name.clone(),
-                problem.azs()[i.az_index].clone(),
-            )
-        })
+        .map(|i| (problem.instance_types()[i.type_index].name.clone(), problem.azs()[i.az_index].clone()))
         .collect();
     list.sort();
     list
@@ -93,20 +80,8 @@ fn seed_az_balance_scenario_meets_every_max_imbalance() {
     assert_eq!(plan.objective.placed_copies, 7);
     // agent-summarizer has one copy with MaxImbalance 0 over two AZs: excess 1 is unavoidable.
     assert_eq!(plan.objective.balance_excess, 1);
-    assert_eq!(
-        copies_per_az(&problem, &plan, "agent-planner")
-            .values()
-            .copied()
-            .collect::<Vec<_>>(),
-        vec![2, 2]
-    );
-    assert_eq!(
-        copies_per_az(&problem, &plan, "agent-router")
-            .values()
-            .copied()
-            .collect::<Vec<_>>(),
-        vec![1, 1]
-    );
+    assert_eq!(copies_per_az(&problem, &plan, "agent-planner").values().copied().collect::<Vec<_>>(), vec![2, 2]);
+    assert_eq!(copies_per_az(&problem, &plan, "agent-router").values().copied().collect::<Vec<_>>(), vec![1, 1]);
     // Everything fits on the priority-1 type.
     assert_eq!(plan.objective.instances_of_priority(2), 0);
 }
@@ -118,18 +93,8 @@ fn priority_one_out_of_capacity_in_one_az_falls_back_there_only() {
     assert_eq!(plan.objective.placed_copies, 4);
     assert_eq!(plan.objective.balance_excess, 0);
     let fleet = instances(&problem, &plan);
-    let p5 = |az: &str| {
-        fleet
-            .iter()
-            .filter(|(t, z)| t == "ml.p5.48xlarge" && z == az)
-            .count()
-    };
-    let g6 = |az: &str| {
-        fleet
-            .iter()
-            .filter(|(t, z)| t == "ml.g6.48xlarge" && z == az)
-            .count()
-    };
+    let p5 = |az: &str| fleet.iter().filter(|(t, z)| t == "ml.p5.48xlarge" && z == az).count();
+    let g6 = |az: &str| fleet.iter().filter(|(t, z)| t == "ml.g6.48xlarge" && z == az).count();
     // us-east-1a has one p5 available: it is used; the rest falls back to g6.
     assert_eq!(p5("us-east-1a"), 1);
     assert_eq!(g6("us-east-1a"), 1);
@@ -138,25 +103,14 @@ fn priority_one_out_of_capacity_in_one_az_falls_back_there_only() {
     assert_eq!(g6("us-east-1b"), 2);
     // The model build follows the type (ModelNameOverride on the fallback).
     for action in &plan.actions {
-        if let Action::PlaceCopy {
-            instance_id,
-            model_name,
-            ..
-        } = action
-        {
+        if let Action::PlaceCopy { instance_id, model_name, .. } = action {
             let launched_type = plan.actions.iter().find_map(|a| match a {
-                Action::LaunchInstance {
-                    instance_id: id,
-                    instance_type,
-                    ..
-                } if id == instance_id => Some(instance_type.clone()),
+                Action::LaunchInstance { instance_id: id, instance_type, .. } if id == instance_id => {
+                    Some(instance_type.clone())
+                }
                 _ => None,
             });
-            let expected = if launched_type.as_deref() == Some("ml.g6.48xlarge") {
-                "llm-int4"
-            } else {
-                "llm-tp8"
-            };
+            let expected = if launched_type.as_deref() == Some("ml.g6.48xlarge") { "llm-int4" } else { "llm-tp8" };
             assert_eq!(model_name.as_deref(), Some(expected));
         }
     }
@@ -174,17 +128,8 @@ fn priority_one_is_used_wherever_it_has_capacity() {
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let fleet = instances(&problem, &plan);
-    assert_eq!(
-        fleet.iter().filter(|(t, _)| t == "ml.g6e.12xlarge").count(),
-        4
-    );
-    assert_eq!(
-        fleet
-            .iter()
-            .filter(|(t, z)| t == "ml.g6.12xlarge" && z == "b")
-            .count(),
-        2
-    );
+    assert_eq!(fleet.iter().filter(|(t, _)| t == "ml.g6e.12xlarge").count(), 4);
+    assert_eq!(fleet.iter().filter(|(t, z)| t == "ml.g6.12xlarge" && z == "b").count(), 2);
     assert_eq!(fleet.len(), 6);
 }
 
@@ -241,13 +186,7 @@ fn scale_in_keeps_balance_before_preference() {
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.objective.balance_excess, 0);
-    assert_eq!(
-        copies_per_az(&problem, &plan, "m")
-            .values()
-            .copied()
-            .collect::<Vec<_>>(),
-        vec![1, 1]
-    );
+    assert_eq!(copies_per_az(&problem, &plan, "m").values().copied().collect::<Vec<_>>(), vec![1, 1]);
     assert_eq!(plan.objective.instances_of_priority(2), 1);
 }
 
@@ -259,17 +198,12 @@ fn a_four_accelerator_copy_is_never_split() {
     let llm = problem.component_index("llama-70b").unwrap();
     for instance in &fleet.instances {
         let info = &problem.instance_types()[instance.type_index];
-        let per_copy = problem.components()[llm].requirements[instance.type_index]
-            .as_ref()
-            .map(|r| r.resources.accelerators);
+        let per_copy =
+            problem.components()[llm].requirements[instance.type_index].as_ref().map(|r| r.resources.accelerators);
         let copies = u64::from(instance.copies_of(llm));
         if copies > 0 {
             // Every copy's devices come from this one instance.
-            assert!(
-                copies * per_copy.unwrap() <= info.capacity.accelerators,
-                "{}",
-                instance.id
-            );
+            assert!(copies * per_copy.unwrap() <= info.capacity.accelerators, "{}", instance.id);
         }
     }
     // 4 accelerators per copy on an 8-accelerator p5: at most two copies per p5.
@@ -290,12 +224,9 @@ fn reservations_are_used_before_on_demand() {
         .actions
         .iter()
         .filter_map(|a| match a {
-            Action::LaunchInstance {
-                instance_type,
-                availability_zone,
-                reserved: true,
-                ..
-            } => Some((instance_type.as_str(), availability_zone.as_str())),
+            Action::LaunchInstance { instance_type, availability_zone, reserved: true, .. } => {
+                Some((instance_type.as_str(), availability_zone.as_str()))
+            }
             _ => None,
         })
         .collect();
@@ -365,17 +296,11 @@ fn min_instance_count_keeps_the_best_idle_instances() {
         .build();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
-    let kept: Vec<String> = final_fleet(&problem, &plan)
-        .instances
-        .iter()
-        .map(|i| i.id.clone())
-        .collect();
+    let kept: Vec<String> = final_fleet(&problem, &plan).instances.iter().map(|i| i.id.clone()).collect();
     assert_eq!(kept, vec!["i-preferred"]);
     assert_eq!(
         plan.actions,
-        vec![Action::TerminateInstance {
-            instance_id: "i-fallback".into()
-        }],
+        vec![Action::TerminateInstance { instance_id: "i-fallback".into() }],
         "only the fallback instance is released"
     );
 }
@@ -410,12 +335,7 @@ fn fleet_above_max_launches_nothing_and_releases_idle_instances() {
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 0);
-    assert_eq!(
-        plan.actions,
-        vec![Action::TerminateInstance {
-            instance_id: "i-3".into()
-        }]
-    );
+    assert_eq!(plan.actions, vec![Action::TerminateInstance { instance_id: "i-3".into() }]);
     assert_eq!(plan.unplaced.iter().map(|u| u.copy_count).sum::<u64>(), 2);
 }
 
@@ -432,11 +352,8 @@ fn partial_deployment_reports_the_right_shortfall() {
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.objective.placed_copies, 1);
-    let missing: BTreeMap<&str, u64> = plan
-        .unplaced
-        .iter()
-        .map(|u| (u.inference_component_name.as_str(), u.copy_count))
-        .collect();
+    let missing: BTreeMap<&str, u64> =
+        plan.unplaced.iter().map(|u| (u.inference_component_name.as_str(), u.copy_count)).collect();
     assert_eq!(missing, BTreeMap::from([("embedder", 2), ("llm", 3)]));
     assert!(plan.unplaced.iter().all(|u| !u.reasons.is_empty()));
 }
@@ -468,9 +385,7 @@ fn an_idle_fallback_instance_is_not_free_when_the_preferred_type_has_capacity() 
     let plan = planned(&problem);
     assert_eq!(plan.objective.instances_of_priority(1), 1);
     assert_eq!(plan.objective.instances_of_priority(2), 0);
-    assert!(plan.actions.contains(&Action::TerminateInstance {
-        instance_id: "i-old".into()
-    }));
+    assert!(plan.actions.contains(&Action::TerminateInstance { instance_id: "i-old".into() }));
 }
 
 #[test]

@@ -37,12 +37,7 @@ pub fn large_scenario(copies: u32, components: u32) -> Scenario {
     builder = builder
         .capacity("ml.p5.48xlarge", "us-east-1a", Some(scale), 0)
         .capacity("ml.p5.48xlarge", "us-east-1b", Some(0), 0)
-        .capacity(
-            "ml.p5.48xlarge",
-            "us-east-1c",
-            Some(scale / 2),
-            scale / 2 + 1,
-        )
+        .capacity("ml.p5.48xlarge", "us-east-1c", Some(scale / 2), scale / 2 + 1)
         .capacity("ml.g6e.48xlarge", "us-east-1b", Some(scale * 2), 0);
     let accelerators = [1, 0, 1, 2, 0, 1, 4, 1];
     let cpus = [1.0, 2.0, 0.5, 4.0, 8.0];
@@ -52,20 +47,10 @@ pub fn large_scenario(copies: u32, components: u32) -> Scenario {
     for c in 0..components {
         let i = c as usize;
         // Copy counts vary around the mean; the last component takes the rest.
-        let count = if c + 1 == components {
-            left
-        } else {
-            (base / 2 + (c * 7919) % (base + 1)).min(left)
-        };
+        let count = if c + 1 == components { left } else { (base / 2 + (c * 7919) % (base + 1)).min(left) };
         left -= count;
         let name = format!("ic-{c:04}");
-        builder = builder.component(
-            &name,
-            count,
-            accelerators[i % 8],
-            cpus[i % 5],
-            memory[i % 6],
-        );
+        builder = builder.component(&name, count, accelerators[i % 8], cpus[i % 5], memory[i % 6]);
         builder = match i % 3 {
             0 => builder.max_imbalance(&name, 0),
             1 => builder.max_imbalance(&name, 1),

@@ -26,23 +26,17 @@ struct Slot {
 
 impl Slot {
     fn copies_of(&self, component: usize) -> u32 {
-        self.copies
-            .iter()
-            .find(|(c, _)| *c == component)
-            .map_or(0, |&(_, n)| n)
+        self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
     }
 
     fn change(&mut self, component: usize, delta: i64) {
         match self.copies.binary_search_by_key(&component, |&(c, _)| c) {
             Ok(pos) => {
                 if let Some(entry) = self.copies.get_mut(pos) {
-                    entry.1 =
-                        u32::try_from((i64::from(entry.1) + delta).max(0)).unwrap_or(u32::MAX);
+                    entry.1 = u32::try_from((i64::from(entry.1) + delta).max(0)).unwrap_or(u32::MAX);
                 }
             }
-            Err(pos) if delta > 0 => self
-                .copies
-                .insert(pos, (component, u32::try_from(delta).unwrap_or(u32::MAX))),
+            Err(pos) if delta > 0 => self.copies.insert(pos, (component, u32::try_from(delta).unwrap_or(u32::MAX))),
             Err(_) => {}
         }
     }
@@ -50,32 +44,18 @@ impl Slot {
 
 /// What one copy of `component` uses on `type_index` (its own type's requirement).
 fn need(problem: &Problem, component: usize, type_index: usize) -> Option<Resources> {
-    problem
-        .components
-        .get(component)?
-        .requirements
-        .get(type_index)?
-        .as_ref()
-        .map(|r| r.resources)
+    problem.components.get(component)?.requirements.get(type_index)?.as_ref().map(|r| r.resources)
 }
 
 /// Moves new copies of SPREAD components between instances of the same AZ until no instance
 /// holds two or more copies more than an eligible instance with room for one more (as far as
 /// new copies allow). Actions the pass cannot interpret are returned unchanged.
 pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> Vec<Action> {
-    if !problem
-        .components
-        .iter()
-        .any(|c| c.strategy == PlacementStrategy::Spread)
-    {
+    if !problem.components.iter().any(|c| c.strategy == PlacementStrategy::Spread) {
         return actions;
     }
-    let component_index: BTreeMap<&str, usize> = problem
-        .components
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name.as_str(), i))
-        .collect();
+    let component_index: BTreeMap<&str, usize> =
+        problem.components.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
     let mut slots: Vec<Slot> = problem
         .fleet
         .iter()
@@ -94,25 +74,15 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
             slot
         })
         .collect();
-    let mut by_id: BTreeMap<String, usize> = slots
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.clone(), i))
-        .collect();
+    let mut by_id: BTreeMap<String, usize> = slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
     // (component, slot) -> indices of PlaceCopy actions putting a copy there.
     let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     for (position, action) in actions.iter().enumerate() {
         match action {
-            Action::LaunchInstance {
-                instance_id,
-                instance_type,
-                availability_zone,
-                ..
-            } => {
-                let (Some(type_index), Some(az)) = (
-                    problem.type_index(instance_type),
-                    problem.az_index(availability_zone),
-                ) else {
+            Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
+                let (Some(type_index), Some(az)) =
+                    (problem.type_index(instance_type), problem.az_index(availability_zone))
+                else {
                     return actions;
                 };
                 if by_id.contains_key(instance_id) {
@@ -128,28 +98,15 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
                     used: Resources::ZERO,
                 });
             }
-            Action::PlaceCopy {
-                component,
-                instance_id,
-                ..
-            } => {
-                let (Some(&c), Some(&s)) = (
-                    component_index.get(component.as_str()),
-                    by_id.get(instance_id),
-                ) else {
+            Action::PlaceCopy { component, instance_id, .. } => {
+                let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
                     return actions;
                 };
                 slots[s].change(c, 1);
                 new_copies.entry((c, s)).or_default().push(position);
             }
-            Action::RemoveCopy {
-                component,
-                instance_id,
-            } => {
-                let (Some(&c), Some(&s)) = (
-                    component_index.get(component.as_str()),
-                    by_id.get(instance_id),
-                ) else {
+            Action::RemoveCopy { component, instance_id } => {
+                let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
                     return actions;
                 };
                 slots[s].change(c, -1);
@@ -164,11 +121,7 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
     }
     for slot in &mut slots {
         slot.used = slot.copies.iter().fold(Resources::ZERO, |used, &(c, n)| {
-            used.plus(
-                &need(problem, c, slot.type_index)
-                    .unwrap_or(Resources::ZERO)
-                    .times(u64::from(n)),
-            )
+            used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
         });
     }
     let mut pass = Balancer::new(problem, slots, new_copies);
@@ -191,19 +144,14 @@ struct Balancer<'a> {
 }
 
 impl<'a> Balancer<'a> {
-    fn new(
-        problem: &'a Problem,
-        slots: Vec<Slot>,
-        new_copies: BTreeMap<(usize, usize), Vec<usize>>,
-    ) -> Self {
+    fn new(problem: &'a Problem, slots: Vec<Slot>, new_copies: BTreeMap<(usize, usize), Vec<usize>>) -> Self {
         let mut by_room = vec![vec![BTreeSet::new(); problem.types.len()]; problem.azs.len()];
         for (index, slot) in slots.iter().enumerate() {
             if slot.gone {
                 continue;
             }
-            if let Some(set) = by_room
-                .get_mut(slot.az)
-                .and_then(|row: &mut Vec<BTreeSet<(u64, usize)>>| row.get_mut(slot.type_index))
+            if let Some(set) =
+                by_room.get_mut(slot.az).and_then(|row: &mut Vec<BTreeSet<(u64, usize)>>| row.get_mut(slot.type_index))
             {
                 set.insert((free_accelerators(problem, slot), index));
             }
@@ -213,10 +161,7 @@ impl<'a> Balancer<'a> {
             if problem.components[c].strategy != PlacementStrategy::Spread || slots[s].gone {
                 continue;
             }
-            holders
-                .entry((c, slots[s].az))
-                .or_default()
-                .insert((slots[s].copies_of(c), s));
+            holders.entry((c, slots[s].az)).or_default().insert((slots[s].copies_of(c), s));
         }
         let mut heavy_in_az = vec![BTreeSet::new(); problem.azs.len()];
         for (&(c, z), set) in &holders {
@@ -226,22 +171,12 @@ impl<'a> Balancer<'a> {
                 }
             }
         }
-        Balancer {
-            problem,
-            slots,
-            new_copies,
-            by_room,
-            holders,
-            heavy_in_az,
-        }
+        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az }
     }
 
     /// The heaviest holder of new copies of `c` in `az`, if it holds two or more.
     fn heaviest(&self, c: usize, az: usize) -> Option<(u32, usize)> {
-        self.holders
-            .get(&(c, az))
-            .and_then(|set| set.last().copied())
-            .filter(|&(count, _)| count >= 2)
+        self.holders.get(&(c, az)).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
     }
 
     /// The lightest eligible instance in `az` with room for one more copy of `c` among those
@@ -277,10 +212,7 @@ impl<'a> Balancer<'a> {
 
     fn set_holder(&mut self, c: usize, s: usize, before: u32) {
         let az = self.slots[s].az;
-        let has_new = self
-            .new_copies
-            .get(&(c, s))
-            .is_some_and(|list| !list.is_empty());
+        let has_new = self.new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty());
         let set = self.holders.entry((c, az)).or_default();
         set.remove(&(before, s));
         if has_new {
@@ -298,11 +230,7 @@ impl<'a> Balancer<'a> {
 
     fn reindex(&mut self, s: usize, free_before: u64) {
         let slot = &self.slots[s];
-        if let Some(set) = self
-            .by_room
-            .get_mut(slot.az)
-            .and_then(|row| row.get_mut(slot.type_index))
-        {
+        if let Some(set) = self.by_room.get_mut(slot.az).and_then(|row| row.get_mut(slot.type_index)) {
             set.remove(&(free_before, s));
             set.insert((free_accelerators(self.problem, slot), s));
         }
@@ -310,23 +238,10 @@ impl<'a> Balancer<'a> {
 
     /// Moves one new copy of `c` from `heavy` to `light`, keeping every index current.
     fn shift(&mut self, actions: &mut [Action], c: usize, heavy: usize, light: usize) {
-        let (heavy_before, light_before) = (
-            self.slots[heavy].copies_of(c),
-            self.slots[light].copies_of(c),
-        );
-        let (heavy_free, light_free) = (
-            free_accelerators(self.problem, &self.slots[heavy]),
-            free_accelerators(self.problem, &self.slots[light]),
-        );
-        move_copy(
-            self.problem,
-            actions,
-            &mut self.slots,
-            &mut self.new_copies,
-            c,
-            heavy,
-            light,
-        );
+        let (heavy_before, light_before) = (self.slots[heavy].copies_of(c), self.slots[light].copies_of(c));
+        let (heavy_free, light_free) =
+            (free_accelerators(self.problem, &self.slots[heavy]), free_accelerators(self.problem, &self.slots[light]));
+        move_copy(self.problem, actions, &mut self.slots, &mut self.new_copies, c, heavy, light);
         self.reindex(heavy, heavy_free);
         self.reindex(light, light_free);
         self.set_holder(c, heavy, heavy_before);
@@ -337,12 +252,8 @@ impl<'a> Balancer<'a> {
         // Each move lowers Σ count² of its component and leaves the others alone, so this ends.
         // A move frees room on the heavy instance, which can make another component's pair in
         // that AZ a violation: such (component, AZ) pairs go back on the work list.
-        let mut work: BTreeSet<(usize, usize)> = self
-            .holders
-            .keys()
-            .copied()
-            .filter(|&(c, z)| self.heaviest(c, z).is_some())
-            .collect();
+        let mut work: BTreeSet<(usize, usize)> =
+            self.holders.keys().copied().filter(|&(c, z)| self.heaviest(c, z).is_some()).collect();
         let mut freed: BTreeMap<usize, Resources> = BTreeMap::new();
         while let Some((c, z)) = work.pop_first() {
             freed.clear();
@@ -362,15 +273,12 @@ impl<'a> Balancer<'a> {
                     if other == c || work.contains(&(other, z)) {
                         continue;
                     }
-                    let Some(requirement) = self.problem.components[other]
-                        .placement_requirement(self.problem, slot.type_index)
+                    let Some(requirement) =
+                        self.problem.components[other].placement_requirement(self.problem, slot.type_index)
                     else {
                         continue;
                     };
-                    let fits_now = slot
-                        .used
-                        .plus(&requirement.resources)
-                        .fits_in(&info.capacity);
+                    let fits_now = slot.used.plus(&requirement.resources).fits_in(&info.capacity);
                     if fits_now && !before.plus(&requirement.resources).fits_in(&info.capacity) {
                         work.insert((other, z));
                     }
@@ -381,11 +289,10 @@ impl<'a> Balancer<'a> {
 }
 
 fn free_accelerators(problem: &Problem, slot: &Slot) -> u64 {
-    problem.types.get(slot.type_index).map_or(0, |info| {
-        info.capacity
-            .accelerators
-            .saturating_sub(slot.used.accelerators)
-    })
+    problem
+        .types
+        .get(slot.type_index)
+        .map_or(0, |info| info.capacity.accelerators.saturating_sub(slot.used.accelerators))
 }
 
 fn move_copy(
@@ -405,15 +312,11 @@ fn move_copy(
     let heavy_need = need(problem, c, heavy_type).unwrap_or(Resources::ZERO);
     let light_need = need(problem, c, light_type).unwrap_or(Resources::ZERO);
     slots[heavy].change(c, -1);
-    slots[heavy].used = slots[heavy]
-        .used
-        .minus(&heavy_need)
-        .unwrap_or(Resources::ZERO);
+    slots[heavy].used = slots[heavy].used.minus(&heavy_need).unwrap_or(Resources::ZERO);
     slots[light].change(c, 1);
     slots[light].used = slots[light].used.plus(&light_need);
-    let model_name = problem.components[c]
-        .placement_requirement(problem, light_type)
-        .and_then(|r| r.model_name.clone());
+    let model_name =
+        problem.components[c].placement_requirement(problem, light_type).and_then(|r| r.model_name.clone());
     if let Some(action) = actions.get_mut(position) {
         *action = Action::PlaceCopy {
             component: problem.components[c].name.clone(),
@@ -441,46 +344,22 @@ mod tests {
     }
 
     fn place(id: &str) -> Action {
-        Action::PlaceCopy {
-            component: "x".into(),
-            instance_id: id.into(),
-            model_name: None,
-        }
+        Action::PlaceCopy { component: "x".into(), instance_id: id.into(), model_name: None }
     }
 
     #[test]
     fn moves_new_copies_from_heavy_to_light_instances() {
-        let scenario = ScenarioBuilder::new(["a"])
-            .pool("ml.g6.12xlarge", 1)
-            .component("x", 4, 1, 1.0, 1024)
-            .build();
+        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("x", 4, 1, 1.0, 1024).build();
         let problem = Problem::new(&scenario).unwrap();
-        let actions = vec![
-            launch("new-1"),
-            launch("new-2"),
-            place("new-1"),
-            place("new-1"),
-            place("new-1"),
-            place("new-1"),
-        ];
+        let actions =
+            vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
         let (before, _) = FinalFleet::apply(&problem, &actions);
         assert!(!spread_violations(&problem, &before).is_empty());
         let after_actions = rebalance_spread(&problem, actions);
         let (after, violations) = FinalFleet::apply(&problem, &after_actions);
         assert!(violations.is_empty());
-        assert!(
-            spread_violations(&problem, &after).is_empty(),
-            "{:?}",
-            spread_violations(&problem, &after)
-        );
-        assert_eq!(
-            after
-                .instances
-                .iter()
-                .map(|i| i.copies_of(0))
-                .collect::<Vec<_>>(),
-            vec![2, 2]
-        );
+        assert!(spread_violations(&problem, &after).is_empty(), "{:?}", spread_violations(&problem, &after));
+        assert_eq!(after.instances.iter().map(|i| i.copies_of(0)).collect::<Vec<_>>(), vec![2, 2]);
     }
 
     #[test]
@@ -491,13 +370,7 @@ mod tests {
             .strategy("x", "BINPACK")
             .build();
         let problem = Problem::new(&scenario).unwrap();
-        let actions = vec![
-            launch("new-1"),
-            launch("new-2"),
-            place("new-1"),
-            place("new-1"),
-            place("new-1"),
-        ];
+        let actions = vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1")];
         assert_eq!(rebalance_spread(&problem, actions.clone()), actions);
     }
 }

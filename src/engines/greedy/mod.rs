@@ -9,7 +9,7 @@
 //!    remaining copies fit.
 //! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** ([`super::spread::rebalance_spread`]): moves new copies within an AZ so
+//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -36,19 +36,8 @@ pub fn plan_greedy(problem: &Problem) -> Plan {
     planner.place_all();
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
-    let status = if min_reached {
-        Status::Feasible
-    } else {
-        Status::Infeasible
-    };
-    super::finish(
-        problem,
-        SolverKind::Greedy,
-        status,
-        StopReason::Completed,
-        actions,
-        None,
-    )
+    let status = if min_reached { Status::Feasible } else { Status::Infeasible };
+    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
 }
 
 /// One instance the planner knows: existing or launched.
@@ -74,10 +63,7 @@ struct Instance {
 
 impl Instance {
     fn copies_of(&self, component: usize) -> u32 {
-        self.copies
-            .iter()
-            .find(|(c, _)| *c == component)
-            .map_or(0, |&(_, n)| n)
+        self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
     }
 
     fn total_copies(&self) -> u64 {
@@ -210,12 +196,7 @@ impl<'a> Greedy<'a> {
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
             launch_order: Vec::new(),
             next_launch_number: 1,
-            existing_new_ids: problem
-                .fleet
-                .iter()
-                .filter(|i| i.id.starts_with("new-"))
-                .map(|i| i.id.clone())
-                .collect(),
+            existing_new_ids: problem.fleet.iter().filter(|i| i.id.starts_with("new-")).map(|i| i.id.clone()).collect(),
             placements: Vec::new(),
             removals: Vec::new(),
             had_removals: vec![false; problem.components.len()],
@@ -231,11 +212,7 @@ impl<'a> Greedy<'a> {
     fn index_fleet(&mut self) {
         for (index, instance) in self.instances.iter_mut().enumerate() {
             for &(component, count) in &instance.copies {
-                if let Some(cell) = self
-                    .az_copies
-                    .get_mut(component)
-                    .and_then(|row| row.get_mut(instance.az))
-                {
+                if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(instance.az)) {
                     *cell += u64::from(count);
                 }
             }
@@ -245,17 +222,8 @@ impl<'a> Greedy<'a> {
                 if let Some(list) = self.fleet_by_az.get_mut(instance.az) {
                     list.push(index);
                 }
-            } else if self
-                .problem
-                .types
-                .get(instance.type_index)
-                .is_some_and(|t| t.in_pool)
-            {
-                if let Some(list) = self
-                    .idle
-                    .get_mut(instance.type_index)
-                    .and_then(|row| row.get_mut(instance.az))
-                {
+            } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
+                if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
                     list.push(index);
                 }
             }
@@ -274,12 +242,7 @@ impl<'a> Greedy<'a> {
 
     /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
     fn launches_left(&self, type_index: usize, az: usize) -> u64 {
-        let done = self
-            .launched
-            .get(type_index)
-            .and_then(|row| row.get(az))
-            .copied()
-            .unwrap_or(0);
+        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
         match self.problem.launch_limit(type_index, az).total() {
             Some(total) => u64::from(total.saturating_sub(done)),
             None => u64::MAX,
@@ -288,19 +251,9 @@ impl<'a> Greedy<'a> {
 
     /// Reservation slots still unused in (type, AZ).
     fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
-        let done = self
-            .launched
-            .get(type_index)
-            .and_then(|row| row.get(az))
-            .copied()
-            .unwrap_or(0);
-        u64::from(
-            self.problem
-                .launch_limit(type_index, az)
-                .reserved
-                .saturating_sub(done),
-        )
-        .min(self.launches_left(type_index, az))
+        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done))
+            .min(self.launches_left(type_index, az))
     }
 
     /// Launches a new instance (reservation slots first); returns its index.
@@ -327,11 +280,7 @@ impl<'a> Greedy<'a> {
             in_fleet: true,
             released: false,
         });
-        if let Some(cell) = self
-            .launched
-            .get_mut(type_index)
-            .and_then(|row| row.get_mut(az))
-        {
+        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
             *cell += 1;
         }
         self.launch_order.push(index);
@@ -352,11 +301,7 @@ impl<'a> Greedy<'a> {
         }
         instance.in_fleet = true;
         let (type_index, az) = (instance.type_index, instance.az);
-        if let Some(list) = self
-            .idle
-            .get_mut(type_index)
-            .and_then(|row| row.get_mut(az))
-        {
+        if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
             list.retain(|&i| i != index);
         }
         self.fleet_size += 1;
@@ -368,12 +313,7 @@ impl<'a> Greedy<'a> {
     /// Opens one more instance of (type, AZ), cheapest first: an idle reserved instance, a
     /// reservation slot, an idle paid instance, an on-demand launch. `None` when none is left.
     fn open(&mut self, type_index: usize, az: usize) -> Option<usize> {
-        let idle_best = self
-            .idle
-            .get(type_index)
-            .and_then(|row| row.get(az))
-            .and_then(|list| list.last())
-            .copied();
+        let idle_best = self.idle.get(type_index).and_then(|row| row.get(az)).and_then(|list| list.last()).copied();
         let idle_reserved = idle_best.filter(|&i| self.instances[i].reserved);
         if let Some(index) = idle_reserved {
             self.reuse(index);
@@ -401,11 +341,7 @@ impl<'a> Greedy<'a> {
             return;
         };
         target.add(component, count, need);
-        if let Some(cell) = self
-            .az_copies
-            .get_mut(component)
-            .and_then(|row| row.get_mut(target.az))
-        {
+        if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(target.az)) {
             *cell += u64::from(count);
         }
         self.placements.push((component, instance, count));
@@ -475,11 +411,7 @@ impl<'a> Greedy<'a> {
             (
                 std::cmp::Reverse(self.priority(instance.type_index)),
                 instance.reserved,
-                std::cmp::Reverse(instance_cost(
-                    self.problem,
-                    instance.type_index,
-                    instance.reserved,
-                )),
+                std::cmp::Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
                 instance.rank,
             )
         });
@@ -495,11 +427,7 @@ impl<'a> Greedy<'a> {
         let problem = self.problem;
         let mut actions = Vec::with_capacity(
             self.launch_order.len()
-                + self
-                    .placements
-                    .iter()
-                    .map(|&(_, _, n)| n as usize)
-                    .sum::<usize>()
+                + self.placements.iter().map(|&(_, _, n)| n as usize).sum::<usize>()
                 + self.removals.len()
                 + self.releases.len(),
         );
@@ -532,9 +460,7 @@ impl<'a> Greedy<'a> {
             });
         }
         for &index in &self.releases {
-            actions.push(Action::TerminateInstance {
-                instance_id: self.instances[index].id.clone(),
-            });
+            actions.push(Action::TerminateInstance { instance_id: self.instances[index].id.clone() });
         }
         actions
     }
@@ -552,11 +478,7 @@ mod tests {
 
     #[test]
     fn instance_add_and_remove_keep_copies_sorted_and_used_exact() {
-        let need = Resources {
-            accelerators: 1,
-            milli_cpus: 1000,
-            memory_mib: 512,
-        };
+        let need = Resources { accelerators: 1, milli_cpus: 1000, memory_mib: 512 };
         let mut instance = Instance {
             id: "i".into(),
             type_index: 0,

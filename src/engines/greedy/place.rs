@@ -62,9 +62,7 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
                     ))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| {
-                (dominant_share(&need, &capacity), need)
-            })
+            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
         })
         .collect();
     let mut order: Vec<usize> = (0..problem.components.len()).collect();
@@ -106,11 +104,7 @@ impl Greedy<'_> {
             return;
         }
         let needs: Vec<Option<Resources>> = (0..problem.types.len())
-            .map(|t| {
-                component
-                    .placement_requirement(problem, t)
-                    .map(|r| r.resources)
-            })
+            .map(|t| component.placement_requirement(problem, t).map(|r| r.resources))
             .collect();
         if needs.iter().all(Option::is_none) {
             return;
@@ -156,11 +150,7 @@ impl Greedy<'_> {
                     .iter()
                     .enumerate()
                     .map(|(slot, &(index, _))| {
-                        Reverse((
-                            self.instances[index].copies_of(c),
-                            self.instances[index].rank,
-                            slot,
-                        ))
+                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
                     })
                     .collect();
                 while placed < wanted {
@@ -216,11 +206,7 @@ impl Greedy<'_> {
             if per_instance == 0 {
                 continue;
             }
-            let idle = self
-                .idle
-                .get(t)
-                .and_then(|row| row.get(az))
-                .map_or(&[][..], Vec::as_slice);
+            let idle = self.idle.get(t).and_then(|row| row.get(az)).map_or(&[][..], Vec::as_slice);
             let idle_reserved = idle.iter().filter(|&&i| self.instances[i].reserved).count() as u64;
             let available = (idle.len() as u64).saturating_add(self.launches_left(t, az));
             let instances = remaining.div_ceil(per_instance).min(available).min(budget);
@@ -231,19 +217,9 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let key = (
-                info.priority,
-                Reverse(covered),
-                instances,
-                cost,
-                self.type_rank[t],
-            );
+            let key = (info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
-                best = Some(Opening {
-                    key,
-                    type_index: t,
-                    instances,
-                });
+                best = Some(Opening { key, type_index: t, instances });
             }
         }
         best
@@ -283,12 +259,7 @@ impl Greedy<'_> {
             .filter_map(|&index| {
                 let instance = self.instances.get(index)?;
                 let need = needs.get(instance.type_index)?.as_ref()?;
-                let room = self
-                    .problem
-                    .types
-                    .get(instance.type_index)?
-                    .capacity
-                    .minus(&instance.used)?;
+                let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
                 let copies = room.copies_of(need);
                 (copies > 0).then_some((index, copies))
             })
@@ -297,14 +268,7 @@ impl Greedy<'_> {
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
     /// then AZs that still have free room, then fewest copies, then AZ name.
-    fn assign_azs(
-        &self,
-        c: usize,
-        full: &[bool],
-        free: &[u64],
-        copies: u64,
-        limit: u32,
-    ) -> Vec<u64> {
+    fn assign_azs(&self, c: usize, full: &[bool], free: &[u64], copies: u64, limit: u32) -> Vec<u64> {
         let az_count = full.len();
         let mut totals: Vec<u64> = self.az_copies[c].clone();
         let mut adds = vec![0u64; az_count];
@@ -342,9 +306,7 @@ impl Greedy<'_> {
                     if full[z] {
                         0
                     } else {
-                        self.free_slots(needs, std::iter::once(z))
-                            .iter()
-                            .fold(0u64, |sum, s| sum.saturating_add(s.1))
+                        self.free_slots(needs, std::iter::once(z)).iter().fold(0u64, |sum, s| sum.saturating_add(s.1))
                     }
                 })
                 .collect();
@@ -403,16 +365,8 @@ mod tests {
 
     #[test]
     fn dominant_share_takes_the_scarcest_resource() {
-        let capacity = Resources {
-            accelerators: 8,
-            milli_cpus: 192_000,
-            memory_mib: 1_000_000,
-        };
-        let need = Resources {
-            accelerators: 2,
-            milli_cpus: 96_000,
-            memory_mib: 1000,
-        };
+        let capacity = Resources { accelerators: 8, milli_cpus: 192_000, memory_mib: 1_000_000 };
+        let need = Resources { accelerators: 2, milli_cpus: 96_000, memory_mib: 1000 };
         assert_eq!(dominant_share(&need, &capacity), 0.5);
     }
 
@@ -427,12 +381,8 @@ mod tests {
         };
         let one = build([("small", 1), ("big", 4), ("mid", 2)]);
         let two = build([("mid", 2), ("small", 1), ("big", 4)]);
-        let names = |p: &Problem| {
-            component_order(p)
-                .into_iter()
-                .map(|c| p.components[c].name.clone())
-                .collect::<Vec<_>>()
-        };
+        let names =
+            |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&one), ["big", "mid", "small"]);
         assert_eq!(names(&one), names(&two));
     }
@@ -447,19 +397,10 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(
-            planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1),
-            vec![1, 1, 1]
-        );
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1), vec![1, 1, 1]);
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(
-            planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2),
-            vec![2, 0, 0]
-        );
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
-        assert_eq!(
-            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0),
-            vec![0, 2, 2]
-        );
+        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0), vec![0, 2, 2]);
     }
 }

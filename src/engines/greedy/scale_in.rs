@@ -36,15 +36,9 @@ pub(super) fn drained_excess(counts: &[u64], remove: u64, max_imbalance: u32) ->
         // Lower the group evenly by what is left (the bottom is 0 when every AZ is in the group).
         let lower = (left / group as u64).min(level);
         level -= lower;
-        let partial = if level > 0 {
-            left - lower * group as u64
-        } else {
-            0
-        };
+        let partial = if level > 0 { left - lower * group as u64 } else { 0 };
         let most = level;
-        let rest_min = sorted
-            .get(group..)
-            .and_then(|rest| rest.iter().min().copied());
+        let rest_min = sorted.get(group..).and_then(|rest| rest.iter().min().copied());
         let group_min = if partial > 0 { level - 1 } else { level };
         let fewest = rest_min.map_or(group_min, |m| m.min(group_min));
         return (most - fewest).saturating_sub(u64::from(max_imbalance));
@@ -95,11 +89,7 @@ impl Greedy<'_> {
         (
             Reverse(self.priority(instance.type_index)),
             instance.reserved,
-            Reverse(instance_cost(
-                self.problem,
-                instance.type_index,
-                instance.reserved,
-            )),
+            Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
             instance.total_copies(),
             instance.rank,
         )
@@ -129,24 +119,20 @@ impl Greedy<'_> {
             .iter()
             .enumerate()
             .map(|(c, component)| {
-                component
-                    .max_imbalance
-                    .map_or(0, |limit| drained_excess(&counts[c], excess[c], limit))
+                component.max_imbalance.map_or(0, |limit| drained_excess(&counts[c], excess[c], limit))
             })
             .collect();
 
         // Stage A: empty whole instances, least preferred first, where every copy on them is excess.
-        let mut order: Vec<usize> = (0..self.instances.len())
-            .filter(|&i| !self.instances[i].copies.is_empty())
-            .collect();
+        let mut order: Vec<usize> =
+            (0..self.instances.len()).filter(|&i| !self.instances[i].copies.is_empty()).collect();
         order.sort_by_key(|&i| self.release_key(i));
         for index in order {
             let az = self.instances[index].az;
             let copies = self.instances[index].copies.clone();
             let removable = copies.iter().all(|&(c, n)| {
                 let n = u64::from(n);
-                excess[c] >= n
-                    && self.removal_keeps_balance(&counts[c], c, az, n, excess[c], targets[c])
+                excess[c] >= n && self.removal_keeps_balance(&counts[c], c, az, n, excess[c], targets[c])
             });
             if !removable {
                 continue;
@@ -161,22 +147,19 @@ impl Greedy<'_> {
         }
 
         // Stage B: trim what is left, one copy at a time, from the best holder in an allowed AZ.
-        let mut components: Vec<usize> = (0..problem.components.len())
-            .filter(|&c| excess[c] > 0)
-            .collect();
+        let mut components: Vec<usize> = (0..problem.components.len()).filter(|&c| excess[c] > 0).collect();
         components.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
         for c in components {
-            let mut holders: Vec<usize> = (0..self.instances.len())
-                .filter(|&i| self.instances[i].copies_of(c) > 0)
-                .collect();
+            let mut holders: Vec<usize> =
+                (0..self.instances.len()).filter(|&i| self.instances[i].copies_of(c) > 0).collect();
             holders.sort_by_key(|&i| self.release_key(i));
             while excess[c] > 0 {
                 let allowed: Vec<bool> = (0..az_count)
                     .map(|z| self.removal_keeps_balance(&counts[c], c, z, 1, excess[c], targets[c]))
                     .collect();
-                let Some(&index) = holders.iter().find(|&&i| {
-                    allowed[self.instances[i].az] && self.instances[i].copies_of(c) > 0
-                }) else {
+                let Some(&index) =
+                    holders.iter().find(|&&i| allowed[self.instances[i].az] && self.instances[i].copies_of(c) > 0)
+                else {
                     break;
                 };
                 self.remove_copy(c, index);
@@ -206,15 +189,7 @@ mod tests {
 
     #[test]
     fn drained_excess_matches_one_by_one_draining() {
-        let cases: &[&[u64]] = &[
-            &[5, 1, 0],
-            &[3, 3, 3],
-            &[7, 2],
-            &[4],
-            &[0, 0],
-            &[9, 9, 1, 4],
-            &[2, 6, 6, 1],
-        ];
+        let cases: &[&[u64]] = &[&[5, 1, 0], &[3, 3, 3], &[7, 2], &[4], &[0, 0], &[9, 9, 1, 4], &[2, 6, 6, 1]];
         for counts in cases {
             let total: u64 = counts.iter().sum();
             for remove in 0..=total {
