@@ -77,6 +77,7 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
     let mut by_id: BTreeMap<String, usize> = slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
     // (component, slot) -> indices of PlaceCopy actions putting a copy there.
     let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    let mut last_place: Option<(String, String, usize, usize)> = None;
     for (position, action) in actions.iter().enumerate() {
         match action {
             Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
@@ -99,8 +100,17 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
                 });
             }
             Action::PlaceCopy { component, instance_id, .. } => {
-                let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
-                    return actions;
+                // Planners emit runs of identical placements: skip the lookups for a repeat.
+                let (c, s) = match &last_place {
+                    Some((name, id, c, s)) if name == component && id == instance_id => (*c, *s),
+                    _ => {
+                        let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id))
+                        else {
+                            return actions;
+                        };
+                        last_place = Some((component.clone(), instance_id.clone(), c, s));
+                        (c, s)
+                    }
                 };
                 slots[s].change(c, 1);
                 new_copies.entry((c, s)).or_default().push(position);

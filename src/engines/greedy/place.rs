@@ -226,8 +226,8 @@ impl Greedy<'_> {
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64) -> u64 {
-        let slots = self.free_slots(needs, std::iter::once(az));
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
             let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
@@ -301,22 +301,19 @@ impl Greedy<'_> {
         let mut az_order: Vec<usize> = (0..az_count).collect();
         az_order.sort_by_key(|&z| self.az_rank[z]);
         while remaining > 0 {
-            let free: Vec<u64> = (0..az_count)
-                .map(|z| {
-                    if full[z] {
-                        0
-                    } else {
-                        self.free_slots(needs, std::iter::once(z)).iter().fold(0u64, |sum, s| sum.saturating_add(s.1))
-                    }
-                })
+            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
+                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
                 .collect();
+            let free: Vec<u64> =
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
             let adds = self.assign_azs(c, &full, &free, remaining, limit);
             let mut newly_full = false;
             for &z in &az_order {
                 if adds[z] == 0 {
                     continue;
                 }
-                let placed = self.place_in_az(c, needs, z, adds[z]);
+                let slots = std::mem::take(&mut slots_by_az[z]);
+                let placed = self.place_in_az(c, needs, z, adds[z], slots);
                 remaining -= placed;
                 if placed < adds[z] {
                     full[z] = true;
@@ -349,7 +346,8 @@ impl Greedy<'_> {
                 }
             }
             let Some((_, z)) = best else { break };
-            let got = self.place_in_az(c, needs, z, remaining);
+            // The free room everywhere is used up by now: only openings are left.
+            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
