@@ -208,7 +208,9 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
                     .map(|s| &s.compute_resource_requirements),
                 _ => None,
             };
-            let Some(requirement) = requirement else { continue };
+            let Some(requirement) = requirement else {
+                continue;
+            };
             let need_accelerators = requirement.number_of_accelerator_devices_required.unwrap_or(0.0);
             let need_cpus = (requirement.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil();
             let need_memory = requirement.min_memory_required_in_mb;

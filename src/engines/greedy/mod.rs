@@ -293,7 +293,9 @@ impl<'a> Greedy<'a> {
 
     /// Takes an idle existing instance into the final fleet.
     fn reuse(&mut self, index: usize) {
-        let Some(instance) = self.instances.get_mut(index) else { return };
+        let Some(instance) = self.instances.get_mut(index) else {
+            return;
+        };
         if instance.in_fleet {
             return;
         }
@@ -335,7 +337,9 @@ impl<'a> Greedy<'a> {
         if count == 0 {
             return;
         }
-        let Some(target) = self.instances.get_mut(instance) else { return };
+        let Some(target) = self.instances.get_mut(instance) else {
+            return;
+        };
         target.add(component, count, need);
         if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(target.az)) {
             *cell += u64::from(count);

@@ -92,7 +92,9 @@ impl Greedy<'_> {
 
     fn place_component(&mut self, c: usize) {
         let problem = self.problem;
-        let Some(component) = problem.components.get(c) else { return };
+        let Some(component) = problem.components.get(c) else {
+            return;
+        };
         if self.had_removals[c] {
             return;
         }
@@ -119,9 +121,15 @@ impl Greedy<'_> {
         for z in azs {
             for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
                 let instance = &self.instances[index];
-                let Some(Some(need)) = needs.get(instance.type_index) else { continue };
-                let Some(info) = self.problem.types.get(instance.type_index) else { continue };
-                let Some(room) = info.capacity.minus(&instance.used) else { continue };
+                let Some(Some(need)) = needs.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(info) = self.problem.types.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(room) = info.capacity.minus(&instance.used) else {
+                    continue;
+                };
                 let copies = room.copies_of(need);
                 if copies > 0 {
                     slots.push((index, copies));
@@ -146,7 +154,9 @@ impl Greedy<'_> {
                     })
                     .collect();
                 while placed < wanted {
-                    let Some(Reverse((count, rank, slot))) = heap.pop() else { break };
+                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
+                        break;
+                    };
                     adds[slot] += 1;
                     placed += 1;
                     if adds[slot] < slots[slot].1 {
@@ -186,8 +196,12 @@ impl Greedy<'_> {
         }
         let mut best: Option<Opening> = None;
         for t in self.problem.pool_types() {
-            let Some(Some(need)) = needs.get(t) else { continue };
-            let Some(info) = self.problem.types.get(t) else { continue };
+            let Some(Some(need)) = needs.get(t) else {
+                continue;
+            };
+            let Some(info) = self.problem.types.get(t) else {
+                continue;
+            };
             let per_instance = info.capacity.copies_of(need);
             if per_instance == 0 {
                 continue;
@@ -212,14 +226,18 @@ impl Greedy<'_> {
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64) -> u64 {
-        let slots = self.free_slots(needs, std::iter::once(az));
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
-            let Some(opening) = self.best_opening(needs, az, wanted - placed) else { break };
+            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+                break;
+            };
             let mut slots = Vec::new();
             for _ in 0..opening.instances {
-                let Some(index) = self.open(opening.type_index, az) else { break };
+                let Some(index) = self.open(opening.type_index, az) else {
+                    break;
+                };
                 slots.push(index);
             }
             if slots.is_empty() {
@@ -283,22 +301,19 @@ impl Greedy<'_> {
         let mut az_order: Vec<usize> = (0..az_count).collect();
         az_order.sort_by_key(|&z| self.az_rank[z]);
         while remaining > 0 {
-            let free: Vec<u64> = (0..az_count)
-                .map(|z| {
-                    if full[z] {
-                        0
-                    } else {
-                        self.free_slots(needs, std::iter::once(z)).iter().fold(0u64, |sum, s| sum.saturating_add(s.1))
-                    }
-                })
+            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
+                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
                 .collect();
+            let free: Vec<u64> =
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
             let adds = self.assign_azs(c, &full, &free, remaining, limit);
             let mut newly_full = false;
             for &z in &az_order {
                 if adds[z] == 0 {
                     continue;
                 }
-                let placed = self.place_in_az(c, needs, z, adds[z]);
+                let slots = std::mem::take(&mut slots_by_az[z]);
+                let placed = self.place_in_az(c, needs, z, adds[z], slots);
                 remaining -= placed;
                 if placed < adds[z] {
                     full[z] = true;
@@ -322,14 +337,17 @@ impl Greedy<'_> {
             let remaining = missing - placed;
             let mut best: Option<((OpeningKey, u64, usize), usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
-                let Some(opening) = self.best_opening(needs, z, remaining) else { continue };
+                let Some(opening) = self.best_opening(needs, z, remaining) else {
+                    continue;
+                };
                 let key = (opening.key, self.az_copies[c][z], self.az_rank[z]);
                 if best.as_ref().is_none_or(|(current, _)| key < *current) {
                     best = Some((key, z));
                 }
             }
             let Some((_, z)) = best else { break };
-            let got = self.place_in_az(c, needs, z, remaining);
+            // The free room everywhere is used up by now: only openings are left.
+            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;

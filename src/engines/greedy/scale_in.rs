@@ -65,7 +65,9 @@ impl Greedy<'_> {
         excess: u64,
         target: u64,
     ) -> bool {
-        let Some(limit) = self.problem.components[component].max_imbalance else { return true };
+        let Some(limit) = self.problem.components[component].max_imbalance else {
+            return true;
+        };
         let mut after = counts.to_vec();
         match after.get_mut(az) {
             Some(cell) if *cell >= count => *cell -= count,
