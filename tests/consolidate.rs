@@ -1,6 +1,8 @@
 //! Consolidation (spec §3): the planner's plans pass the independent checker, and the checker
 //! catches broken plans.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use fleetplan::engines::consolidate::{verify_consolidation, Consolidator};
@@ -63,6 +65,7 @@ fn fragmented_fleet_releases_instances_in_valid_steps() {
     let before = initial_objective(&problem);
     assert!(plan.objective.better_than(&before), "{:?} vs {before:?}", plan.objective);
     assert_eq!(plan.objective.placed_copies, before.placed_copies);
+    assert!(plan.objective.balance_excess <= before.balance_excess);
     // Fallback (priority 3) instances are released before anything else can be.
     let g6_before = before.instances_of_priority(3);
     assert!(plan.objective.instances_of_priority(3) < g6_before);
@@ -641,7 +644,9 @@ proptest! {
         }
         let before = initial_objective(&problem);
         prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
+        prop_assert!(plan.objective.balance_excess <= before.balance_excess);
         prop_assert!(plan.objective.key() <= before.key());
+        prop_assert_eq!(&plan.objective, &objective(&problem, &plan.final_fleet(&problem)));
         let kept = problem.fleet().len() - plan.released().count();
         prop_assert!(kept >= (random.min_instances as usize).min(problem.fleet().len()));
         // Every released instance is one the plan emptied or that was empty.
@@ -686,6 +691,19 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn shared_generator_fleets_consolidate_validly(problem in common::problem(common::Size::MEDIUM)) {
+        let plan = consolidate(&problem);
+        let violations = verify_consolidation(&problem, &plan);
+        prop_assert!(violations.is_empty(), "{violations:#?}\n{plan:#?}");
+        prop_assert!(plan.objective.key() <= initial_objective(&problem).key());
+        prop_assert_eq!(plan, consolidate(&problem));
+    }
+}
+
 /// How often the exhaustive search beats the greedy on tiny random fleets (run with
 /// `cargo test --test consolidate -- --ignored --nocapture greedy_gap`).
 #[test]
@@ -715,6 +733,65 @@ fn greedy_gap() {
         println!(
             "{cases} fleets of {smallest}-{largest} instances: search complete on {complete_cases}; \
              better objective than greedy on {better_objective}; same objective with fewer moves on {fewer_moves}"
+        );
+    }
+}
+
+/// Planning time on large fragmented fleets (run with
+/// `cargo test --release --test consolidate -- --ignored --nocapture large_fleet_timing`).
+#[test]
+#[ignore]
+fn large_fleet_timing() {
+    for instances in [100usize, 500, 2000] {
+        let azs = ["a", "b", "c"];
+        let mut builder = ScenarioBuilder::new(azs)
+            .instance_type(instance_type("t-small", 4, 48, 196_608, Some(5.0)))
+            .instance_type(instance_type("t-big", 8, 96, 393_216, Some(20.0)))
+            .pool("t-small", 1)
+            .pool("t-big", 2);
+        let components = 50;
+        for component in 0..components {
+            builder = builder.component(&format!("m{component}"), 0, 1, 1.0, 4096);
+            if component % 2 == 0 {
+                builder = builder.max_imbalance(&format!("m{component}"), 1);
+            }
+            if component % 3 == 0 {
+                builder = builder.strategy(&format!("m{component}"), "BINPACK");
+            }
+        }
+        // Each instance runs one or two copies: lots of room to consolidate.
+        for index in 0..instances {
+            let id = format!("i-{index:05}");
+            let kind = if index % 4 == 0 { "t-big" } else { "t-small" };
+            builder = builder.fleet_instance(&id, kind, azs[index % 3], false);
+            builder = builder.fleet_copies(&format!("m{}", index % components), &id, 1);
+            if index % 2 == 0 {
+                builder = builder.fleet_copies(&format!("m{}", (index * 7 + 3) % components), &id, 1);
+            }
+        }
+        let mut scenario = builder.build();
+        for copy in scenario.fleet.copies.clone() {
+            let component = scenario
+                .inference_components
+                .iter_mut()
+                .find(|component| component.inference_component_name == copy.inference_component_name)
+                .unwrap();
+            component.runtime_config.copy_count += 1.0;
+        }
+        set_scaling(&mut scenario, 0, 10);
+        let problem = Problem::new(&scenario).unwrap();
+        let start = std::time::Instant::now();
+        let plan = consolidate(&problem);
+        let elapsed = start.elapsed();
+        let violations = verify_consolidation(&problem, &plan);
+        println!(
+            "{instances} instances, {} copies: released {} in {} steps with {} moves, {:.1} ms; checker: {} violations",
+            problem.existing_copies_per_component().iter().sum::<u64>(),
+            plan.released().count(),
+            plan.steps.len(),
+            plan.move_count(),
+            elapsed.as_secs_f64() * 1e3,
+            violations.len()
         );
     }
 }
