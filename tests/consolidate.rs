@@ -375,6 +375,41 @@ fn spread_rule_is_not_made_worse() {
 }
 
 #[test]
+fn many_copies_on_a_tiny_fleet() {
+    // 600 small copies on 3 instances: the exhaustive search stays out (it would recurse per
+    // copy); the greedy packs everything onto one instance.
+    let mut scenario = ScenarioBuilder::new(["a"])
+        .instance_type(instance_type("t-wide", 0, 1_000, 4_194_304, Some(5.0)))
+        .pool("t-wide", 1)
+        .component("tiny", 600, 0, 0.25, 128)
+        .strategy("tiny", "BINPACK")
+        .fleet_instance("i-1", "t-wide", "a", false)
+        .fleet_instance("i-2", "t-wide", "a", false)
+        .fleet_instance("i-3", "t-wide", "a", false)
+        .fleet_copies("tiny", "i-1", 200)
+        .fleet_copies("tiny", "i-2", 200)
+        .fleet_copies("tiny", "i-3", 200)
+        .build();
+    set_scaling(&mut scenario, 0, 1);
+    let problem = Problem::new(&scenario).unwrap();
+    assert!(Consolidator::new().plan_exhaustive(&problem).is_none());
+    let plan = consolidate(&problem);
+    assert_valid(&problem, &plan);
+    // One instance holds 4000 copies by CPU (1000 cores / 0.25) and 32768 by memory.
+    assert_eq!(plan.released().count(), 2);
+    assert_eq!(plan.move_count(), 400);
+}
+
+#[test]
+fn empty_fleet_has_nothing_to_consolidate() {
+    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = consolidate(&problem);
+    assert!(plan.steps.is_empty());
+    assert_valid(&problem, &plan);
+}
+
+#[test]
 fn checker_catches_broken_plans() {
     let problem = scenario_file("fragmented-fleet.json");
     let good = consolidate(&problem);

@@ -140,6 +140,9 @@ pub fn consolidate(problem: &Problem) -> ConsolidationPlan {
     Consolidator::new().plan(problem)
 }
 
+/// Most copies in a fleet the exhaustive search takes on.
+pub const MAX_EXHAUSTIVE_COPIES: u64 = 32;
+
 /// Consolidation planner with explicit settings.
 ///
 /// ```
@@ -190,11 +193,13 @@ impl Consolidator {
     }
 
     /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`]
-    /// instances (`None` for larger fleets). The flag is true when the search finished within
+    /// instances and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when the search finished within
     /// the node limit: the plan is then optimal (L3, L4, then fewest moves) among plans that
     /// release one instance at a time and move only copies of the instance being released.
     pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
-        if problem.fleet().len() > self.exhaustive_instances {
+        // The search recurses once per moved copy: keep it to fleets with few copies too.
+        let copies: u64 = problem.existing_copies_per_component().iter().sum();
+        if problem.fleet().len() > self.exhaustive_instances || copies > MAX_EXHAUSTIVE_COPIES {
             return None;
         }
         let mut searcher = Planner::new(problem);
@@ -214,7 +219,7 @@ impl Consolidator {
         let mut planner = Planner::new(problem);
         let steps = planner.run(self.max_steps.unwrap_or(usize::MAX));
         let greedy = ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) };
-        if self.max_steps.is_some() || problem.fleet().len() > self.exhaustive_instances {
+        if self.max_steps.is_some() {
             return greedy;
         }
         let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
