@@ -156,11 +156,12 @@ pub struct Consolidator {
     max_steps: Option<usize>,
     exhaustive_instances: usize,
     node_limit: usize,
+    pinning_instances: usize,
 }
 
 impl Default for Consolidator {
     fn default() -> Self {
-        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000 }
+        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000, pinning_instances: 64 }
     }
 }
 
@@ -176,6 +177,13 @@ impl Consolidator {
     /// not by time.
     pub fn exhaustive_up_to(mut self, instances: usize) -> Self {
         self.exhaustive_instances = instances;
+        self
+    }
+
+    /// Reruns the greedy once per pinned instance (never released) for fleets of at most
+    /// `instances` instances and keeps the best plan (0 = a single greedy run).
+    pub fn pinning_up_to(mut self, instances: usize) -> Self {
+        self.pinning_instances = instances;
         self
     }
 
@@ -214,21 +222,45 @@ impl Consolidator {
     ///
     /// The greedy always runs. With no step limit and a fleet of at most
     /// [`Self::exhaustive_up_to`] instances, an exhaustive search over release sequences runs as
-    /// well and its plan is returned when it is better (objective, then fewer moves).
+    /// well and its plan is returned when it is better by [`consolidation_score`].
     pub fn plan(&self, problem: &Problem) -> ConsolidationPlan {
-        let mut planner = Planner::new(problem);
-        let steps = planner.run(self.max_steps.unwrap_or(usize::MAX));
-        let greedy = ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) };
+        let max_steps = self.max_steps.unwrap_or(usize::MAX);
+        let greedy_run = |pinned: Option<usize>| {
+            let mut planner = Planner::new(problem);
+            planner.pinned = pinned;
+            let steps = planner.run(max_steps);
+            ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) }
+        };
+        let score = consolidation_score;
+        let mut greedy = greedy_run(None);
+        // Small fleets: also rerun with each instance pinned, which catches the greedy's typical
+        // miss (releasing an instance that would have been the best home for others' copies).
+        if problem.fleet().len() <= self.pinning_instances {
+            for pinned in 0..problem.fleet().len() {
+                let candidate = greedy_run(Some(pinned));
+                if score(&candidate) < score(&greedy) {
+                    greedy = candidate;
+                }
+            }
+        }
         if self.max_steps.is_some() {
             return greedy;
         }
         let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
-        if (searched.objective.key(), searched.move_count()) < (greedy.objective.key(), greedy.move_count()) {
+        if consolidation_score(&searched) < consolidation_score(&greedy) {
             searched
         } else {
             greedy
         }
     }
+}
+
+/// What consolidation minimises, in order (spec §3): L3 `(n6, …, n1)`, then L4 cost, then the
+/// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
+/// that happens to improve it is not preferred for that.)
+pub fn consolidation_score(plan: &ConsolidationPlan) -> ([u32; 6], i64, usize) {
+    let key = plan.objective.key();
+    (key.fallback_counts, key.cost_micros, plan.move_count())
 }
 
 /// Imbalance of one component: most minus fewest copies over all AZs.
@@ -336,6 +368,8 @@ struct Planner<'p> {
     alive: usize,
     /// Every non-reserved instance costs one unit when some fleet type has no price.
     unit_costs: bool,
+    /// An instance this run never releases (it stays as a home for others' copies).
+    pinned: Option<usize>,
 }
 
 impl<'p> Planner<'p> {
@@ -365,7 +399,7 @@ impl<'p> Planner<'p> {
             .collect();
         let unit_costs = nodes.iter().any(|node| price_micros(problem, node.type_index).is_none());
         let alive = nodes.len();
-        Planner { problem, nodes, per_az, alive, unit_costs }
+        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None }
     }
 
     fn priority(&self, node: &Node) -> u8 {
@@ -385,7 +419,8 @@ impl<'p> Planner<'p> {
 
     /// Release order: fallback first (L3), then most expensive (L4), then fewest copies (moves).
     fn release_order(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.nodes.len()).filter(|&index| self.nodes[index].alive).collect();
+        let mut order: Vec<usize> =
+            (0..self.nodes.len()).filter(|&index| self.nodes[index].alive && self.pinned != Some(index)).collect();
         order.sort_by_key(|&index| {
             let node = &self.nodes[index];
             (Reverse(self.priority(node)), Reverse(self.cost(node)), node.total_copies(), index)
