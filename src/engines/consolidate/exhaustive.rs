@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{imbalance, Planner};
+use super::{imbalance, ConsolidationScore, Planner};
 use crate::fleet::objective;
 use crate::problem::PlacementStrategy;
 
@@ -30,7 +30,7 @@ struct Search {
     seen: BTreeMap<StateKey, usize>,
     path: Vec<Release>,
     moves: usize,
-    best: Option<(([u32; 6], i64, usize), Vec<Release>)>,
+    best: Option<(ConsolidationScore, Vec<Release>)>,
 }
 
 impl Planner<'_> {

@@ -255,10 +255,13 @@ impl Consolidator {
     }
 }
 
+/// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
+pub type ConsolidationScore = ([u32; 6], i64, usize);
+
 /// What consolidation minimises, in order (spec §3): L3 `(n6, …, n1)`, then L4 cost, then the
 /// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
 /// that happens to improve it is not preferred for that.)
-pub fn consolidation_score(plan: &ConsolidationPlan) -> ([u32; 6], i64, usize) {
+pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
     let key = plan.objective.key();
     (key.fallback_counts, key.cost_micros, plan.move_count())
 }
