@@ -1,24 +1,529 @@
 //! Why copies could not be placed, in terms a person can act on.
+//!
+//! For a component with missing copies, [`explain`] looks at every place a copy could have gone
+//! in the final fleet, in the spirit of kube-scheduler's "0/N nodes are available", with counts
+//! that add up:
+//!
+//! - every instance of the final fleet gets exactly one [`InstanceVerdict`]: not eligible, short
+//!   of a resource (the first short one, in the order accelerators, CPU, memory), or has room;
+//! - every (pool type, AZ) gets exactly one [`LaunchVerdict`]: no specification, a copy larger
+//!   than the whole type, no launch capacity left, `MaxInstanceCount` reached, or still open.
+//!
+//! The reasons in [`Unplaced`] are these verdicts grouped into short clauses, e.g.
+//! `ml.p5.48xlarge has no capacity in us-east-1b (Available 0)`,
+//! `ml.g6.48xlarge needs 2 accelerators per copy, 0 free (3 instances in us-east-1a)`,
+//! `MaxInstanceCount 16 reached (16 instances; blocks 4 launch options)`.
+//! Open options ("has room", "could still launch") mean a better plan could place more copies
+//! (or, for a fleet before planning, that planning will); they are reported, not hidden.
 
-use crate::fleet::FinalFleet;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::fleet::{balance_excess, FinalFleet};
 use crate::plan::Unplaced;
-use crate::problem::Problem;
+use crate::problem::{Problem, Resources};
+
+/// A resource a copy needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Resource {
+    /// Accelerator devices.
+    Accelerators,
+    /// CPU, in milli-cores.
+    MilliCpus,
+    /// Host memory, in MiB.
+    MemoryMib,
+}
+
+impl Resource {
+    const ALL: [Resource; 3] = [Resource::Accelerators, Resource::MilliCpus, Resource::MemoryMib];
+
+    fn of(self, resources: &Resources) -> u64 {
+        match self {
+            Resource::Accelerators => resources.accelerators,
+            Resource::MilliCpus => resources.milli_cpus,
+            Resource::MemoryMib => resources.memory_mib,
+        }
+    }
+
+    /// `amount` of this resource in words, e.g. `2 accelerators`, `8 vCPU`, `16384 MiB`.
+    pub fn describe(self, amount: u64) -> String {
+        match self {
+            Resource::Accelerators => format!("{amount} accelerator{}", plural(amount)),
+            Resource::MilliCpus => format!("{} vCPU", milli_to_text(amount)),
+            Resource::MemoryMib => format!("{amount} MiB memory"),
+        }
+    }
+}
+
+/// Why a component may not use an instance type at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Ineligibility {
+    /// The type is not in `Endpoint.InstancePools` (a fleet-only instance, priority 6).
+    NotInPool,
+    /// The component has no specification for this pool type.
+    NoSpecification,
+}
+
+/// What one instance of the final fleet offers a further copy of the component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind", rename_all_fields = "PascalCase")]
+pub enum InstanceVerdict {
+    /// New copies of the component may not run on this instance's type.
+    NotEligible {
+        /// Why.
+        why: Ineligibility,
+    },
+    /// The first resource (accelerators, CPU, memory) too short for one more copy.
+    Short {
+        /// Which resource.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// Free on this instance.
+        free: u64,
+    },
+    /// One or more further copies would fit.
+    Room {
+        /// How many further copies fit.
+        copies: u64,
+    },
+}
+
+/// The verdict for one instance of the final fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct InstanceExplanation {
+    /// Instance id.
+    pub instance_id: String,
+    /// Instance type.
+    pub instance_type: String,
+    /// Availability zone.
+    pub availability_zone: String,
+    /// What it offers a further copy.
+    pub verdict: InstanceVerdict,
+}
+
+/// Whether a new instance of one (pool type, AZ) could take a copy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind", rename_all_fields = "PascalCase")]
+pub enum LaunchVerdict {
+    /// The component has no specification for this pool type.
+    NoSpecification,
+    /// One copy needs more than a whole, empty instance of this type offers.
+    TooLarge {
+        /// The first resource that does not fit.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// Offered by a whole instance.
+        has: u64,
+    },
+    /// `Reserved + Available` launches are used up.
+    NoCapacity {
+        /// `Available` of the capacity entry.
+        available: u32,
+        /// `Reserved` of the capacity entry.
+        reserved: u32,
+        /// Launches of this (type, AZ) in the plan.
+        launched: u32,
+    },
+    /// The final fleet is already at `MaxInstanceCount`.
+    MaxInstanceCount {
+        /// The limit.
+        max: u32,
+    },
+    /// A launch is still possible.
+    Open {
+        /// Launches left (`None` = unlimited).
+        remaining: Option<u32>,
+    },
+}
+
+/// The verdict for launching one more instance of a pool type in an AZ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LaunchExplanation {
+    /// Instance type.
+    pub instance_type: String,
+    /// Its pool priority.
+    pub priority: u8,
+    /// Availability zone.
+    pub availability_zone: String,
+    /// Whether a launch there could take a copy.
+    pub verdict: LaunchVerdict,
+}
+
+/// Everything that stood in the way of one component's missing copies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Explanation {
+    /// Component.
+    pub inference_component_name: String,
+    /// Desired copies (`CopyCount`).
+    pub copy_count: u64,
+    /// Copies in the final fleet.
+    pub placed: u64,
+    /// Copies missing (`CopyCount − placed`, at least 0).
+    pub missing: u64,
+    /// Copies per AZ, in `AvailabilityZones` order.
+    pub copies_per_az: Vec<u64>,
+    /// `MaxImbalance` when the component has AZ balance.
+    pub max_imbalance: Option<u32>,
+    /// `max(0, imbalance − MaxImbalance)` of the placed copies.
+    pub balance_excess: u64,
+    /// One verdict per instance of the final fleet, in fleet order.
+    pub instances: Vec<InstanceExplanation>,
+    /// One verdict per (pool type, AZ), by priority then pool order, then AZ order.
+    pub launches: Vec<LaunchExplanation>,
+    /// Grouped clauses (what [`Unplaced::reasons`] carries); empty when nothing is missing.
+    pub reasons: Vec<String>,
+}
+
+impl Explanation {
+    /// Instances of the final fleet that could take at least one more copy.
+    pub fn instances_with_room(&self) -> usize {
+        self.instances.iter().filter(|i| matches!(i.verdict, InstanceVerdict::Room { .. })).count()
+    }
+
+    /// (pool type, AZ) pairs where a launch could still take a copy.
+    pub fn open_launches(&self) -> usize {
+        self.launches.iter().filter(|l| matches!(l.verdict, LaunchVerdict::Open { .. })).count()
+    }
+}
+
+impl fmt::Display for Explanation {
+    /// `2 copies of llm: 0/5 instances have room, 0/6 launch options open; …`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} cop{} of {}",
+            self.missing,
+            if self.missing == 1 { "y" } else { "ies" },
+            self.inference_component_name
+        )?;
+        if self.reasons.is_empty() {
+            return write!(f, " missing");
+        }
+        write!(f, ": {}", self.reasons.join("; "))
+    }
+}
 
 /// `Unplaced` entries for a final fleet: per component with missing copies, how many and why.
 pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
-    let per_az = fleet.copies_per_az(problem);
-    problem
-        .components
-        .iter()
-        .zip(per_az)
-        .filter_map(|(component, counts)| {
-            let placed: u64 = counts.iter().sum();
-            let missing = u64::from(component.copy_count).saturating_sub(placed);
-            (missing > 0).then(|| Unplaced {
-                inference_component_name: component.name.clone(),
-                copy_count: missing,
-                reasons: vec![format!("{missing} copies of {} could not be placed", component.name)],
-            })
+    let shared = Shared::new(problem, fleet);
+    // Only components with missing copies are explained: this runs after every engine.
+    (0..problem.components.len())
+        .filter(|&index| shared.missing(problem, index) > 0)
+        .filter_map(|index| explain_index(problem, fleet, &shared, index))
+        .map(|explanation| Unplaced {
+            inference_component_name: explanation.inference_component_name,
+            copy_count: explanation.missing,
+            reasons: explanation.reasons,
         })
         .collect()
+}
+
+/// Explanations for every component, in component order.
+pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
+    let shared = Shared::new(problem, fleet);
+    (0..problem.components.len()).filter_map(|index| explain_index(problem, fleet, &shared, index)).collect()
+}
+
+/// The explanation for one component by name; `None` if there is no such component.
+///
+/// ```
+/// use fleetplan::{explain::explain, FinalFleet, Problem, ScenarioBuilder};
+///
+/// let scenario = ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+///     .pool("ml.g6.12xlarge", 1)
+///     .capacity("ml.g6.12xlarge", "us-east-1a", Some(0), 0)
+///     .capacity("ml.g6.12xlarge", "us-east-1b", Some(0), 0)
+///     .component("chat", 2, 1, 4.0, 16_384)
+///     .build();
+/// let problem = Problem::new(&scenario).unwrap();
+/// let (fleet, _) = FinalFleet::apply(&problem, &[]);
+/// let why = explain(&problem, &fleet, "chat").unwrap();
+/// assert_eq!(why.missing, 2);
+/// assert_eq!(
+///     why.to_string(),
+///     "2 copies of chat: 0/0 instances have room, 0/2 launch options open; \
+///      ml.g6.12xlarge has no capacity in us-east-1a, us-east-1b (Available 0)"
+/// );
+/// ```
+pub fn explain(problem: &Problem, fleet: &FinalFleet, component: &str) -> Option<Explanation> {
+    explain_index(problem, fleet, &Shared::new(problem, fleet), problem.component_index(component)?)
+}
+
+/// What every component's explanation needs from the fleet, computed once.
+struct Shared {
+    /// `[component][az]` copies.
+    per_az: Vec<Vec<u64>>,
+    /// Resources used on each instance of the fleet (fleet order).
+    used: Vec<Resources>,
+}
+
+impl Shared {
+    fn new(problem: &Problem, fleet: &FinalFleet) -> Shared {
+        Shared {
+            per_az: fleet.copies_per_az(problem),
+            used: fleet.instances.iter().map(|instance| instance.used(problem)).collect(),
+        }
+    }
+
+    fn missing(&self, problem: &Problem, component: usize) -> u64 {
+        let placed: u64 = self.per_az.get(component).map_or(0, |counts| counts.iter().sum());
+        problem.components.get(component).map_or(0, |c| u64::from(c.copy_count).saturating_sub(placed))
+    }
+}
+
+fn explain_index(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    shared: &Shared,
+    component_index: usize,
+) -> Option<Explanation> {
+    let component = problem.components.get(component_index)?;
+    let copies_per_az = shared.per_az.get(component_index).cloned().unwrap_or_default();
+    let placed: u64 = copies_per_az.iter().sum();
+    let copy_count = u64::from(component.copy_count);
+    let missing = copy_count.saturating_sub(placed);
+    let az_name = |az: usize| problem.azs.get(az).cloned().unwrap_or_default();
+
+    let instances: Vec<InstanceExplanation> = fleet
+        .instances
+        .iter()
+        .zip(&shared.used)
+        .filter_map(|(instance, used)| {
+            let info = problem.types.get(instance.type_index)?;
+            let verdict = match component.placement_requirement(problem, instance.type_index) {
+                None => InstanceVerdict::NotEligible {
+                    why: if info.in_pool { Ineligibility::NoSpecification } else { Ineligibility::NotInPool },
+                },
+                Some(requirement) => {
+                    let free = saturating_minus(&info.capacity, used);
+                    let need = &requirement.resources;
+                    match Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&free)) {
+                        Some(resource) => {
+                            InstanceVerdict::Short { resource, need: resource.of(need), free: resource.of(&free) }
+                        }
+                        None => InstanceVerdict::Room { copies: free.copies_of(need) },
+                    }
+                }
+            };
+            Some(InstanceExplanation {
+                instance_id: instance.id.clone(),
+                instance_type: info.name.clone(),
+                availability_zone: az_name(instance.az_index),
+                verdict,
+            })
+        })
+        .collect();
+
+    let max_reached = problem.scaling.max_instances.filter(|&max| fleet.instances.len() >= max as usize);
+    let mut pool: Vec<usize> = problem.pool_types().collect();
+    pool.sort_by_key(|&t| (problem.types[t].priority, t));
+    let mut launches = Vec::new();
+    for &type_index in &pool {
+        let info = &problem.types[type_index];
+        for az in 0..problem.azs.len() {
+            let verdict = match component.placement_requirement(problem, type_index) {
+                None => LaunchVerdict::NoSpecification,
+                Some(requirement) => {
+                    let need = &requirement.resources;
+                    let launched = fleet.launches.get(&(type_index, az)).map_or(0, |&(total, _)| total);
+                    let limit = problem.launch_limit(type_index, az);
+                    let remaining = limit.total().map(|total| total.saturating_sub(launched));
+                    if let Some(resource) = Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&info.capacity)) {
+                        LaunchVerdict::TooLarge { resource, need: resource.of(need), has: resource.of(&info.capacity) }
+                    } else if remaining == Some(0) {
+                        LaunchVerdict::NoCapacity {
+                            available: limit.available.unwrap_or(0),
+                            reserved: limit.reserved,
+                            launched,
+                        }
+                    } else if let Some(max) = max_reached {
+                        LaunchVerdict::MaxInstanceCount { max }
+                    } else {
+                        LaunchVerdict::Open { remaining }
+                    }
+                }
+            };
+            launches.push(LaunchExplanation {
+                instance_type: info.name.clone(),
+                priority: info.priority,
+                availability_zone: az_name(az),
+                verdict,
+            });
+        }
+    }
+
+    let mut explanation = Explanation {
+        inference_component_name: component.name.clone(),
+        copy_count,
+        placed,
+        missing,
+        balance_excess: balance_excess(&copies_per_az, component.max_imbalance),
+        copies_per_az,
+        max_imbalance: component.max_imbalance,
+        instances,
+        launches,
+        reasons: Vec::new(),
+    };
+    if missing > 0 {
+        explanation.reasons = reasons(problem, &explanation, fleet.instances.len());
+    }
+    Some(explanation)
+}
+
+/// (type rank, verdict kind, short resource, need per copy).
+type GroupKey = (usize, u8, Option<Resource>, u64);
+/// (type name, AZ of each instance, most free or total room, instance count).
+type GroupTally = (String, Vec<String>, u64, u64);
+
+/// Groups verdicts into clauses; every instance and every launch option is counted exactly once.
+fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> Vec<String> {
+    let name = &explanation.inference_component_name;
+    let mut clauses = vec![format!(
+        "{}/{} instances have room, {}/{} launch options open",
+        explanation.instances_with_room(),
+        explanation.instances.len(),
+        explanation.open_launches(),
+        explanation.launches.len()
+    )];
+    // Group instances by (type, verdict kind, short resource and need), in type order.
+    let type_rank = |type_name: &str| problem.type_index(type_name).unwrap_or(usize::MAX);
+    let mut instance_groups: BTreeMap<GroupKey, GroupTally> = BTreeMap::new();
+    for instance in &explanation.instances {
+        let (kind, resource, need, amount) = match &instance.verdict {
+            InstanceVerdict::NotEligible { why: Ineligibility::NotInPool } => (0, None, 0, 0),
+            InstanceVerdict::NotEligible { why: Ineligibility::NoSpecification } => (1, None, 0, 0),
+            InstanceVerdict::Short { resource, need, free } => (2, Some(*resource), *need, *free),
+            InstanceVerdict::Room { copies } => (3, None, 0, *copies),
+        };
+        let entry = instance_groups
+            .entry((type_rank(&instance.instance_type), kind, resource, need))
+            .or_insert_with(|| (instance.instance_type.clone(), Vec::new(), 0, 0));
+        entry.1.push(instance.availability_zone.clone());
+        // Short: the most free of the group; Room: copies that would fit in total.
+        entry.2 = if kind == 2 { entry.2.max(amount) } else { entry.2.saturating_add(amount) };
+        entry.3 += 1;
+    }
+    for ((_, kind, resource, need), (type_name, azs, amount, count)) in instance_groups {
+        let where_ = format!("{count} instance{} in {}", plural(count), join_azs(problem, &azs));
+        clauses.push(match (kind, resource) {
+            (0, _) => format!("{type_name} is not in InstancePools ({where_})"),
+            (1, _) => format!("{name} has no specification for {type_name} ({where_})"),
+            (2, Some(resource)) => format!(
+                "{type_name} needs {} per copy, {} free ({where_})",
+                resource.describe(need),
+                if amount == 0 { "0".to_string() } else { format!("at most {}", resource.describe(amount)) }
+            ),
+            // A copy that needs nothing fits without limit (copies_of saturates at u64::MAX).
+            _ if amount == u64::MAX => format!("{type_name} has room for any number of copies ({where_})"),
+            _ => format!(
+                "{type_name} has room for {amount} more cop{} ({where_})",
+                if amount == 1 { "y" } else { "ies" }
+            ),
+        });
+    }
+
+    // Launch options grouped by (type, verdict), AZs listed; MaxInstanceCount once for all types.
+    let mut launch_groups: Vec<(String, LaunchVerdict, Vec<String>)> = Vec::new();
+    let mut blocked_by_max = 0u64;
+    let mut max_limit = None;
+    for launch in &explanation.launches {
+        if let LaunchVerdict::MaxInstanceCount { max } = launch.verdict {
+            blocked_by_max += 1;
+            max_limit = Some(max);
+            continue;
+        }
+        match launch_groups.iter_mut().find(|(t, v, _)| *t == launch.instance_type && *v == launch.verdict) {
+            Some(group) => group.2.push(launch.availability_zone.clone()),
+            None => launch_groups.push((
+                launch.instance_type.clone(),
+                launch.verdict.clone(),
+                vec![launch.availability_zone.clone()],
+            )),
+        }
+    }
+    for (type_name, verdict, azs) in launch_groups {
+        let in_azs = join_azs(problem, &azs);
+        clauses.push(match verdict {
+            LaunchVerdict::NoSpecification => format!("{name} has no specification for new {type_name} in {in_azs}"),
+            LaunchVerdict::TooLarge { resource, need, has } => format!(
+                "one copy needs {}, more than a whole {type_name} ({}) in {in_azs}",
+                resource.describe(need),
+                resource.describe(has)
+            ),
+            LaunchVerdict::NoCapacity { available, reserved, launched } => {
+                if reserved == 0 && launched == 0 {
+                    format!("{type_name} has no capacity in {in_azs} (Available {available})")
+                } else {
+                    format!("{type_name} has no capacity left in {in_azs} (Available {available}, Reserved {reserved}, {launched} launched by the plan)")
+                }
+            }
+            LaunchVerdict::Open { remaining } => format!(
+                "{type_name} could still launch in {in_azs} ({})",
+                remaining.map_or("unlimited".to_string(), |left| format!("{left} left"))
+            ),
+            LaunchVerdict::MaxInstanceCount { .. } => continue,
+        });
+    }
+    if let Some(max) = max_limit {
+        clauses.push(format!(
+            "MaxInstanceCount {max} reached ({fleet_size} instances; blocks {blocked_by_max} launch option{})",
+            plural(blocked_by_max)
+        ));
+    }
+    if explanation.balance_excess > 0 {
+        let counts: Vec<String> = explanation.copies_per_az.iter().map(u64::to_string).collect();
+        clauses.push(format!(
+            "placed copies {} over {} exceed MaxImbalance {} by {}",
+            counts.join("/"),
+            problem.azs.join("/"),
+            explanation.max_imbalance.unwrap_or(0),
+            explanation.balance_excess
+        ));
+    }
+    clauses
+}
+
+fn saturating_minus(have: &Resources, used: &Resources) -> Resources {
+    Resources {
+        accelerators: have.accelerators.saturating_sub(used.accelerators),
+        milli_cpus: have.milli_cpus.saturating_sub(used.milli_cpus),
+        memory_mib: have.memory_mib.saturating_sub(used.memory_mib),
+    }
+}
+
+/// AZ names, each once, in `AvailabilityZones` order.
+fn join_azs(problem: &Problem, azs: &[String]) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for az in azs {
+        if !unique.contains(&az.as_str()) {
+            unique.push(az);
+        }
+    }
+    unique.sort_by_key(|az| problem.az_index(az));
+    unique.join(", ")
+}
+
+fn plural(count: u64) -> &'static str {
+    if count == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Milli-cores as cores: `8000` → `8`, `500` → `0.5`.
+fn milli_to_text(milli: u64) -> String {
+    if milli % 1000 == 0 {
+        (milli / 1000).to_string()
+    } else {
+        let text = format!("{}.{:03}", milli / 1000, milli % 1000);
+        text.trim_end_matches('0').to_string()
+    }
 }

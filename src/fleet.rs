@@ -34,7 +34,9 @@ impl FinalInstance {
     pub fn used(&self, problem: &Problem) -> Resources {
         let mut used = Resources::ZERO;
         for (&component, &count) in &self.copies {
-            if let Some(Some(requirement)) = problem.components.get(component).and_then(|c| c.requirements.get(self.type_index)) {
+            if let Some(Some(requirement)) =
+                problem.components.get(component).and_then(|c| c.requirements.get(self.type_index))
+            {
                 used = used.plus(&requirement.resources.times(u64::from(count)));
             }
         }
@@ -79,7 +81,11 @@ impl FinalFleet {
                 new_copies: BTreeMap::new(),
             })
             .collect();
-        let mut by_id: BTreeMap<String, usize> = instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect();
+        let mut by_id: BTreeMap<String, usize> =
+            instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect();
+        // Name lookups in logarithmic time: plans carry one action per copy.
+        let component_by_name: BTreeMap<&str, usize> =
+            problem.components.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
         let mut terminated = vec![false; instances.len()];
         let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
         let mut removed: BTreeMap<usize, u32> = BTreeMap::new();
@@ -90,7 +96,10 @@ impl FinalFleet {
                     let type_index = problem.type_index(instance_type);
                     let az_index = problem.az_index(availability_zone);
                     if by_id.contains_key(instance_id) {
-                        violation(ViolationKind::Reference, format!("LaunchInstance {instance_id}: the id is already in use"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("LaunchInstance {instance_id}: the id is already in use"),
+                        );
                         continue;
                     }
                     let (Some(type_index), Some(az_index)) = (type_index, az_index) else {
@@ -122,16 +131,22 @@ impl FinalFleet {
                     });
                 }
                 Action::PlaceCopy { component, instance_id, model_name } => {
-                    let Some(component_index) = problem.component_index(component) else {
+                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
                         violation(ViolationKind::Reference, format!("PlaceCopy: unknown component {component:?}"));
                         continue;
                     };
                     let Some(&instance) = by_id.get(instance_id) else {
-                        violation(ViolationKind::Reference, format!("PlaceCopy {component}: unknown instance {instance_id:?}"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("PlaceCopy {component}: unknown instance {instance_id:?}"),
+                        );
                         continue;
                     };
                     if terminated[instance] {
-                        violation(ViolationKind::Reference, format!("PlaceCopy {component}: instance {instance_id} is terminated"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("PlaceCopy {component}: instance {instance_id} is terminated"),
+                        );
                         continue;
                     }
                     let target = &mut instances[instance];
@@ -144,7 +159,10 @@ impl FinalFleet {
                             ),
                         ),
                         Some(requirement) => {
-                            if model_name.is_some() && requirement.model_name.is_some() && *model_name != requirement.model_name {
+                            if model_name.is_some()
+                                && requirement.model_name.is_some()
+                                && *model_name != requirement.model_name
+                            {
                                 violation(
                                     ViolationKind::Eligibility,
                                     format!(
@@ -161,20 +179,26 @@ impl FinalFleet {
                     *target.new_copies.entry(component_index).or_insert(0) += 1;
                 }
                 Action::RemoveCopy { component, instance_id } => {
-                    let Some(component_index) = problem.component_index(component) else {
+                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
                         violation(ViolationKind::Reference, format!("RemoveCopy: unknown component {component:?}"));
                         continue;
                     };
                     let Some(&instance) = by_id.get(instance_id) else {
-                        violation(ViolationKind::Reference, format!("RemoveCopy {component}: unknown instance {instance_id:?}"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("RemoveCopy {component}: unknown instance {instance_id:?}"),
+                        );
                         continue;
                     };
                     let target = &mut instances[instance];
-                    let existing_left = target.copies_of(component_index) - target.new_copies.get(&component_index).copied().unwrap_or(0);
+                    let existing_left = target.copies_of(component_index)
+                        - target.new_copies.get(&component_index).copied().unwrap_or(0);
                     if target.existing.is_none() || existing_left == 0 {
                         violation(
                             ViolationKind::Removal,
-                            format!("RemoveCopy {component} on {instance_id}: no existing copy of {component} runs there"),
+                            format!(
+                                "RemoveCopy {component} on {instance_id}: no existing copy of {component} runs there"
+                            ),
                         );
                         continue;
                     }
@@ -188,7 +212,10 @@ impl FinalFleet {
                 }
                 Action::TerminateInstance { instance_id } => {
                     let Some(&instance) = by_id.get(instance_id) else {
-                        violation(ViolationKind::Reference, format!("TerminateInstance: unknown instance {instance_id:?}"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("TerminateInstance: unknown instance {instance_id:?}"),
+                        );
                         continue;
                     };
                     if instances[instance].existing.is_none() {
@@ -199,20 +226,26 @@ impl FinalFleet {
                         continue;
                     }
                     if terminated[instance] {
-                        violation(ViolationKind::Reference, format!("TerminateInstance {instance_id}: terminated twice"));
+                        violation(
+                            ViolationKind::Reference,
+                            format!("TerminateInstance {instance_id}: terminated twice"),
+                        );
                         continue;
                     }
                     if !instances[instance].copies.is_empty() {
                         violation(
                             ViolationKind::Removal,
-                            format!("TerminateInstance {instance_id}: the instance still runs copies (remove them first)"),
+                            format!(
+                                "TerminateInstance {instance_id}: the instance still runs copies (remove them first)"
+                            ),
                         );
                     }
                     terminated[instance] = true;
                 }
             }
         }
-        let instances = instances.into_iter().zip(terminated).filter(|(_, gone)| !gone).map(|(instance, _)| instance).collect();
+        let instances =
+            instances.into_iter().zip(terminated).filter(|(_, gone)| !gone).map(|(instance, _)| instance).collect();
         (FinalFleet { instances, launches, removed }, violations)
     }
 
@@ -269,4 +302,61 @@ pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
 /// The objective reached by a list of actions (ignoring structural violations).
 pub fn objective_of_actions(problem: &Problem, actions: &[Action]) -> Objective {
     objective(problem, &FinalFleet::apply(problem, actions).0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{InstanceTypeSpec, ScenarioBuilder};
+
+    fn launch(id: &str, instance_type: &str, az: &str, reserved: bool) -> Action {
+        Action::LaunchInstance {
+            instance_id: id.into(),
+            instance_type: instance_type.into(),
+            availability_zone: az.into(),
+            reserved,
+        }
+    }
+
+    #[test]
+    fn balance_counts_empty_azs_as_zero() {
+        assert_eq!(balance_excess(&[3, 0, 3], Some(1)), 2);
+        assert_eq!(balance_excess(&[2, 2], Some(0)), 0);
+        assert_eq!(balance_excess(&[5, 0], None), 0);
+    }
+
+    #[test]
+    fn reserved_instances_are_free_and_priorities_are_counted() {
+        let priced = |name: &str, price| InstanceTypeSpec {
+            instance_type: name.into(),
+            accelerator_count: 4.0,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 48.0,
+            memory_in_mb: 196_608.0,
+            hourly_price: Some(price),
+        };
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(priced("ml.x", 10.0))
+            .instance_type(priced("ml.y", 3.0))
+            .pool("ml.x", 1)
+            .pool("ml.y", 2)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let actions = [
+            launch("new-1", "ml.x", "a", true),
+            launch("new-2", "ml.x", "a", false),
+            launch("new-3", "ml.y", "a", false),
+        ];
+        let objective = objective_of_actions(&problem, &actions);
+        assert_eq!(objective.cost_micros, 13_000_000);
+        assert_eq!(objective.instances_by_priority, BTreeMap::from([(1, 2), (2, 1)]));
+    }
+
+    #[test]
+    fn a_missing_price_makes_every_paid_instance_cost_one() {
+        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).build();
+        let problem = Problem::new(&scenario).unwrap();
+        let actions = [launch("new-1", "ml.g5.xlarge", "a", false), launch("new-2", "ml.g5.xlarge", "a", false)];
+        assert_eq!(objective_of_actions(&problem, &actions).cost_micros, 2_000_000);
+    }
 }

@@ -283,8 +283,8 @@ pub struct ScenarioBuilder {
 impl ScenarioBuilder {
     /// Starts a scenario over the given AZs.
     pub fn new<S: Into<String>>(azs: impl IntoIterator<Item = S>) -> Self {
-        let mut scenario = Scenario::default();
-        scenario.availability_zones = azs.into_iter().map(Into::into).collect();
+        let mut scenario =
+            Scenario { availability_zones: azs.into_iter().map(Into::into).collect(), ..Default::default() };
         scenario.endpoint.endpoint_name = "endpoint".into();
         scenario.endpoint.variant_name = "AllTraffic".into();
         ScenarioBuilder { scenario }

@@ -32,7 +32,9 @@ impl Resources {
 
     /// True when `self` fits inside `room` in every resource.
     pub fn fits_in(&self, room: &Resources) -> bool {
-        self.accelerators <= room.accelerators && self.milli_cpus <= room.milli_cpus && self.memory_mib <= room.memory_mib
+        self.accelerators <= room.accelerators
+            && self.milli_cpus <= room.milli_cpus
+            && self.memory_mib <= room.memory_mib
     }
 
     /// Component-wise sum (saturating).
@@ -64,8 +66,10 @@ impl Resources {
 
     /// How many copies of `need` fit into `self` (`u64::MAX` if `need` is zero).
     pub fn copies_of(&self, need: &Resources) -> u64 {
-        let per = |have: u64, want: u64| if want == 0 { u64::MAX } else { have / want };
-        per(self.accelerators, need.accelerators).min(per(self.milli_cpus, need.milli_cpus)).min(per(self.memory_mib, need.memory_mib))
+        let per = |have: u64, want: u64| have.checked_div(want).unwrap_or(u64::MAX);
+        per(self.accelerators, need.accelerators)
+            .min(per(self.milli_cpus, need.milli_cpus))
+            .min(per(self.memory_mib, need.memory_mib))
     }
 }
 
@@ -367,7 +371,13 @@ impl Validator {
                 self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
                 self.number(&format!("{path}.VCpuCount"), spec.v_cpu_count, Kind::Decimal, 0.0, 1e6),
                 self.number(&format!("{path}.MemoryInMb"), spec.memory_in_mb, Kind::Decimal, 0.0, 1e12),
-                self.number(&format!("{path}.AcceleratorMemoryGiB"), spec.accelerator_memory_gib, Kind::Decimal, 0.0, 1e9),
+                self.number(
+                    &format!("{path}.AcceleratorMemoryGiB"),
+                    spec.accelerator_memory_gib,
+                    Kind::Decimal,
+                    0.0,
+                    1e9,
+                ),
                 match spec.hourly_price {
                     Some(price) => self.number(&format!("{path}.HourlyPrice"), price, Kind::Decimal, 0.0, 1e9),
                     None => Some(0.0),
@@ -388,7 +398,10 @@ impl Validator {
                 self.error("Endpoint.InstanceType", "give either InstanceType or InstancePools, not both");
             }
             (None, true) => {
-                self.error("Endpoint.InstancePools", "at least one instance pool (or Endpoint.InstanceType) is required");
+                self.error(
+                    "Endpoint.InstancePools",
+                    "at least one instance pool (or Endpoint.InstanceType) is required",
+                );
             }
             (Some(name), true) => {
                 if !catalogue.contains_key(name) {
@@ -467,7 +480,8 @@ impl Validator {
         let mut capacity_seen = BTreeSet::new();
         for (index, entry) in scenario.capacity.iter().enumerate() {
             let path = format!("Capacity[{index}]");
-            let available = entry.available.map(|value| self.count(&format!("{path}.Available"), value, 0, MAX_INSTANCES));
+            let available =
+                entry.available.map(|value| self.count(&format!("{path}.Available"), value, 0, MAX_INSTANCES));
             let reserved = self.count(&format!("{path}.Reserved"), entry.reserved, 0, MAX_INSTANCES);
             let az = az_index(&entry.availability_zone);
             if az.is_none() {
@@ -502,7 +516,9 @@ impl Validator {
         let scaling_spec = endpoint.managed_instance_scaling.clone().unwrap_or_default();
         let scaling_path = "Endpoint.ManagedInstanceScaling";
         let min_instances = match scaling_spec.min_instance_count {
-            Some(value) => self.count(&format!("{scaling_path}.MinInstanceCount"), value, 0, MAX_INSTANCES).unwrap_or(0),
+            Some(value) => {
+                self.count(&format!("{scaling_path}.MinInstanceCount"), value, 0, MAX_INSTANCES).unwrap_or(0)
+            }
             None => 0,
         };
         let max_instances = match scaling_spec.max_instance_count {
@@ -528,7 +544,10 @@ impl Validator {
             None | Some("IDLE_RELEASE") => ScaleInStrategy::IdleRelease,
             Some("CONSOLIDATION") => ScaleInStrategy::Consolidation,
             Some(other) => {
-                self.error(format!("{policy_path}.Strategy"), format!("{other:?} is not IDLE_RELEASE or CONSOLIDATION"));
+                self.error(
+                    format!("{policy_path}.Strategy"),
+                    format!("{other:?} is not IDLE_RELEASE or CONSOLIDATION"),
+                );
                 ScaleInStrategy::IdleRelease
             }
         };
@@ -546,7 +565,8 @@ impl Validator {
         let pool_index = |name: &str| types.iter().position(|t| t.in_pool && t.name == name);
         let mut components: Vec<Component> = Vec::new();
         let single_model = scenario.inference_components.is_empty();
-        let variant_name = if endpoint.variant_name.is_empty() { "AllTraffic".to_string() } else { endpoint.variant_name.clone() };
+        let variant_name =
+            if endpoint.variant_name.is_empty() { "AllTraffic".to_string() } else { endpoint.variant_name.clone() };
         if single_model {
             if let Some(count) = endpoint.desired_instance_count {
                 if let Some(copy_count) = self.count("Endpoint.DesiredInstanceCount", count, 0, MAX_INSTANCES) {
@@ -665,15 +685,19 @@ impl Validator {
                 match config.placement_strategy.as_deref() {
                     None | Some("SPREAD") => {}
                     Some("BINPACK") => strategy = PlacementStrategy::Binpack,
-                    Some(other) => {
-                        self.error(format!("{config_path}.PlacementStrategy"), format!("{other:?} is not SPREAD or BINPACK"))
-                    }
+                    Some(other) => self.error(
+                        format!("{config_path}.PlacementStrategy"),
+                        format!("{other:?} is not SPREAD or BINPACK"),
+                    ),
                 }
                 if let Some(balance) = &config.availability_zone_balance {
                     let balance_path = format!("{config_path}.AvailabilityZoneBalance");
                     if let Some(mode) = &balance.enforcement_mode {
                         if mode != "PERMISSIVE" {
-                            self.error(format!("{balance_path}.EnforcementMode"), format!("{mode:?} is not PERMISSIVE"));
+                            self.error(
+                                format!("{balance_path}.EnforcementMode"),
+                                format!("{mode:?} is not PERMISSIVE"),
+                            );
                         }
                     }
                     max_imbalance = match balance.max_imbalance {
@@ -706,15 +730,17 @@ impl Validator {
         // Fleet.
         let mut fleet: Vec<ExistingInstance> = Vec::new();
         let mut fleet_ids = BTreeSet::new();
-        let mut fleet_ok = true;
+        // Instances whose copies are not fully known; packing is checked on every other one, so
+        // an unrelated fleet error does not hide a packing error.
+        let mut untrusted: BTreeSet<String> = BTreeSet::new();
         for (index, instance) in scenario.fleet.instances.iter().enumerate() {
             let path = format!("Fleet.Instances[{index}]");
             if instance.instance_id.is_empty() {
                 self.error(format!("{path}.InstanceId"), "empty id");
-                fleet_ok = false;
+                untrusted.insert(String::new());
             } else if !fleet_ids.insert(instance.instance_id.clone()) {
                 self.error(format!("{path}.InstanceId"), format!("{:?} is listed twice", instance.instance_id));
-                fleet_ok = false;
+                untrusted.insert(instance.instance_id.clone());
             }
             let az = az_index(&instance.availability_zone);
             if az.is_none() {
@@ -723,15 +749,14 @@ impl Validator {
                     format!("{:?} is not in AvailabilityZones", instance.availability_zone),
                 );
             }
-            match (type_index(&instance.instance_type), az) {
-                (Some(type_index), Some(az_index)) => fleet.push(ExistingInstance {
+            if let (Some(type_index), Some(az_index)) = (type_index(&instance.instance_type), az) {
+                fleet.push(ExistingInstance {
                     id: instance.instance_id.clone(),
                     type_index,
                     az_index,
                     reserved: instance.reserved,
                     copies: Vec::new(),
-                }),
-                _ => fleet_ok = false,
+                });
             }
         }
         let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];
@@ -745,7 +770,12 @@ impl Validator {
             let path = format!("Fleet.Copies[{index}]");
             let count = self.count(&format!("{path}.CopyCount"), copy.copy_count, 0, MAX_COPIES_PER_COMPONENT);
             let component = components.iter().position(|c| c.name == copy.inference_component_name);
-            if component.is_none() && !scenario.inference_components.iter().any(|c| c.inference_component_name == copy.inference_component_name) {
+            if component.is_none()
+                && !scenario
+                    .inference_components
+                    .iter()
+                    .any(|c| c.inference_component_name == copy.inference_component_name)
+            {
                 self.error(
                     format!("{path}.InferenceComponentName"),
                     format!("{:?} is not an inference component of this endpoint", copy.inference_component_name),
@@ -759,7 +789,7 @@ impl Validator {
                 );
             }
             let (Some(component), Some(instance), Some(count)) = (component, instance, count) else {
-                fleet_ok = false;
+                untrusted.insert(copy.instance_id.clone());
                 continue;
             };
             let type_index = fleet[instance].type_index;
@@ -771,39 +801,40 @@ impl Validator {
                         copy.inference_component_name, types[type_index].name, copy.instance_id
                     ),
                 );
-                fleet_ok = false;
+                untrusted.insert(copy.instance_id.clone());
                 continue;
             }
             let entry = copies[instance].entry(component).or_insert(0);
             *entry = entry.saturating_add(count);
         }
-        if fleet_ok {
-            for (instance, per_instance) in fleet.iter_mut().zip(copies) {
-                instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
-                let capacity = types[instance.type_index].capacity;
-                let mut used = Resources::ZERO;
-                for &(component, count) in &instance.copies {
-                    if let Some(requirement) = &components[component].requirements[instance.type_index] {
-                        used = used.plus(&requirement.resources.times(u64::from(count)));
-                    }
+        for (instance, per_instance) in fleet.iter_mut().zip(copies) {
+            instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
+            if untrusted.contains(&instance.id) {
+                continue;
+            }
+            let capacity = types[instance.type_index].capacity;
+            let mut used = Resources::ZERO;
+            for &(component, count) in &instance.copies {
+                if let Some(requirement) = &components[component].requirements[instance.type_index] {
+                    used = used.plus(&requirement.resources.times(u64::from(count)));
                 }
-                if !used.fits_in(&capacity) {
-                    let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
-                    self.error(
-                        format!("Fleet.Instances[{index}]"),
-                        format!(
-                            "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
-                            instance.id,
-                            types[instance.type_index].name,
-                            used.accelerators,
-                            used.milli_cpus,
-                            used.memory_mib,
-                            capacity.accelerators,
-                            capacity.milli_cpus,
-                            capacity.memory_mib
-                        ),
-                    );
-                }
+            }
+            if !used.fits_in(&capacity) {
+                let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
+                self.error(
+                    format!("Fleet.Instances[{index}]"),
+                    format!(
+                        "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                        instance.id,
+                        types[instance.type_index].name,
+                        used.accelerators,
+                        used.milli_cpus,
+                        used.memory_mib,
+                        capacity.accelerators,
+                        capacity.milli_cpus,
+                        capacity.memory_mib
+                    ),
+                );
             }
         }
 
@@ -841,19 +872,144 @@ impl Validator {
     fn requirement(&mut self, path: &str, spec: &ComputeResourceRequirements) -> Option<Resources> {
         let path = format!("{path}.ComputeResourceRequirements");
         let accelerators = match spec.number_of_accelerator_devices_required {
-            Some(value) => self.number(&format!("{path}.NumberOfAcceleratorDevicesRequired"), value, Kind::Integer, 0.0, 1024.0),
+            Some(value) => {
+                self.number(&format!("{path}.NumberOfAcceleratorDevicesRequired"), value, Kind::Integer, 0.0, 1024.0)
+            }
             None => Some(0.0),
         };
         let cpus = match spec.number_of_cpu_cores_required {
             Some(value) => self.number(&format!("{path}.NumberOfCpuCoresRequired"), value, Kind::Decimal, 0.25, 1e6),
             None => Some(0.0),
         };
-        let memory =
-            self.number(&format!("{path}.MinMemoryRequiredInMb"), spec.min_memory_required_in_mb, Kind::Decimal, 128.0, 1e12);
+        let memory = self.number(
+            &format!("{path}.MinMemoryRequiredInMb"),
+            spec.min_memory_required_in_mb,
+            Kind::Decimal,
+            128.0,
+            1e12,
+        );
         Some(Resources {
             accelerators: accelerators? as u64,
             milli_cpus: (cpus? * 1000.0).ceil() as u64,
             memory_mib: memory?.ceil() as u64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Scenario {
+        crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("chat", 4, 1, 0.5, 1000).build()
+    }
+
+    fn paths(scenario: &Scenario) -> Vec<String> {
+        Problem::new(scenario).unwrap_err().issues().iter().map(|issue| issue.path.clone()).collect()
+    }
+
+    #[test]
+    fn resources_become_integers_rounded_up_for_needs_and_down_for_offers() {
+        let mut scenario = base();
+        scenario.inference_components[0]
+            .specification
+            .as_mut()
+            .unwrap()
+            .compute_resource_requirements
+            .min_memory_required_in_mb = 1000.5;
+        let problem = Problem::new(&scenario).unwrap();
+        let need = problem.components()[0].requirements[0].as_ref().unwrap().resources;
+        assert_eq!(need, Resources { accelerators: 1, milli_cpus: 500, memory_mib: 1001 });
+        assert_eq!(
+            problem.instance_types()[0].capacity,
+            Resources { accelerators: 4, milli_cpus: 48_000, memory_mib: 196_608 }
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_not_just_the_first() {
+        let mut scenario = base();
+        scenario.availability_zones.push("a".into());
+        scenario.endpoint.instance_pools[0].priority = 7.0;
+        scenario.inference_components[0].runtime_config.copy_count = -1.0;
+        scenario.capacity.push(CapacityEntry {
+            instance_type: "ml.g6.12xlarge".into(),
+            availability_zone: "zz".into(),
+            available: Some(1.0),
+            reserved: 0.0,
+        });
+        assert_eq!(
+            paths(&scenario),
+            vec![
+                "AvailabilityZones[2]",
+                "Endpoint.InstancePools[0].Priority",
+                "Capacity[0].AvailabilityZone",
+                "InferenceComponents[0].RuntimeConfig.CopyCount",
+            ]
+        );
+    }
+
+    #[test]
+    fn specification_outside_the_pool_is_named() {
+        let mut scenario = base();
+        let component = &mut scenario.inference_components[0];
+        let mut spec = component.specification.take().unwrap();
+        spec.instance_type = Some("ml.g6.4xlarge".into());
+        component.specifications = Some(vec![spec]);
+        let error = Problem::new(&scenario).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "InferenceComponents[0].Specifications[0].InstanceType: \"ml.g6.4xlarge\" is not in Endpoint.InstancePools"
+        );
+    }
+
+    #[test]
+    fn fleet_that_breaks_packing_is_rejected() {
+        let scenario = crate::ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("big", 4, 3, 0.0, 1024)
+            .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("big", "i-1", 2)
+            .build();
+        let error = Problem::new(&scenario).unwrap_err();
+        assert!(error.to_string().contains("already breaks packing"), "{error}");
+    }
+
+    #[test]
+    fn single_model_endpoint_is_one_whole_instance_component() {
+        let mut scenario = crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g5.xlarge", 1).build();
+        scenario.endpoint.desired_instance_count = Some(3.0);
+        let problem = Problem::new(&scenario).unwrap();
+        assert!(problem.is_single_model());
+        let component = &problem.components()[0];
+        assert_eq!(
+            (component.name.as_str(), component.copy_count, component.max_imbalance),
+            ("AllTraffic", 3, Some(1))
+        );
+        assert_eq!(component.requirements[0].as_ref().unwrap().resources, problem.instance_types()[0].capacity);
+    }
+
+    #[test]
+    fn warnings_flag_single_copies_and_unreachable_balance() {
+        let scenario = crate::ScenarioBuilder::new(["a", "b", "c"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("one", 1, 1, 0.0, 1024)
+            .max_imbalance("one", 1)
+            .component("two", 2, 1, 0.0, 1024)
+            .max_imbalance("two", 0)
+            .capacity("ml.g6.12xlarge", "c", Some(0), 0)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let kinds: Vec<WarningKind> = problem.warnings().iter().map(|w| w.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![WarningKind::SingleCopy, WarningKind::ImbalanceUnreachable, WarningKind::NoCapacityInAz]
+        );
+    }
+
+    #[test]
+    fn min_above_max_is_an_error() {
+        let scenario = crate::ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).instance_limits(3, Some(2)).build();
+        assert_eq!(paths(&scenario), vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount"]);
     }
 }

@@ -34,6 +34,9 @@ pub enum ViolationKind {
     Spread,
     /// The reported objective, bound or `Unplaced` counts do not match the actions.
     Accounting,
+    /// A consolidation step breaks a rule of spec §3 (step size, release of a busy instance,
+    /// imbalance growing, a move the fleet cannot execute).
+    Consolidation,
 }
 
 /// One broken rule, with a message a person can act on.
@@ -61,11 +64,17 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
     // Accounting: the reported objective and Unplaced must match the actions.
     let actual = objective(problem, &fleet);
     if actual != plan.objective {
-        push(ViolationKind::Accounting, format!("reported objective {:?} but the actions reach {:?}", plan.objective, actual));
+        push(
+            ViolationKind::Accounting,
+            format!("reported objective {:?} but the actions reach {:?}", plan.objective, actual),
+        );
     }
     if let Some(bound) = &plan.bound {
         if actual.key() < bound.key() {
-            push(ViolationKind::Accounting, format!("bound {bound:?} is worse than the plan's own objective {actual:?}"));
+            push(
+                ViolationKind::Accounting,
+                format!("bound {bound:?} is worse than the plan's own objective {actual:?}"),
+            );
         }
     }
     let per_az = fleet.copies_per_az(problem);
@@ -130,7 +139,10 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
         if reserved > limit.reserved {
             push(
                 ViolationKind::Capacity,
-                format!("{reserved} launches of {name} in {az} marked Reserved, but only {} reservation slots exist", limit.reserved),
+                format!(
+                    "{reserved} launches of {name} in {az} marked Reserved, but only {} reservation slots exist",
+                    limit.reserved
+                ),
             );
         }
     }
@@ -139,17 +151,26 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
     let size = fleet.instances.len() as u64;
     let scaling = problem.scaling;
     if size < u64::from(scaling.min_instances) {
-        push(ViolationKind::InstanceBounds, format!("{size} instances, below MinInstanceCount {}", scaling.min_instances));
+        push(
+            ViolationKind::InstanceBounds,
+            format!("{size} instances, below MinInstanceCount {}", scaling.min_instances),
+        );
     }
     if let Some(max) = scaling.max_instances {
         if size > u64::from(max) {
             if launches > 0 {
-                push(ViolationKind::InstanceBounds, format!("{size} instances after launching {launches}, above MaxInstanceCount {max}"));
+                push(
+                    ViolationKind::InstanceBounds,
+                    format!("{size} instances after launching {launches}, above MaxInstanceCount {max}"),
+                );
             } else {
                 for instance in fleet.instances.iter().filter(|instance| instance.copies.is_empty()) {
                     push(
                         ViolationKind::InstanceBounds,
-                        format!("{} is empty and kept although the fleet ({size}) is above MaxInstanceCount {max}", instance.id),
+                        format!(
+                            "{} is empty and kept although the fleet ({size}) is above MaxInstanceCount {max}",
+                            instance.id
+                        ),
                     );
                 }
             }
@@ -162,7 +183,10 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
     for (index, component) in problem.components.iter().enumerate() {
         let placed: u64 = per_az[index].iter().sum();
         if placed > u64::from(component.copy_count) {
-            push(ViolationKind::CopyCount, format!("{}: {placed} copies, CopyCount is {}", component.name, component.copy_count));
+            push(
+                ViolationKind::CopyCount,
+                format!("{}: {placed} copies, CopyCount is {}", component.name, component.copy_count),
+            );
         }
         let removed = u64::from(fleet.removed.get(&index).copied().unwrap_or(0));
         if removed > 0 {
@@ -170,11 +194,17 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
             if removed > excess {
                 push(
                     ViolationKind::Removal,
-                    format!("{}: {removed} existing copies removed, but only {excess} exceed CopyCount {}", component.name, component.copy_count),
+                    format!(
+                        "{}: {removed} existing copies removed, but only {excess} exceed CopyCount {}",
+                        component.name, component.copy_count
+                    ),
                 );
             }
             if fleet.instances.iter().any(|instance| instance.new_copies.contains_key(&index)) {
-                push(ViolationKind::Removal, format!("{}: copies both removed and placed (a move; plan never moves copies)", component.name));
+                push(
+                    ViolationKind::Removal,
+                    format!("{}: copies both removed and placed (a move; plan never moves copies)", component.name),
+                );
             }
         }
     }
@@ -223,4 +253,115 @@ pub fn spread_violations(problem: &Problem, fleet: &FinalFleet) -> Vec<String> {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::finish;
+    use crate::plan::{Action, SolverKind, Status, StopReason};
+    use crate::ScenarioBuilder;
+
+    fn problem() -> Problem {
+        let scenario = ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("llm", 2, 4, 0.0, 1024)
+            .max_imbalance("llm", 0)
+            .capacity("ml.g6.12xlarge", "b", Some(0), 1)
+            .instance_limits(0, Some(2))
+            .build();
+        Problem::new(&scenario).unwrap()
+    }
+
+    fn launch(id: &str, az: &str, reserved: bool) -> Action {
+        Action::LaunchInstance {
+            instance_id: id.into(),
+            instance_type: "ml.g6.12xlarge".into(),
+            availability_zone: az.into(),
+            reserved,
+        }
+    }
+
+    fn place(id: &str) -> Action {
+        Action::PlaceCopy { component: "llm".into(), instance_id: id.into(), model_name: None }
+    }
+
+    fn kinds(problem: &Problem, actions: Vec<Action>) -> Vec<ViolationKind> {
+        let plan = finish(problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions, None);
+        verify(problem, &plan).into_iter().map(|v| v.kind).collect()
+    }
+
+    #[test]
+    fn a_good_plan_has_no_violations() {
+        let problem = problem();
+        let actions = vec![launch("new-1", "a", false), launch("new-2", "b", true), place("new-1"), place("new-2")];
+        assert_eq!(kinds(&problem, actions), vec![]);
+    }
+
+    #[test]
+    fn each_broken_rule_is_reported() {
+        let problem = problem();
+        // Two copies of a 4-accelerator model on one 4-accelerator instance.
+        assert_eq!(
+            kinds(&problem, vec![launch("new-1", "a", false), place("new-1"), place("new-1")]),
+            vec![ViolationKind::Packing]
+        );
+        // Capacity in b is one reserved slot: a second launch, and an extra Reserved flag, break it.
+        assert_eq!(
+            kinds(&problem, vec![launch("new-1", "b", true), launch("new-2", "b", true)]),
+            vec![ViolationKind::Capacity, ViolationKind::Capacity]
+        );
+        // MaxInstanceCount 2.
+        assert_eq!(
+            kinds(
+                &problem,
+                vec![launch("new-1", "a", false), launch("new-2", "a", false), launch("new-3", "a", false)]
+            ),
+            vec![ViolationKind::InstanceBounds]
+        );
+        // Three copies where CopyCount is 2.
+        let actions = vec![
+            launch("new-1", "a", false),
+            launch("new-2", "a", false),
+            place("new-1"),
+            place("new-2"),
+            place("new-2"),
+        ];
+        assert!(kinds(&problem, actions).contains(&ViolationKind::CopyCount));
+        // Unknown instance.
+        assert_eq!(kinds(&problem, vec![place("nowhere")]), vec![ViolationKind::Reference]);
+    }
+
+    #[test]
+    fn tampered_objective_and_unplaced_are_caught() {
+        let problem = problem();
+        let mut plan = finish(&problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, vec![], None);
+        assert!(verify(&problem, &plan).is_empty());
+        plan.objective.placed_copies = 2;
+        plan.unplaced.clear();
+        let found: Vec<ViolationKind> = verify(&problem, &plan).into_iter().map(|v| v.kind).collect();
+        assert_eq!(found, vec![ViolationKind::Accounting, ViolationKind::Accounting]);
+    }
+
+    #[test]
+    fn spread_rule_flags_a_stacked_instance_next_to_an_empty_one() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("small", 3, 1, 0.0, 1024)
+            .component("filler", 1, 1, 0.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let small =
+            |id: &str| Action::PlaceCopy { component: "small".into(), instance_id: id.into(), model_name: None };
+        let filler = Action::PlaceCopy { component: "filler".into(), instance_id: "new-2".into(), model_name: None };
+        let actions = vec![
+            launch("new-1", "a", false),
+            launch("new-2", "a", false),
+            small("new-1"),
+            small("new-1"),
+            small("new-1"),
+            filler,
+        ];
+        assert_eq!(kinds(&problem, actions), vec![ViolationKind::Spread]);
+    }
 }

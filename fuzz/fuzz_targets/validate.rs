@@ -1,0 +1,32 @@
+//! Arbitrary bytes → `Problem::from_json`: never panics, and every error is explained.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    match fleetplan::Problem::from_json(text) {
+        Ok(problem) => {
+            // Touch what engines rely on, so inconsistent indices would show up here.
+            for (type_index, _) in problem.instance_types().iter().enumerate() {
+                for az_index in 0..problem.azs().len() {
+                    let _ = problem.launch_limit(type_index, az_index);
+                }
+            }
+            let _ = problem.existing_copies_per_component();
+        }
+        Err(error) => {
+            assert!(!error.issues().is_empty(), "an error without issues");
+            for issue in error.issues() {
+                assert!(!issue.message.is_empty(), "an issue without a message at {:?}", issue.path);
+                // Only document-level problems may lack a path.
+                assert!(
+                    !issue.path.is_empty()
+                        || issue.message.starts_with("malformed JSON")
+                        || issue.message.starts_with("expected an object"),
+                    "an issue without a path: {issue}"
+                );
+            }
+        }
+    }
+});

@@ -1,0 +1,728 @@
+//! Consolidation (spec §3): move copies between existing instances so instances can be released.
+//!
+//! The planner is a deterministic greedy (see `docs/consolidation.md`): it walks the release
+//! candidates in objective order (highest priority number first, then most expensive, then fewest
+//! copies), tries to re-home every copy of a candidate onto the instances that stay, and commits
+//! the release only if every copy found a home without breaking packing, eligibility, AZ balance or
+//! the SPREAD rule. Committed releases are grouped into steps of at most `MaximumStepSize`
+//! releases. [`verify_consolidation`] re-checks any plan independently.
+
+mod check;
+mod exhaustive;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+pub use check::verify_consolidation;
+
+use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
+use crate::plan::Objective;
+use crate::problem::{PlacementStrategy, Problem, Resources};
+
+/// One move: a copy of a component from one instance to another (make-before-break).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Move {
+    /// Component.
+    pub inference_component_name: String,
+    /// Source instance.
+    pub from: String,
+    /// Target instance.
+    pub to: String,
+}
+
+/// One executable step: moves, then the instances they empty are released.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ConsolidationStep {
+    /// Moves of this step.
+    pub moves: Vec<Move>,
+    /// Instances released at the end of the step.
+    pub release: Vec<String>,
+}
+
+/// A consolidation plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ConsolidationPlan {
+    /// Steps, executed in order.
+    pub steps: Vec<ConsolidationStep>,
+    /// Objective of the final fleet.
+    pub objective: Objective,
+}
+
+impl ConsolidationPlan {
+    /// Ids of every released instance, in release order.
+    pub fn released(&self) -> impl Iterator<Item = &str> + '_ {
+        self.steps.iter().flat_map(|step| step.release.iter().map(String::as_str))
+    }
+
+    /// Total number of moves over all steps.
+    pub fn move_count(&self) -> usize {
+        self.steps.iter().map(|step| step.moves.len()).sum()
+    }
+
+    /// The fleet after every step, replayed by instance id on the problem's fleet. Moves and
+    /// releases that name unknown instances or copies that are not there are skipped (use
+    /// [`verify_consolidation`] to find them).
+    pub fn final_fleet(&self, problem: &Problem) -> FinalFleet {
+        let mut instances: Vec<(FinalInstance, bool)> = problem
+            .fleet()
+            .iter()
+            .enumerate()
+            .map(|(index, existing)| {
+                let instance = FinalInstance {
+                    id: existing.id.clone(),
+                    type_index: existing.type_index,
+                    az_index: existing.az_index,
+                    reserved: existing.reserved,
+                    existing: Some(index),
+                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
+                    new_copies: BTreeMap::new(),
+                };
+                (instance, true)
+            })
+            .collect();
+        for step in &self.steps {
+            for planned in &step.moves {
+                let component = problem.component_index(&planned.inference_component_name);
+                let (from, to) = (problem.existing_index(&planned.from), problem.existing_index(&planned.to));
+                let (Some(component), Some(from), Some(to)) = (component, from, to) else { continue };
+                let Some((source, true)) = instances.get_mut(from) else { continue };
+                let Some(count) = source.copies.get_mut(&component) else { continue };
+                *count -= 1;
+                if *count == 0 {
+                    source.copies.remove(&component);
+                }
+                if let Some((target, _)) = instances.get_mut(to) {
+                    *target.copies.entry(component).or_insert(0) += 1;
+                    *target.new_copies.entry(component).or_insert(0) += 1;
+                }
+            }
+            for id in &step.release {
+                if let Some((_, alive)) = problem.existing_index(id).and_then(|index| instances.get_mut(index)) {
+                    *alive = false;
+                }
+            }
+        }
+        let instances = instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
+        FinalFleet { instances, launches: BTreeMap::new(), removed: BTreeMap::new() }
+    }
+
+    /// The plan as pretty JSON (deterministic).
+    #[cfg(feature = "json")]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Plans consolidation of the problem's fleet with default settings.
+///
+/// ```
+/// use fleetplan::{consolidate, engines::consolidate::verify_consolidation, Problem, ScenarioBuilder};
+/// let scenario = ScenarioBuilder::new(["a"])
+///     .pool("ml.g6.12xlarge", 1)
+///     .component("chat", 2, 1, 1.0, 1024)
+///     .strategy("chat", "BINPACK")
+///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+///     .fleet_copies("chat", "i-1", 1)
+///     .fleet_copies("chat", "i-2", 1)
+///     .build();
+/// let problem = Problem::new(&scenario).unwrap();
+/// let plan = consolidate(&problem);
+/// assert_eq!(plan.released().count(), 1);
+/// assert!(verify_consolidation(&problem, &plan).is_empty());
+/// ```
+pub fn consolidate(problem: &Problem) -> ConsolidationPlan {
+    Consolidator::new().plan(problem)
+}
+
+/// Most copies in a fleet the exhaustive search takes on.
+pub const MAX_EXHAUSTIVE_COPIES: u64 = 32;
+
+/// Consolidation planner with explicit settings.
+///
+/// ```
+/// use fleetplan::{engines::consolidate::Consolidator, Problem};
+/// # let problem = Problem::from_json(include_str!("../../../scenarios/fragmented-fleet.json")).unwrap();
+/// let plan = Consolidator::new().max_steps(1).plan(&problem);
+/// assert!(plan.steps.len() <= 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Consolidator {
+    max_steps: Option<usize>,
+    exhaustive_instances: usize,
+    node_limit: usize,
+    pinning_instances: usize,
+}
+
+impl Default for Consolidator {
+    fn default() -> Self {
+        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000, pinning_instances: 64 }
+    }
+}
+
+impl Consolidator {
+    /// A planner without a step limit; fleets of up to 6 instances are also searched
+    /// exhaustively (up to 20 000 search nodes) and the better plan is returned.
+    pub fn new() -> Self {
+        Consolidator::default()
+    }
+
+    /// Searches fleets of at most `instances` instances exhaustively as well as greedily
+    /// (0 = greedy only). The search is deterministic: it is bounded by [`Self::node_limit`],
+    /// not by time.
+    pub fn exhaustive_up_to(mut self, instances: usize) -> Self {
+        self.exhaustive_instances = instances;
+        self
+    }
+
+    /// Reruns the greedy once per pinned instance (never released) for fleets of at most
+    /// `instances` instances and keeps the best plan (0 = a single greedy run).
+    pub fn pinning_up_to(mut self, instances: usize) -> Self {
+        self.pinning_instances = instances;
+        self
+    }
+
+    /// Most states the exhaustive search visits.
+    pub fn node_limit(mut self, nodes: usize) -> Self {
+        self.node_limit = nodes;
+        self
+    }
+
+    /// Plans at most `steps` steps (the first steps of the unlimited plan are not guaranteed to be
+    /// the same, since releases are grouped as they are found).
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = Some(steps);
+        self
+    }
+
+    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`]
+    /// instances and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when the search finished within
+    /// the node limit: the plan is then optimal (L3, L4, then fewest moves) among plans that
+    /// release one instance at a time and move only copies of the instance being released.
+    pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
+        // The search recurses once per moved copy: keep it to fleets with few copies too.
+        let copies: u64 = problem.existing_copies_per_component().iter().sum();
+        if problem.fleet().len() > self.exhaustive_instances || copies > MAX_EXHAUSTIVE_COPIES {
+            return None;
+        }
+        let mut searcher = Planner::new(problem);
+        let found = searcher.exhaustive(self.node_limit);
+        let steps = searcher.group(&found.releases);
+        let mut searched = ConsolidationPlan { steps, objective: Objective::default() };
+        searched.objective = objective(problem, &searched.final_fleet(problem));
+        Some((searched, found.complete))
+    }
+
+    /// Plans consolidation of the problem's fleet.
+    ///
+    /// The greedy always runs. With no step limit and a fleet of at most
+    /// [`Self::exhaustive_up_to`] instances, an exhaustive search over release sequences runs as
+    /// well and its plan is returned when it is better by [`consolidation_score`].
+    pub fn plan(&self, problem: &Problem) -> ConsolidationPlan {
+        let max_steps = self.max_steps.unwrap_or(usize::MAX);
+        let greedy_run = |pinned: Option<usize>| {
+            let mut planner = Planner::new(problem);
+            planner.pinned = pinned;
+            let steps = planner.run(max_steps);
+            ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) }
+        };
+        let score = consolidation_score;
+        let mut greedy = greedy_run(None);
+        // Small fleets: also rerun with each instance pinned, which catches the greedy's typical
+        // miss (releasing an instance that would have been the best home for others' copies).
+        if problem.fleet().len() <= self.pinning_instances {
+            for pinned in 0..problem.fleet().len() {
+                let candidate = greedy_run(Some(pinned));
+                if score(&candidate) < score(&greedy) {
+                    greedy = candidate;
+                }
+            }
+        }
+        if self.max_steps.is_some() {
+            return greedy;
+        }
+        let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
+        if consolidation_score(&searched) < consolidation_score(&greedy) {
+            searched
+        } else {
+            greedy
+        }
+    }
+}
+
+/// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
+pub type ConsolidationScore = ([u32; 6], i64, usize);
+
+/// What consolidation minimises, in order (spec §3): L3 `(n6, …, n1)`, then L4 cost, then the
+/// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
+/// that happens to improve it is not preferred for that.)
+pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
+    let key = plan.objective.key();
+    (key.fallback_counts, key.cost_micros, plan.move_count())
+}
+
+/// Imbalance of one component: most minus fewest copies over all AZs.
+pub(crate) fn imbalance(copies_per_az: &[u64]) -> u64 {
+    let most = copies_per_az.iter().copied().max().unwrap_or(0);
+    let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
+    most - fewest
+}
+
+/// One instance as [`spread_offenders`] sees it.
+pub(crate) struct SpreadView {
+    /// AZ index.
+    pub az_index: usize,
+    /// Type index.
+    pub type_index: usize,
+    /// Copies of the component in question.
+    pub count: u64,
+    /// Resources used by all copies on the instance.
+    pub used: Resources,
+}
+
+/// Number of instances breaking the SPREAD rule for `component`: instances holding at least two
+/// copies more than another eligible instance in the same AZ that has room for one more copy.
+/// (Counts the same pairs as [`crate::verify::spread_violations`], one per heavy instance.)
+pub(crate) fn spread_offenders(problem: &Problem, component: usize, instances: &[SpreadView]) -> u64 {
+    let Some(info) = problem.components().get(component) else { return 0 };
+    let mut fewest_with_room: Vec<Option<u64>> = vec![None; problem.azs().len()];
+    for view in instances {
+        let Some(requirement) = info.placement_requirement(problem, view.type_index) else { continue };
+        let Some(type_info) = problem.instance_types().get(view.type_index) else { continue };
+        if view.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
+            if let Some(slot) = fewest_with_room.get_mut(view.az_index) {
+                *slot = Some(slot.map_or(view.count, |fewest| fewest.min(view.count)));
+            }
+        }
+    }
+    instances
+        .iter()
+        .filter(|view| {
+            matches!(fewest_with_room.get(view.az_index), Some(Some(fewest)) if view.count >= fewest.saturating_add(2))
+        })
+        .count() as u64
+}
+
+/// Total number of instances breaking the SPREAD rule in a fleet, over all SPREAD components:
+/// the measure consolidation must not increase per component. Equals the number of entries
+/// [`crate::verify::spread_violations`] reports for the same fleet.
+pub fn spread_offender_total(problem: &Problem, fleet: &FinalFleet) -> u64 {
+    (0..problem.components().len())
+        .filter(|&component| problem.components()[component].strategy == PlacementStrategy::Spread)
+        .map(|component| {
+            let views: Vec<SpreadView> = fleet
+                .instances
+                .iter()
+                .map(|instance| SpreadView {
+                    az_index: instance.az_index,
+                    type_index: instance.type_index,
+                    count: u64::from(instance.copies_of(component)),
+                    used: instance.used(problem),
+                })
+                .collect();
+            spread_offenders(problem, component, &views)
+        })
+        .sum()
+}
+
+/// Resources one copy of `component` uses on `type_index` as the fleet measures it (zero when the
+/// component has no requirement there).
+pub(crate) fn copy_resources(problem: &Problem, component: usize, type_index: usize) -> Resources {
+    problem
+        .components()
+        .get(component)
+        .and_then(|info| info.requirements.get(type_index))
+        .and_then(Option::as_ref)
+        .map_or(Resources::ZERO, |requirement| requirement.resources)
+}
+
+/// The planner's view of one existing instance.
+#[derive(Debug, Clone)]
+struct Node {
+    id: String,
+    type_index: usize,
+    az_index: usize,
+    reserved: bool,
+    copies: BTreeMap<usize, u32>,
+    used: Resources,
+    alive: bool,
+}
+
+impl Node {
+    fn copies_of(&self, component: usize) -> u32 {
+        self.copies.get(&component).copied().unwrap_or(0)
+    }
+
+    fn total_copies(&self) -> u64 {
+        self.copies.values().map(|&count| u64::from(count)).sum()
+    }
+}
+
+struct Planner<'p> {
+    problem: &'p Problem,
+    nodes: Vec<Node>,
+    /// `[component][az]` copies over alive instances.
+    per_az: Vec<Vec<u64>>,
+    alive: usize,
+    /// Every non-reserved instance costs one unit when some fleet type has no price.
+    unit_costs: bool,
+    /// An instance this run never releases (it stays as a home for others' copies).
+    pinned: Option<usize>,
+}
+
+impl<'p> Planner<'p> {
+    fn new(problem: &'p Problem) -> Self {
+        let mut per_az = vec![vec![0u64; problem.azs().len()]; problem.components().len()];
+        let nodes: Vec<Node> = problem
+            .fleet()
+            .iter()
+            .map(|existing| {
+                let mut used = Resources::ZERO;
+                for &(component, count) in &existing.copies {
+                    used = used.plus(&copy_resources(problem, component, existing.type_index).times(u64::from(count)));
+                    if let Some(slot) = per_az.get_mut(component).and_then(|row| row.get_mut(existing.az_index)) {
+                        *slot += u64::from(count);
+                    }
+                }
+                Node {
+                    id: existing.id.clone(),
+                    type_index: existing.type_index,
+                    az_index: existing.az_index,
+                    reserved: existing.reserved,
+                    copies: existing.copies.iter().copied().collect(),
+                    used,
+                    alive: true,
+                }
+            })
+            .collect();
+        let unit_costs = nodes.iter().any(|node| price_micros(problem, node.type_index).is_none());
+        let alive = nodes.len();
+        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None }
+    }
+
+    fn priority(&self, node: &Node) -> u8 {
+        self.problem.instance_types().get(node.type_index).map_or(6, |info| info.priority)
+    }
+
+    /// L4 cost of keeping the node (reserved instances are free).
+    fn cost(&self, node: &Node) -> i64 {
+        if node.reserved {
+            0
+        } else if self.unit_costs {
+            1_000_000
+        } else {
+            price_micros(self.problem, node.type_index).unwrap_or(0)
+        }
+    }
+
+    /// Release order: fallback first (L3), then most expensive (L4), then fewest copies (moves).
+    fn release_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> =
+            (0..self.nodes.len()).filter(|&index| self.nodes[index].alive && self.pinned != Some(index)).collect();
+        order.sort_by_key(|&index| {
+            let node = &self.nodes[index];
+            (Reverse(self.priority(node)), Reverse(self.cost(node)), node.total_copies(), index)
+        });
+        order
+    }
+
+    /// Repeated passes over the release candidates until a pass releases nothing.
+    fn run(&mut self, max_steps: usize) -> Vec<ConsolidationStep> {
+        let min_instances = usize::try_from(self.problem.scaling().min_instances).unwrap_or(usize::MAX);
+        let step_size = usize::try_from(self.problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let mut steps: Vec<ConsolidationStep> = Vec::new();
+        // Instances receiving copies in the current step: they cannot be released in it.
+        let mut step_targets: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let mut progress = false;
+            for candidate in self.release_order() {
+                if self.alive <= min_instances {
+                    return steps;
+                }
+                let joins_current = steps.last().is_some_and(|step| step.release.len() < step_size)
+                    && !step_targets.contains(&candidate);
+                if !joins_current && steps.len() >= max_steps {
+                    continue;
+                }
+                let Some(moves) = self.try_release(candidate) else { continue };
+                if !joins_current {
+                    steps.push(ConsolidationStep { moves: Vec::new(), release: Vec::new() });
+                    step_targets.clear();
+                }
+                let Some(step) = steps.last_mut() else { continue };
+                let source = self.nodes[candidate].id.clone();
+                for (component, target) in moves {
+                    step_targets.insert(target);
+                    step.moves.push(Move {
+                        inference_component_name: self.problem.components()[component].name.clone(),
+                        from: source.clone(),
+                        to: self.nodes[target].id.clone(),
+                    });
+                }
+                step.release.push(source);
+                progress = true;
+            }
+            if !progress {
+                return steps;
+            }
+        }
+    }
+
+    fn spread_offenders_now(&self, component: usize) -> u64 {
+        let views: Vec<SpreadView> = self
+            .nodes
+            .iter()
+            .filter(|node| node.alive)
+            .map(|node| SpreadView {
+                az_index: node.az_index,
+                type_index: node.type_index,
+                count: u64::from(node.copies_of(component)),
+                used: node.used,
+            })
+            .collect();
+        spread_offenders(self.problem, component, &views)
+    }
+
+    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
+        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+        let node = &mut self.nodes[target];
+        *node.copies.entry(component).or_insert(0) += 1;
+        node.used = node.used.plus(&resources);
+        let to_az = node.az_index;
+        if let Some(row) = self.per_az.get_mut(component) {
+            if let Some(slot) = row.get_mut(from_az) {
+                *slot = slot.saturating_sub(1);
+            }
+            if let Some(slot) = row.get_mut(to_az) {
+                *slot += 1;
+            }
+        }
+    }
+
+    fn undo_copy(&mut self, target: usize, component: usize, from_az: usize) {
+        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+        let node = &mut self.nodes[target];
+        if let Some(count) = node.copies.get_mut(&component) {
+            *count -= 1;
+            if *count == 0 {
+                node.copies.remove(&component);
+            }
+        }
+        node.used = node.used.minus(&resources).unwrap_or(Resources::ZERO);
+        let to_az = node.az_index;
+        if let Some(row) = self.per_az.get_mut(component) {
+            if let Some(slot) = row.get_mut(to_az) {
+                *slot = slot.saturating_sub(1);
+            }
+            if let Some(slot) = row.get_mut(from_az) {
+                *slot += 1;
+            }
+        }
+    }
+
+    /// Tries to re-home every copy of `candidate` and release it. On success the state is
+    /// committed and the moves `(component, target)` are returned; on failure nothing changes.
+    fn try_release(&mut self, candidate: usize) -> Option<Vec<(usize, usize)>> {
+        let source_az = self.nodes[candidate].az_index;
+        let source_type = self.nodes[candidate].type_index;
+        let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
+        let spread_before: Vec<(usize, u64)> = self.nodes[candidate]
+            .copies
+            .keys()
+            .filter(|&&component| self.problem.components()[component].strategy == PlacementStrategy::Spread)
+            .map(|&component| (component, self.spread_offenders_now(component)))
+            .collect();
+
+        // Largest copies first: they are the hardest to fit.
+        let mut units: Vec<usize> = Vec::new();
+        for (&component, &count) in &self.nodes[candidate].copies {
+            units.extend(std::iter::repeat_n(component, count as usize));
+        }
+        units.sort_by_key(|&component| (Reverse(copy_resources(self.problem, component, source_type)), component));
+
+        let saved_copies = std::mem::take(&mut self.nodes[candidate].copies);
+        let saved_used = self.nodes[candidate].used;
+        self.nodes[candidate].alive = false;
+        self.nodes[candidate].used = Resources::ZERO;
+        let mut moves: Vec<(usize, usize)> = Vec::with_capacity(units.len());
+        let mut failed = false;
+        for component in units {
+            match self.best_target(candidate, component, &balance_before) {
+                Some(target) => {
+                    self.add_copy(target, component, source_az);
+                    moves.push((component, target));
+                }
+                None => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if !failed {
+            failed = spread_before.iter().any(|&(component, before)| self.spread_offenders_now(component) > before);
+        }
+        if failed {
+            for &(component, target) in moves.iter().rev() {
+                self.undo_copy(target, component, source_az);
+            }
+            let node = &mut self.nodes[candidate];
+            node.copies = saved_copies;
+            node.used = saved_used;
+            node.alive = true;
+            return None;
+        }
+        self.alive -= 1;
+        Some(moves)
+    }
+
+    /// The best instance to receive one copy of `component` leaving `candidate`, if any may.
+    fn best_target(&self, candidate: usize, component: usize, balance_before: &[u64]) -> Option<usize> {
+        let problem = self.problem;
+        let info = problem.components().get(component)?;
+        let source_az = self.nodes.get(candidate)?.az_index;
+        let row = self.per_az.get(component)?;
+        // Which AZs may receive a copy from `source_az` without the imbalance growing.
+        let az_allowed: Vec<bool> = (0..problem.azs().len())
+            .map(|az| {
+                if az == source_az || info.max_imbalance.is_none() {
+                    return true;
+                }
+                let mut after = row.clone();
+                after[source_az] = after[source_az].saturating_sub(1);
+                after[az] += 1;
+                imbalance(&after) <= balance_before.get(component).copied().unwrap_or(0)
+            })
+            .collect();
+        let spread = info.strategy == PlacementStrategy::Spread;
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|&(index, node)| node.alive && index != candidate && az_allowed.get(node.az_index) == Some(&true))
+            .filter_map(|(index, node)| {
+                let requirement = info.placement_requirement(problem, node.type_index)?;
+                let capacity = problem.instance_types().get(node.type_index)?.capacity;
+                let after = node.used.plus(&requirement.resources);
+                if !after.fits_in(&capacity) {
+                    return None;
+                }
+                let cross_az = node.az_index != source_az;
+                let key = (
+                    // Stay in the AZ; when leaving it, go where the component is thinnest.
+                    cross_az,
+                    if cross_az { row.get(node.az_index).copied().unwrap_or(0) } else { 0 },
+                    // SPREAD: the instance with the fewest copies of the component.
+                    if spread { node.copies_of(component) } else { 0 },
+                    // Instances that will be kept: preferred tiers first.
+                    self.priority(node),
+                    // Best fit: least room left afterwards.
+                    leftover(&capacity, &after),
+                    self.cost(node),
+                    // Release candidates go in index order among equals; receiving on the last
+                    // keeps the early candidates free to be released in the same step.
+                    Reverse(index),
+                );
+                Some((key, index))
+            })
+            .min()
+            .map(|(_, index)| index)
+    }
+
+    /// Whether `target` may receive one copy of `component` leaving `candidate` now: alive,
+    /// eligible, room for the copy with the target type's requirement, and (across AZs) the
+    /// component's imbalance no larger than `balance_before`.
+    fn may_receive(&self, candidate: usize, component: usize, target: usize, balance_before: &[u64]) -> bool {
+        let problem = self.problem;
+        let (Some(node), Some(source), Some(info)) =
+            (self.nodes.get(target), self.nodes.get(candidate), problem.components().get(component))
+        else {
+            return false;
+        };
+        if !node.alive || target == candidate {
+            return false;
+        }
+        let Some(requirement) = info.placement_requirement(problem, node.type_index) else { return false };
+        let Some(type_info) = problem.instance_types().get(node.type_index) else { return false };
+        if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
+            return false;
+        }
+        if node.az_index == source.az_index || info.max_imbalance.is_none() {
+            return true;
+        }
+        let Some(mut after) = self.per_az.get(component).cloned() else { return false };
+        if let Some(slot) = after.get_mut(source.az_index) {
+            *slot = slot.saturating_sub(1);
+        }
+        if let Some(slot) = after.get_mut(node.az_index) {
+            *slot += 1;
+        }
+        imbalance(&after) <= balance_before.get(component).copied().unwrap_or(0)
+    }
+
+    /// Groups a sequence of releases into steps: a release joins the current step when the step
+    /// has room and the released instance received no copy in it.
+    fn group(&self, releases: &[exhaustive::Release]) -> Vec<ConsolidationStep> {
+        let step_size = usize::try_from(self.problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let mut steps: Vec<ConsolidationStep> = Vec::new();
+        let mut step_targets: BTreeSet<usize> = BTreeSet::new();
+        for (candidate, moves) in releases {
+            let joins_current =
+                steps.last().is_some_and(|step| step.release.len() < step_size) && !step_targets.contains(candidate);
+            if !joins_current {
+                steps.push(ConsolidationStep { moves: Vec::new(), release: Vec::new() });
+                step_targets.clear();
+            }
+            let Some(step) = steps.last_mut() else { continue };
+            let (Some(source), names) = (self.nodes.get(*candidate), self.problem.components()) else { continue };
+            for &(component, target) in moves {
+                let (Some(info), Some(node)) = (names.get(component), self.nodes.get(target)) else { continue };
+                step_targets.insert(target);
+                step.moves.push(Move {
+                    inference_component_name: info.name.clone(),
+                    from: source.id.clone(),
+                    to: node.id.clone(),
+                });
+            }
+            step.release.push(source.id.clone());
+        }
+        steps
+    }
+
+    fn final_fleet(&self) -> FinalFleet {
+        let instances = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.alive)
+            .map(|(index, node)| FinalInstance {
+                id: node.id.clone(),
+                type_index: node.type_index,
+                az_index: node.az_index,
+                reserved: node.reserved,
+                existing: Some(index),
+                copies: node.copies.clone(),
+                new_copies: BTreeMap::new(),
+            })
+            .collect();
+        FinalFleet { instances, launches: BTreeMap::new(), removed: BTreeMap::new() }
+    }
+}
+
+/// Room left after a placement, as parts per million of each resource, summed.
+fn leftover(capacity: &Resources, used: &Resources) -> u64 {
+    let part = |have: u64, taken: u64| -> u64 {
+        if have == 0 {
+            0
+        } else {
+            let free = u128::from(have.saturating_sub(taken));
+            u64::try_from(free * 1_000_000 / u128::from(have)).unwrap_or(u64::MAX)
+        }
+    };
+    part(capacity.accelerators, used.accelerators)
+        .saturating_add(part(capacity.milli_cpus, used.milli_cpus))
+        .saturating_add(part(capacity.memory_mib, used.memory_mib))
+}

@@ -1,1 +1,0 @@
-//! Weighted utilisation and target tracking for mixed fleets.

@@ -1,0 +1,446 @@
+//! Readable plain-text tables for plans, violations, validation errors and consolidation plans.
+//!
+//! The output is meant for a terminal or a log: aligned columns, no colour, no trailing spaces,
+//! and deterministic (the same input renders to the same bytes). Machine consumers should use
+//! the JSON forms instead; these tables may gain columns.
+//!
+//! ```
+//! use fleetplan::{plan_greedy, render, Problem};
+//!
+//! let problem = Problem::from_json(r#"{
+//!   "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+//!   "Endpoint": {"InstanceType": "ml.g6.12xlarge"},
+//!   "InferenceComponents": [{"InferenceComponentName": "chat",
+//!     "Specification": {"ComputeResourceRequirements": {"MinMemoryRequiredInMb": 4096}},
+//!     "RuntimeConfig": {"CopyCount": 2}}]
+//! }"#).unwrap();
+//! let table = render::plan_table(&problem, &plan_greedy(&problem));
+//! assert!(table.starts_with("Plan for endpoint"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::engines::consolidate::ConsolidationPlan;
+use crate::error::{ValidationError, Warning};
+use crate::fleet::FinalFleet;
+use crate::plan::{Action, Objective, Plan, SolverKind, StopReason};
+use crate::problem::Problem;
+use crate::verify::Violation;
+
+/// Column alignment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// A plain-text table: a header row and data rows, columns padded to their widest cell.
+struct Table {
+    headers: Vec<&'static str>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&'static str, Align)]) -> Table {
+        Table {
+            headers: columns.iter().map(|(name, _)| *name).collect(),
+            align: columns.iter().map(|(_, align)| *align).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Renders every line prefixed with `indent`; trailing spaces are trimmed.
+    fn render(&self, indent: &str) -> String {
+        let columns = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|header| header.chars().count()).collect();
+        for row in &self.rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let header: Vec<String> = self.headers.iter().map(|header| header.to_string()).collect();
+        for cells in std::iter::once(&header).chain(&self.rows) {
+            let mut line = String::from(indent);
+            for column in 0..columns {
+                let cell = cells.get(column).map(String::as_str).unwrap_or("");
+                let width = widths.get(column).copied().unwrap_or(0);
+                let pad = width.saturating_sub(cell.chars().count());
+                if column > 0 {
+                    line.push_str("  ");
+                }
+                match self.align.get(column) {
+                    Some(Align::Right) => {
+                        line.push_str(&" ".repeat(pad));
+                        line.push_str(cell);
+                    }
+                    _ => {
+                        line.push_str(cell);
+                        line.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// `1 copy`, `2 copies`.
+fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+    let count = count.into();
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
+/// `yes` / `no`.
+fn yes_no(flag: bool) -> String {
+    if flag { "yes" } else { "no" }.to_string()
+}
+
+/// A millionths value as a decimal with at least two and at most six fraction digits.
+fn micros_text(micros: i64) -> String {
+    let sign = if micros < 0 { "-" } else { "" };
+    let magnitude = micros.unsigned_abs();
+    let whole = magnitude / 1_000_000;
+    let fraction = format!("{:06}", magnitude % 1_000_000);
+    let trimmed = fraction.trim_end_matches('0');
+    let digits = if trimmed.len() < 2 { &fraction[..2] } else { trimmed };
+    format!("{sign}{whole}.{digits}")
+}
+
+/// One-line summary of an objective, e.g.
+/// `placed 6 copies, balance excess 0, instances p1=2 p2=1 (3 total), cost 20.98 per hour`.
+pub fn objective_line(objective: &Objective) -> String {
+    let by_priority: Vec<String> =
+        objective.instances_by_priority.iter().map(|(priority, count)| format!("p{priority}={count}")).collect();
+    let total: u64 = objective.instances_by_priority.values().map(|&count| u64::from(count)).sum();
+    let instances = if by_priority.is_empty() {
+        "instances none".to_string()
+    } else {
+        format!("instances {} ({total} total)", by_priority.join(" "))
+    };
+    format!(
+        "placed {}, balance excess {}, {instances}, cost {} per hour",
+        counted(objective.placed_copies, "copy", "copies"),
+        objective.balance_excess,
+        micros_text(objective.cost_micros)
+    )
+}
+
+/// Why an engine stopped, in words.
+pub fn stop_reason_text(reason: &StopReason) -> String {
+    match reason {
+        StopReason::Completed => "completed".to_string(),
+        StopReason::TimeLimit => "time limit reached".to_string(),
+        StopReason::NodeLimit => "node limit reached".to_string(),
+        StopReason::TooLarge => "too large for the exact planner (greedy plan returned)".to_string(),
+        StopReason::SolverError(message) => format!("solver error (greedy plan returned): {message}"),
+    }
+}
+
+/// Warnings, one per line (`warning: path: message`).
+pub fn warnings_text(warnings: &[Warning]) -> String {
+    warnings.iter().map(|warning| format!("{warning}\n")).collect()
+}
+
+/// Validation messages, one per line (`path: message`), in the order they were found.
+pub fn validation_text(error: &ValidationError) -> String {
+    error.issues().iter().map(|issue| format!("{issue}\n")).collect()
+}
+
+/// Every violation as a table (kind, message), headed by the count; `plan is valid` when empty.
+pub fn violations_table(violations: &[Violation]) -> String {
+    if violations.is_empty() {
+        return "plan is valid: no violations\n".to_string();
+    }
+    let mut out = format!("{}\n", counted(violations.len() as u64, "violation", "violations"));
+    let mut table = Table::new(&[("KIND", Align::Left), ("MESSAGE", Align::Left)]);
+    for violation in violations {
+        table.row(vec![format!("{:?}", violation.kind), violation.message.clone()]);
+    }
+    out.push_str(&table.render("  "));
+    out
+}
+
+/// Name of the instance type at `type_index`, or `?` (only for inconsistent input).
+fn type_name(problem: &Problem, type_index: usize) -> String {
+    problem.instance_types().get(type_index).map_or_else(|| "?".to_string(), |info| info.name.clone())
+}
+
+/// The endpoint's name, or `(unnamed)`.
+fn endpoint_text(problem: &Problem) -> &str {
+    if problem.endpoint_name().is_empty() {
+        "(unnamed)"
+    } else {
+        problem.endpoint_name()
+    }
+}
+
+fn az_name(problem: &Problem, az_index: usize) -> String {
+    problem.azs().get(az_index).cloned().unwrap_or_else(|| "?".to_string())
+}
+
+fn component_name(problem: &Problem, component_index: usize) -> String {
+    problem.components().get(component_index).map_or_else(|| "?".to_string(), |component| component.name.clone())
+}
+
+/// A readable plan: header (solver, status, stop reason), objective and bound, launches, a
+/// per-component AZ summary, copies per instance of the final fleet, removals and
+/// terminations, unplaced copies with their reasons, and warnings.
+///
+/// Sections without content are left out, except the launches and copies tables, which say
+/// `none`.
+pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
+    let mut out = String::new();
+    let solver = match plan.solver {
+        SolverKind::Greedy => "greedy",
+        SolverKind::Exact => "exact",
+    };
+    let _ = writeln!(out, "Plan for endpoint {} (variant {})", endpoint_text(problem), problem.variant_name());
+    let _ =
+        writeln!(out, "Solver: {}   Status: {:?}   Stop: {}", solver, plan.status, stop_reason_text(&plan.stop_reason));
+    let _ = writeln!(out, "Objective: {}", objective_line(&plan.objective));
+    if let Some(bound) = &plan.bound {
+        let _ = writeln!(out, "Bound: {}", objective_line(bound));
+    }
+
+    let (fleet, _) = FinalFleet::apply(problem, &plan.actions);
+
+    // Launches.
+    let launches: Vec<(&String, &String, &String, bool)> = plan
+        .actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
+                Some((instance_id, instance_type, availability_zone, *reserved))
+            }
+            _ => None,
+        })
+        .collect();
+    let _ = writeln!(out, "\nLaunches ({})", launches.len());
+    if launches.is_empty() {
+        out.push_str("  none\n");
+    } else {
+        let mut table = Table::new(&[
+            ("ID", Align::Left),
+            ("TYPE", Align::Left),
+            ("AZ", Align::Left),
+            ("PRIORITY", Align::Right),
+            ("RESERVED", Align::Left),
+        ]);
+        for (id, instance_type, az, reserved) in launches {
+            let priority = problem
+                .type_index(instance_type)
+                .and_then(|index| problem.instance_types().get(index))
+                .map_or_else(|| "?".to_string(), |info| info.priority.to_string());
+            table.row(vec![id.clone(), instance_type.clone(), az.clone(), priority, yes_no(reserved)]);
+        }
+        out.push_str(&table.render("  "));
+    }
+
+    // Components: copies per AZ against the desired count and MaxImbalance.
+    if !problem.components().is_empty() {
+        let per_az = fleet.copies_per_az(problem);
+        let _ = writeln!(out, "\nComponents ({})", problem.components().len());
+        let mut table = Table::new(&[
+            ("COMPONENT", Align::Left),
+            ("WANTED", Align::Right),
+            ("PLACED", Align::Right),
+            ("COPIES PER AZ", Align::Left),
+            ("MAX IMBALANCE", Align::Right),
+        ]);
+        for (component, counts) in problem.components().iter().zip(&per_az) {
+            let placed: u64 = counts.iter().sum();
+            let spread: Vec<String> =
+                problem.azs().iter().zip(counts).map(|(az, count)| format!("{az}={count}")).collect();
+            table.row(vec![
+                component.name.clone(),
+                component.copy_count.to_string(),
+                placed.to_string(),
+                spread.join(" "),
+                component.max_imbalance.map_or_else(|| "-".to_string(), |limit| limit.to_string()),
+            ]);
+        }
+        out.push_str(&table.render("  "));
+    }
+
+    // Copies per instance of the final fleet.
+    let _ = writeln!(out, "\nFinal fleet ({})", counted(fleet.instances.len() as u64, "instance", "instances"));
+    if fleet.instances.is_empty() {
+        out.push_str("  none\n");
+    } else {
+        let mut table = Table::new(&[
+            ("INSTANCE", Align::Left),
+            ("TYPE", Align::Left),
+            ("AZ", Align::Left),
+            ("PRIORITY", Align::Right),
+            ("ACCEL USED", Align::Right),
+            ("COMPONENT", Align::Left),
+            ("COPIES", Align::Right),
+            ("NEW", Align::Right),
+        ]);
+        for instance in &fleet.instances {
+            let info = problem.instance_types().get(instance.type_index);
+            let used = instance.used(problem);
+            let accelerators = info.map_or(0, |info| info.capacity.accelerators);
+            let mut head = vec![
+                instance.id.clone(),
+                type_name(problem, instance.type_index),
+                az_name(problem, instance.az_index),
+                info.map_or_else(|| "?".to_string(), |info| info.priority.to_string()),
+                format!("{}/{}", used.accelerators, accelerators),
+            ];
+            if instance.copies.is_empty() {
+                head.extend(["(empty)".to_string(), "0".to_string(), "0".to_string()]);
+                table.row(head);
+                continue;
+            }
+            for (position, (&component, &count)) in instance.copies.iter().enumerate() {
+                let new = instance.new_copies.get(&component).copied().unwrap_or(0);
+                let mut row = if position == 0 { std::mem::take(&mut head) } else { vec![String::new(); 5] };
+                row.extend([component_name(problem, component), count.to_string(), new.to_string()]);
+                table.row(row);
+            }
+        }
+        out.push_str(&table.render("  "));
+    }
+
+    // Removals (aggregated per component and instance) and terminations.
+    let mut removals: BTreeMap<(&String, &String), u32> = BTreeMap::new();
+    let mut terminations: Vec<&String> = Vec::new();
+    for action in &plan.actions {
+        match action {
+            Action::RemoveCopy { component, instance_id } => {
+                *removals.entry((component, instance_id)).or_insert(0) += 1;
+            }
+            Action::TerminateInstance { instance_id } => terminations.push(instance_id),
+            _ => {}
+        }
+    }
+    if !removals.is_empty() {
+        let total: u32 = removals.values().sum();
+        let _ = writeln!(out, "\nRemoved copies ({total})");
+        let mut table = Table::new(&[("COMPONENT", Align::Left), ("INSTANCE", Align::Left), ("COPIES", Align::Right)]);
+        for ((component, instance), count) in &removals {
+            table.row(vec![component.to_string(), instance.to_string(), count.to_string()]);
+        }
+        out.push_str(&table.render("  "));
+    }
+    if !terminations.is_empty() {
+        let _ = writeln!(out, "\nTerminated instances ({})", terminations.len());
+        let mut table = Table::new(&[("INSTANCE", Align::Left), ("TYPE", Align::Left), ("AZ", Align::Left)]);
+        for id in terminations {
+            let existing = problem.existing_index(id).and_then(|index| problem.fleet().get(index));
+            table.row(vec![
+                id.clone(),
+                existing.map_or_else(|| "?".to_string(), |instance| type_name(problem, instance.type_index)),
+                existing.map_or_else(|| "?".to_string(), |instance| az_name(problem, instance.az_index)),
+            ]);
+        }
+        out.push_str(&table.render("  "));
+    }
+
+    // Unplaced copies with reasons.
+    if !plan.unplaced.is_empty() {
+        let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
+        let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
+        for entry in &plan.unplaced {
+            let _ =
+                writeln!(out, "  {}: {}", entry.inference_component_name, counted(entry.copy_count, "copy", "copies"));
+            for reason in &entry.reasons {
+                let _ = writeln!(out, "    - {reason}");
+            }
+        }
+    }
+
+    if !plan.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings ({})", plan.warnings.len());
+        for warning in &plan.warnings {
+            let _ = writeln!(out, "  {}: {}", warning.path, warning.message);
+        }
+    }
+    out
+}
+
+/// Describes an existing instance as `id (type, AZ)`, or just the id if it is unknown.
+fn instance_text(problem: &Problem, id: &str) -> String {
+    match problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
+        Some(instance) => {
+            format!("{id} ({}, {})", type_name(problem, instance.type_index), az_name(problem, instance.az_index))
+        }
+        None => id.to_string(),
+    }
+}
+
+/// A readable consolidation plan: a summary line, then each step's moves and releases, then the
+/// objective of the final fleet.
+pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> String {
+    let mut out = String::new();
+    let moves: usize = plan.steps.iter().map(|step| step.moves.len()).sum();
+    let released: usize = plan.steps.iter().map(|step| step.release.len()).sum();
+    let _ = writeln!(
+        out,
+        "Consolidation for endpoint {}: {}, {}, {} released",
+        endpoint_text(problem),
+        counted(plan.steps.len() as u64, "step", "steps"),
+        counted(moves as u64, "move", "moves"),
+        counted(released as u64, "instance", "instances"),
+    );
+    let _ = writeln!(out, "Objective after: {}", objective_line(&plan.objective));
+    if plan.steps.is_empty() {
+        out.push_str("\nNothing to consolidate.\n");
+    }
+    for (number, step) in plan.steps.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "\nStep {} ({}, {} released)",
+            number + 1,
+            counted(step.moves.len() as u64, "move", "moves"),
+            step.release.len()
+        );
+        if !step.moves.is_empty() {
+            let mut table = Table::new(&[("COMPONENT", Align::Left), ("FROM", Align::Left), ("TO", Align::Left)]);
+            for one_move in &step.moves {
+                table.row(vec![
+                    one_move.inference_component_name.clone(),
+                    instance_text(problem, &one_move.from),
+                    instance_text(problem, &one_move.to),
+                ]);
+            }
+            out.push_str(&table.render("  "));
+        }
+        for id in &step.release {
+            let _ = writeln!(out, "  release {}", instance_text(problem, id));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn micros_keep_precision_and_two_digits() {
+        assert_eq!(micros_text(0), "0.00");
+        assert_eq!(micros_text(20_980_000), "20.98");
+        assert_eq!(micros_text(1_212_500), "1.2125");
+        assert_eq!(micros_text(3_000_001), "3.000001");
+        assert_eq!(micros_text(-1_500_000), "-1.50");
+    }
+
+    #[test]
+    fn table_aligns_columns_and_trims() {
+        let mut table = Table::new(&[("A", Align::Left), ("NUMBER", Align::Right), ("LAST", Align::Left)]);
+        table.row(vec!["long-name".into(), "7".into(), "".into()]);
+        table.row(vec!["x".into(), "12345678".into(), "z".into()]);
+        assert_eq!(table.render(""), "A            NUMBER  LAST\nlong-name         7\nx          12345678  z\n");
+    }
+}
