@@ -34,10 +34,7 @@ fn one_shot(label: &str, problem: &Problem, planner: ExactPlanner) {
     let started = Instant::now();
     let plan = planner.plan(problem);
     let objective = serde_json::to_string(&plan.objective).unwrap_or_default();
-    let bound = plan
-        .bound
-        .as_ref()
-        .map(|b| serde_json::to_string(b).unwrap_or_default());
+    let bound = plan.bound.as_ref().map(|b| serde_json::to_string(b).unwrap_or_default());
     println!(
         "one-shot {label}: {:?} {:?} {:?} objective {objective} bound {bound:?}",
         started.elapsed(),
@@ -53,11 +50,7 @@ fn benches(c: &mut Criterion) {
         &load("fifty-models"),
         ExactPlanner::new().time_limit(Duration::from_secs(1)),
     );
-    one_shot(
-        "exact fifty-models (10 s limit)",
-        &load("fifty-models"),
-        ExactPlanner::new().time_limit(limit),
-    );
+    one_shot("exact fifty-models (10 s limit)", &load("fifty-models"), ExactPlanner::new().time_limit(limit));
     for count in [10, 25] {
         one_shot(
             &format!("exact fifty-models-first-{count} (10 s limit)"),
@@ -77,42 +70,21 @@ fn benches(c: &mut Criterion) {
     );
 
     let mut group = c.benchmark_group("exact");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2));
-    let inputs: Vec<(String, Problem)> = [
-        "seed-az-balance",
-        "seed-fallback-single-model",
-        "seed-multi-gpu-llm",
-        "fragmented-fleet",
-    ]
-    .iter()
-    .map(|name| (name.to_string(), load(name)))
-    .chain(std::iter::once((
-        "fifty-models-first-5".to_string(),
-        first_components(5),
-    )))
-    .collect();
+    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    let inputs: Vec<(String, Problem)> =
+        ["seed-az-balance", "seed-fallback-single-model", "seed-multi-gpu-llm", "fragmented-fleet"]
+            .iter()
+            .map(|name| (name.to_string(), load(name)))
+            .chain(std::iter::once(("fifty-models-first-5".to_string(), first_components(5))))
+            .collect();
     for (name, problem) in &inputs {
-        group.bench_function(format!("structured/{name}"), |b| {
-            b.iter(|| ExactPlanner::new().plan(black_box(problem)))
-        });
+        group.bench_function(format!("structured/{name}"), |b| b.iter(|| ExactPlanner::new().plan(black_box(problem))));
     }
     for (name, problem) in inputs.iter().filter(|(name, _)| {
-        [
-            "seed-az-balance",
-            "seed-fallback-single-model",
-            "fragmented-fleet",
-        ]
-        .contains(&name.as_str())
+        ["seed-az-balance", "seed-fallback-single-model", "fragmented-fleet"].contains(&name.as_str())
     }) {
         group.bench_function(format!("plain-slot/{name}"), |b| {
-            b.iter(|| {
-                ExactPlanner::new()
-                    .plain_slot_model()
-                    .plan(black_box(problem))
-            })
+            b.iter(|| ExactPlanner::new().plain_slot_model().plan(black_box(problem)))
         });
     }
     group.finish();
