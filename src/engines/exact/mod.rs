@@ -24,7 +24,7 @@ use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
-use model::{CostMode, Extra, Facts, Goal, Layout, Limit, Limits, MasterSolution, Solved};
+use model::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
 use packing::{pack_group, Packing};
 
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
@@ -106,7 +106,11 @@ impl ExactPlanner {
         let started = Instant::now();
         let greedy = crate::plan_greedy(problem);
         let limits = Limits { deadline: self.time_limit.map(|limit| started + limit), node_limit: self.node_limit };
-        let outcome = self.search(problem, limits);
+        // The greedy plan seeds every level whose earlier optima it reaches.
+        let hint = verify(problem, &greedy)
+            .is_empty()
+            .then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
+        let outcome = self.search(problem, limits, hint.as_ref());
         let greedy_valid = verify(problem, &greedy).is_empty();
         let fallback = |stop: StopReason, bound: Option<Objective>| {
             let bound = bound.filter(|bound| bound.key() <= greedy.objective.key());
@@ -159,7 +163,7 @@ impl ExactPlanner {
         }
     }
 
-    fn search(&self, problem: &Problem, limits: Limits) -> Outcome {
+    fn search(&self, problem: &Problem, limits: Limits, hint: Option<&(Hint, Objective)>) -> Outcome {
         let facts = Facts::new(problem);
         let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
         if self.slot_model {
@@ -178,13 +182,13 @@ impl ExactPlanner {
             let mut fixed: Vec<(Goal, f64)> = Vec::new();
             let mut last: Option<MasterSolution> = None;
             for &goal in &goals {
-                let warm = last.as_ref().map(|s| s.integers.as_slice());
+                let warm = warm_start(hint, &fixed, last.as_ref());
                 let mut at_least = None;
                 if goal != Goal::Unplaced {
                     // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
                     let relaxed = Extra { relax: true, ..Extra::default() };
                     if let Solved::Solution { solution, proven: true, .. } =
-                        model::solve(&facts, &layout, goal, &fixed, limits, None, relaxed)
+                        model::solve(&facts, &layout, goal, &fixed, limits, Warm::None, relaxed)
                     {
                         let lower = (solution.value - 1e-6).ceil();
                         at_least = Some(lower);
@@ -252,7 +256,7 @@ impl ExactPlanner {
                     Goal::Cost(mode),
                     &fixed,
                     limits,
-                    last.as_ref().map(|s| s.integers.as_slice()),
+                    warm_start(hint, &fixed, last.as_ref()),
                     Extra::default(),
                 ) {
                     Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
@@ -312,6 +316,33 @@ impl ExactPlanner {
             Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
             _ => Outcome::NoPlan { stop, bound },
         }
+    }
+}
+
+/// The warm start for the next solve: the greedy plan when it reaches every fixed level's
+/// optimum (it is then feasible for the next level), else the previous level's solution.
+fn warm_start<'a>(
+    hint: Option<&'a (Hint, Objective)>,
+    fixed: &[(Goal, f64)],
+    last: Option<&'a MasterSolution>,
+) -> Warm<'a> {
+    if let Some((plan, objective)) = hint {
+        let reaches = |&(goal, value): &(Goal, f64)| {
+            let reached = match goal {
+                Goal::Unplaced => -(objective.placed_copies as f64),
+                Goal::Balance => objective.balance_excess as f64,
+                Goal::Priority(priority) => f64::from(objective.instances_of_priority(priority)),
+                Goal::Cost(_) => return false,
+            };
+            (reached - value).abs() < 0.5
+        };
+        if fixed.iter().all(reaches) {
+            return Warm::Plan(plan);
+        }
+    }
+    match last {
+        Some(solution) => Warm::Previous(&solution.integers),
+        None => Warm::None,
     }
 }
 

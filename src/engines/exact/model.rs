@@ -98,6 +98,74 @@ pub(crate) enum Solved {
     Error(String),
 }
 
+/// A known plan (the greedy plan) as values of the master's variables, for warm starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hint {
+    /// New instances per group.
+    pub launches: BTreeMap<Group, u32>,
+    /// Contents of the non-empty new instances per group.
+    pub bins: BTreeMap<Group, Vec<BTreeMap<usize, u32>>>,
+    /// Whether each existing instance is kept.
+    pub keep: Vec<bool>,
+    /// New copies on existing instances.
+    pub add: BTreeMap<(usize, usize), u32>,
+    /// Removed existing copies.
+    pub remove: BTreeMap<(usize, usize), u32>,
+    /// Final copies per component and AZ.
+    pub per_az: Vec<Vec<u64>>,
+}
+
+impl Hint {
+    /// The hint for a plan's actions.
+    pub fn from_actions(problem: &Problem, actions: &[crate::plan::Action]) -> Hint {
+        let (fleet, _) = crate::fleet::FinalFleet::apply(problem, actions);
+        let mut hint =
+            Hint { keep: vec![false; problem.fleet().len()], per_az: fleet.copies_per_az(problem), ..Hint::default() };
+        for instance in &fleet.instances {
+            match instance.existing {
+                Some(i) => {
+                    if let Some(keep) = hint.keep.get_mut(i) {
+                        *keep = true;
+                    }
+                    for (&c, &n) in &instance.new_copies {
+                        hint.add.insert((c, i), n);
+                    }
+                }
+                None => {
+                    let group = (instance.type_index, instance.az_index);
+                    *hint.launches.entry(group).or_insert(0) += 1;
+                    if !instance.copies.is_empty() {
+                        hint.bins.entry(group).or_default().push(instance.copies.clone());
+                    }
+                }
+            }
+        }
+        for (i, existing) in problem.fleet().iter().enumerate() {
+            let left = fleet.instances.iter().find(|instance| instance.existing == Some(i));
+            for &(c, count) in &existing.copies {
+                let stays = left.map_or(0, |instance| {
+                    instance.copies_of(c).saturating_sub(instance.new_copies.get(&c).copied().unwrap_or(0))
+                });
+                if count > stays {
+                    hint.remove.insert((c, i), count - stays);
+                }
+            }
+        }
+        hint
+    }
+}
+
+/// Where a solve's warm start comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Warm<'a> {
+    /// No warm start.
+    None,
+    /// The previous level's integer values (same model, so same variable order).
+    Previous(&'a [f64]),
+    /// A known plan.
+    Plan(&'a Hint),
+}
+
 /// Variations of one solve used to shortcut the optimality proof of a level.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Extra {
@@ -350,7 +418,7 @@ pub(crate) fn solve(
     goal: Goal,
     fixed: &[(Goal, f64)],
     limits: Limits,
-    warm: Option<&[f64]>,
+    warm: Warm<'_>,
     extra: Extra,
 ) -> Solved {
     let problem = facts.problem;
@@ -361,6 +429,16 @@ pub(crate) fn solve(
     let mut model =
         Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
     let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
+    let plan_hint = match warm {
+        Warm::Plan(hint) => Some(hint),
+        _ => None,
+    };
+    let mut hinted: Vec<(Variable, f64)> = Vec::new();
+    let mut hint = |var: Variable, value: Option<u64>| {
+        if let Some(value) = value {
+            hinted.push((var, value as f64));
+        }
+    };
 
     let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
     let key = |goal: Goal| format!("{goal:?}");
@@ -390,6 +468,7 @@ pub(crate) fn solve(
         let capacity = info.capacity;
         let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
         let y = model.int(upper);
+        hint(y, plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
         vars.launches.insert((t, z), y);
         instances.add(y, 1.0);
         by_priority.entry(info.priority).or_default().add(y, 1.0);
@@ -420,8 +499,11 @@ pub(crate) fn solve(
             let mut list = Vec::new();
             let mut previous: Option<Variable> = None;
             let mut used_sum = vec![(y, -1.0)];
-            for _ in 0..slots {
+            let hint_bins = plan_hint.and_then(|h| h.bins.get(&(t, z)));
+            for slot in 0..slots {
                 let used = model.int(1);
+                let bin = hint_bins.and_then(|bins| bins.get(slot as usize));
+                hint(used, plan_hint.map(|_| u64::from(bin.is_some())));
                 used_sum.push((used, 1.0));
                 if let Some(previous) = previous {
                     // Symmetry: slots are used in order.
@@ -431,6 +513,7 @@ pub(crate) fn solve(
                 let mut contents = Vec::new();
                 for &(c, need) in &eligible {
                     let copies = model.int(facts.need[c].min(capacity.copies_of(&need)));
+                    hint(copies, plan_hint.map(|_| u64::from(bin.and_then(|b| b.get(&c)).copied().unwrap_or(0))));
                     contents.push((c, copies));
                     per_az[c][z].add(copies, 1.0);
                     new_per_component[c].push((copies, 1.0));
@@ -453,6 +536,14 @@ pub(crate) fn solve(
             for &(c, need) in &eligible {
                 let per_instance = capacity.copies_of(&need);
                 let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
+                hint(
+                    x,
+                    plan_hint.map(|h| {
+                        h.bins
+                            .get(&(t, z))
+                            .map_or(0, |bins| bins.iter().map(|b| u64::from(b.get(&c).copied().unwrap_or(0))).sum())
+                    }),
+                );
                 model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
                 per_az[c][z].add(x, 1.0);
                 new_per_component[c].push((x, 1.0));
@@ -496,6 +587,7 @@ pub(crate) fn solve(
             continue;
         };
         let keep = model.int(1);
+        hint(keep, plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
         vars.keep.push(keep);
         instances.add(keep, 1.0);
         by_priority.entry(info.priority).or_default().add(keep, 1.0);
@@ -522,6 +614,7 @@ pub(crate) fn solve(
             per_az[c][instance.az_index].constant += f64::from(count);
             if facts.excess.get(c).copied().unwrap_or(0) > 0 {
                 let remove = model.int(u64::from(count));
+                hint(remove, plan_hint.map(|h| u64::from(h.remove.get(&(c, i)).copied().unwrap_or(0))));
                 vars.remove.insert((c, i), remove);
                 per_az[c][instance.az_index].add(remove, -1.0);
                 for (r, row) in rows.iter_mut().enumerate() {
@@ -543,6 +636,7 @@ pub(crate) fn solve(
             };
             let upper = need.min(capacity.copies_of(&requirement));
             let add = model.int(upper);
+            hint(add, plan_hint.map(|h| u64::from(h.add.get(&(c, i)).copied().unwrap_or(0))));
             vars.add.insert((c, i), add);
             per_az[c][instance.az_index].add(add, 1.0);
             new_per_component[c].push((add, 1.0));
@@ -583,6 +677,7 @@ pub(crate) fn solve(
         } else {
             // Above the maximum already: either launch nothing, or end at most at the maximum.
             let any_launch = model.int(1);
+            hint(any_launch, plan_hint.map(|h| u64::from(!h.launches.is_empty())));
             for (&group, &y) in &vars.launches {
                 let upper = facts.groups.get(&group).copied().unwrap_or(0) as f64;
                 model.constrain(&[(y, 1.0), (any_launch, -upper)], ComparisonOp::Le, 0.0);
@@ -616,6 +711,13 @@ pub(crate) fn solve(
             let high = model.int(most);
             let low = model.int(most);
             let excess = model.int(most);
+            if let Some(counts) = plan_hint.and_then(|h| h.per_az.get(c)) {
+                let most_az = counts.iter().copied().max().unwrap_or(0);
+                let fewest_az = counts.iter().copied().min().unwrap_or(0);
+                hint(high, Some(most_az));
+                hint(low, Some(fewest_az));
+                hint(excess, Some((most_az - fewest_az).saturating_sub(u64::from(limit))));
+            }
             for expr in &per_az[c] {
                 let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
                 row.push((high, 1.0));
@@ -683,8 +785,12 @@ pub(crate) fn solve(
         options.time_limit = Some(left);
     }
     options.node_limit = limits.node_limit;
-    if let Some(values) = warm.filter(|values| values.len() == model.ints.len()) {
-        options.warm_start = Some(model.ints.iter().copied().zip(values.iter().copied()).collect());
+    match warm {
+        Warm::Previous(values) if values.len() == model.ints.len() => {
+            options.warm_start = Some(model.ints.iter().copied().zip(values.iter().copied()).collect());
+        }
+        Warm::Plan(_) if !hinted.is_empty() => options.warm_start = Some(hinted),
+        _ => {}
     }
     let outcome = match model.lp.solve_with(options) {
         Ok(outcome) => outcome,
