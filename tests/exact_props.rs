@@ -215,3 +215,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn large_copy_counts_stay_within_limits_and_do_not_panic() {
+    let scenario = json!({
+        "AvailabilityZones": ["az-a", "az-b"],
+        "InstanceTypes": [{"InstanceType": "ml.t0", "AcceleratorCount": 3, "VCpuCount": 8, "MemoryInMb": 8192, "HourlyPrice": 1}],
+        "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": [{"InstanceType": "ml.t0", "Priority": 1}]},
+        "InferenceComponents": [
+            {"InferenceComponentName": "a", "RuntimeConfig": {"CopyCount": 5000},
+             "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 1024}}},
+            {"InferenceComponentName": "b", "RuntimeConfig": {"CopyCount": 5000},
+             "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 4096}}}
+        ]
+    });
+    let problem = Problem::from_json(&scenario.to_string()).unwrap();
+    let greedy = plan_greedy(&problem);
+    let plan = ExactPlanner::new().time_limit(Duration::from_secs(2)).plan(&problem);
+    assert_honest(&problem, &plan, &greedy, "large copy counts");
+    assert_eq!(plan.objective.placed_copies, 10_000);
+}

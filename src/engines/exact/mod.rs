@@ -30,6 +30,9 @@ use packing::{pack_group, Packing};
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
 const PROBE_NODES: u64 = 2_000;
 
+/// Most variables the slot groups of a refinement round may add.
+const MAX_SLOT_VARIABLES: u64 = 50_000;
+
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
@@ -105,7 +108,10 @@ impl ExactPlanner {
     pub fn plan(&self, problem: &Problem) -> Plan {
         let started = Instant::now();
         let greedy = crate::plan_greedy(problem);
-        let limits = Limits { deadline: self.time_limit.map(|limit| started + limit), node_limit: self.node_limit };
+        let limits = Limits {
+            deadline: self.time_limit.and_then(|limit| started.checked_add(limit)),
+            node_limit: self.node_limit,
+        };
         // The greedy plan seeds every level whose earlier optima it reaches.
         let hint = verify(problem, &greedy)
             .is_empty()
@@ -295,6 +301,21 @@ impl ExactPlanner {
                 Err(failed) => {
                     if limits.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
+                    }
+                    // A slot group has one variable per (slot, component): refuse huge ones.
+                    let slot_variables: u64 = failed
+                        .iter()
+                        .map(|group| {
+                            facts
+                                .groups
+                                .get(group)
+                                .copied()
+                                .unwrap_or(0)
+                                .saturating_mul(problem.components().len() as u64 + 1)
+                        })
+                        .sum();
+                    if slot_variables > MAX_SLOT_VARIABLES {
+                        return Outcome::NoPlan { stop: StopReason::TooLarge, bound: best_bound };
                     }
                     layout.slot_groups.extend(failed);
                 }

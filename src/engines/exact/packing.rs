@@ -7,6 +7,9 @@
 
 use crate::problem::Resources;
 
+/// Most copies packed by the search in one group (bounds the recursion depth).
+const MAX_COPIES: usize = 2_000;
+
 /// Result of packing one group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Packing {
@@ -21,6 +24,10 @@ pub(crate) enum Packing {
 /// Packs `items` (component, count, requirement) into `bins` instances of `capacity`.
 /// `budget` bounds the number of search nodes.
 pub(crate) fn pack_group(items: &[(usize, u32, Resources)], bins: usize, capacity: Resources, budget: u64) -> Packing {
+    let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
+    if total > MAX_COPIES as u64 {
+        return Packing::Unknown;
+    }
     let mut copies: Vec<(usize, Resources)> = Vec::new();
     for &(component, count, need) in items {
         for _ in 0..count {
@@ -29,6 +36,10 @@ pub(crate) fn pack_group(items: &[(usize, u32, Resources)], bins: usize, capacit
     }
     if copies.is_empty() {
         return Packing::Packed(vec![Vec::new(); bins]);
+    }
+    // The search recurses once per copy; beyond this the group is left to the slot model.
+    if copies.len() > MAX_COPIES {
+        return Packing::Unknown;
     }
     if bins == 0 {
         return Packing::Impossible;
