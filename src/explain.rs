@@ -212,9 +212,11 @@ impl fmt::Display for Explanation {
 
 /// `Unplaced` entries for a final fleet: per component with missing copies, how many and why.
 pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
-    explain_all(problem, fleet)
-        .into_iter()
-        .filter(|explanation| explanation.missing > 0)
+    let shared = Shared::new(problem, fleet);
+    // Only components with missing copies are explained: this runs after every engine.
+    (0..problem.components.len())
+        .filter(|&index| shared.missing(problem, index) > 0)
+        .filter_map(|index| explain_index(problem, fleet, &shared, index))
         .map(|explanation| Unplaced {
             inference_component_name: explanation.inference_component_name,
             copy_count: explanation.missing,
@@ -225,7 +227,8 @@ pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
 
 /// Explanations for every component, in component order.
 pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
-    (0..problem.components.len()).filter_map(|index| explain_index(problem, fleet, index)).collect()
+    let shared = Shared::new(problem, fleet);
+    (0..problem.components.len()).filter_map(|index| explain_index(problem, fleet, &shared, index)).collect()
 }
 
 /// The explanation for one component by name; `None` if there is no such component.
@@ -250,12 +253,39 @@ pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
 /// );
 /// ```
 pub fn explain(problem: &Problem, fleet: &FinalFleet, component: &str) -> Option<Explanation> {
-    explain_index(problem, fleet, problem.component_index(component)?)
+    explain_index(problem, fleet, &Shared::new(problem, fleet), problem.component_index(component)?)
 }
 
-fn explain_index(problem: &Problem, fleet: &FinalFleet, component_index: usize) -> Option<Explanation> {
+/// What every component's explanation needs from the fleet, computed once.
+struct Shared {
+    /// `[component][az]` copies.
+    per_az: Vec<Vec<u64>>,
+    /// Resources used on each instance of the fleet (fleet order).
+    used: Vec<Resources>,
+}
+
+impl Shared {
+    fn new(problem: &Problem, fleet: &FinalFleet) -> Shared {
+        Shared {
+            per_az: fleet.copies_per_az(problem),
+            used: fleet.instances.iter().map(|instance| instance.used(problem)).collect(),
+        }
+    }
+
+    fn missing(&self, problem: &Problem, component: usize) -> u64 {
+        let placed: u64 = self.per_az.get(component).map_or(0, |counts| counts.iter().sum());
+        problem.components.get(component).map_or(0, |c| u64::from(c.copy_count).saturating_sub(placed))
+    }
+}
+
+fn explain_index(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    shared: &Shared,
+    component_index: usize,
+) -> Option<Explanation> {
     let component = problem.components.get(component_index)?;
-    let copies_per_az = fleet.copies_per_az(problem).into_iter().nth(component_index).unwrap_or_default();
+    let copies_per_az = shared.per_az.get(component_index).cloned().unwrap_or_default();
     let placed: u64 = copies_per_az.iter().sum();
     let copy_count = u64::from(component.copy_count);
     let missing = copy_count.saturating_sub(placed);
@@ -264,15 +294,15 @@ fn explain_index(problem: &Problem, fleet: &FinalFleet, component_index: usize) 
     let instances: Vec<InstanceExplanation> = fleet
         .instances
         .iter()
-        .filter_map(|instance| {
+        .zip(&shared.used)
+        .filter_map(|(instance, used)| {
             let info = problem.types.get(instance.type_index)?;
             let verdict = match component.placement_requirement(problem, instance.type_index) {
                 None => InstanceVerdict::NotEligible {
                     why: if info.in_pool { Ineligibility::NoSpecification } else { Ineligibility::NotInPool },
                 },
                 Some(requirement) => {
-                    let used = instance.used(problem);
-                    let free = saturating_minus(&info.capacity, &used);
+                    let free = saturating_minus(&info.capacity, used);
                     let need = &requirement.resources;
                     match Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&free)) {
                         Some(resource) => {
@@ -362,7 +392,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         explanation.open_launches(),
         explanation.launches.len()
     )];
-    // Group instances by (type, verdict with per-instance numbers stripped), keeping first-seen order.
+    // Group instances by (type, verdict kind, short resource and need), in type order.
     let type_rank = |type_name: &str| problem.type_index(type_name).unwrap_or(usize::MAX);
     let mut instance_groups: BTreeMap<GroupKey, GroupTally> = BTreeMap::new();
     for instance in &explanation.instances {
@@ -381,7 +411,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         entry.3 += 1;
     }
     for ((_, kind, resource, need), (type_name, azs, amount, count)) in instance_groups {
-        let where_ = format!("{count} instance{} in {}", plural(count), join_azs(&azs));
+        let where_ = format!("{count} instance{} in {}", plural(count), join_azs(problem, &azs));
         clauses.push(match (kind, resource) {
             (0, _) => format!("{type_name} is not in InstancePools ({where_})"),
             (1, _) => format!("{name} has no specification for {type_name} ({where_})"),
@@ -390,6 +420,8 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
                 resource.describe(need),
                 if amount == 0 { "0".to_string() } else { format!("at most {}", resource.describe(amount)) }
             ),
+            // A copy that needs nothing fits without limit (copies_of saturates at u64::MAX).
+            _ if amount == u64::MAX => format!("{type_name} has room for any number of copies ({where_})"),
             _ => format!(
                 "{type_name} has room for {amount} more cop{} ({where_})",
                 if amount == 1 { "y" } else { "ies" }
@@ -417,7 +449,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         }
     }
     for (type_name, verdict, azs) in launch_groups {
-        let in_azs = join_azs(&azs);
+        let in_azs = join_azs(problem, &azs);
         clauses.push(match verdict {
             LaunchVerdict::NoSpecification => format!("{name} has no specification for new {type_name} in {in_azs}"),
             LaunchVerdict::TooLarge { resource, need, has } => format!(
@@ -466,14 +498,15 @@ fn saturating_minus(have: &Resources, used: &Resources) -> Resources {
     }
 }
 
-/// AZ names, each once, in the order first seen.
-fn join_azs(azs: &[String]) -> String {
+/// AZ names, each once, in `AvailabilityZones` order.
+fn join_azs(problem: &Problem, azs: &[String]) -> String {
     let mut unique: Vec<&str> = Vec::new();
     for az in azs {
         if !unique.contains(&az.as_str()) {
             unique.push(az);
         }
     }
+    unique.sort_by_key(|az| problem.az_index(az));
     unique.join(", ")
 }
 

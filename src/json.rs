@@ -36,17 +36,40 @@ pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> 
     }
     // Validate what could be read, but drop issues about fields that already have a type error:
     // their defaulted values would only produce follow-on noise.
+    let typed_count = reader.issues.len();
     let mut issues = reader.issues;
     if let Err(semantic) = crate::Problem::new(&scenario) {
         for issue in semantic.issues() {
-            let shadowed =
-                issues.iter().any(|typed| issue.path.starts_with(&typed.path) || typed.path.starts_with(&issue.path));
+            // Compare with the type errors only, never with semantic issues kept before.
+            let shadowed = issues[..typed_count].iter().any(|typed| shadows(&typed.path, &issue.path));
             if !shadowed {
                 issues.push(issue.clone());
             }
         }
     }
     Err(ValidationError::new(issues))
+}
+
+/// Whether a type error at `typed` explains a semantic issue at `semantic`: the issue is about
+/// the defaulted field itself or something inside it, or about the object directly holding it
+/// (e.g. "one of Specification or Specifications is required" after `Specification` had the
+/// wrong type). A list-level issue such as "6 pools given" is not explained by a type error deep
+/// inside one entry, and `X[1]` is not a prefix of `X[10]`.
+fn shadows(typed: &str, semantic: &str) -> bool {
+    let is_boundary = |rest: &str| rest.is_empty() || rest.starts_with('.') || rest.starts_with('[');
+    if let Some(rest) = semantic.strip_prefix(typed) {
+        if is_boundary(rest) {
+            return true;
+        }
+    }
+    match typed.strip_prefix(semantic) {
+        Some(rest) if !semantic.is_empty() && is_boundary(rest) => {
+            // Only an immediate child: one key or one index below the issue's path.
+            let child = rest.get(1..).unwrap_or("");
+            !child.contains('.') && !child.contains('[')
+        }
+        _ => false,
+    }
 }
 
 /// Describes a JSON value for an error message: strings quoted, long values cut.
@@ -389,6 +412,17 @@ mod tests {
                 "InferenceComponents[0].RuntimeConfig.CopyCount: expected an integer, found \"four\"",
             ]
         );
+    }
+
+    #[test]
+    fn type_errors_shadow_only_their_own_follow_on_issues() {
+        assert!(shadows("A.B", "A.B"));
+        assert!(shadows("A.B", "A.B.C"));
+        assert!(shadows("A[1]", "A[1].C"));
+        assert!(shadows("A[1].Specification", "A[1]"));
+        assert!(!shadows("A[1]", "A[10].C"));
+        assert!(!shadows("A.InstancePools[5].Priority", "A.InstancePools"));
+        assert!(!shadows("A.B", "A.BC"));
     }
 
     #[test]

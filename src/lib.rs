@@ -10,7 +10,7 @@
 //!   problem, reporting every input problem at once.
 //! - [`plan_greedy`] is the fast path; [`ExactPlanner`] solves the integer program with
 //!   explicit limits and says whether it proved optimality ([`Status`], [`StopReason`]).
-//! - [`verify`] independently checks any plan; every plan the library returns passes it.
+//! - [`verify()`] independently checks any plan; every plan the library returns passes it.
 //!
 //! The library does no I/O: no files, no environment, no threads; the only clock use is an
 //! explicit time limit you set on the exact planner.
@@ -60,7 +60,9 @@ pub use engines::consolidate::{consolidate, ConsolidationPlan, ConsolidationStep
 pub use engines::exact::ExactPlanner;
 pub use engines::greedy::plan_greedy;
 pub use error::{Issue, ValidationError, Warning, WarningKind};
+pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
+pub use metrics::MetricsError;
 pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};

@@ -730,15 +730,17 @@ impl Validator {
         // Fleet.
         let mut fleet: Vec<ExistingInstance> = Vec::new();
         let mut fleet_ids = BTreeSet::new();
-        let mut fleet_ok = true;
+        // Instances whose copies are not fully known; packing is checked on every other one, so
+        // an unrelated fleet error does not hide a packing error.
+        let mut untrusted: BTreeSet<String> = BTreeSet::new();
         for (index, instance) in scenario.fleet.instances.iter().enumerate() {
             let path = format!("Fleet.Instances[{index}]");
             if instance.instance_id.is_empty() {
                 self.error(format!("{path}.InstanceId"), "empty id");
-                fleet_ok = false;
+                untrusted.insert(String::new());
             } else if !fleet_ids.insert(instance.instance_id.clone()) {
                 self.error(format!("{path}.InstanceId"), format!("{:?} is listed twice", instance.instance_id));
-                fleet_ok = false;
+                untrusted.insert(instance.instance_id.clone());
             }
             let az = az_index(&instance.availability_zone);
             if az.is_none() {
@@ -747,15 +749,14 @@ impl Validator {
                     format!("{:?} is not in AvailabilityZones", instance.availability_zone),
                 );
             }
-            match (type_index(&instance.instance_type), az) {
-                (Some(type_index), Some(az_index)) => fleet.push(ExistingInstance {
+            if let (Some(type_index), Some(az_index)) = (type_index(&instance.instance_type), az) {
+                fleet.push(ExistingInstance {
                     id: instance.instance_id.clone(),
                     type_index,
                     az_index,
                     reserved: instance.reserved,
                     copies: Vec::new(),
-                }),
-                _ => fleet_ok = false,
+                });
             }
         }
         let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];
@@ -788,7 +789,7 @@ impl Validator {
                 );
             }
             let (Some(component), Some(instance), Some(count)) = (component, instance, count) else {
-                fleet_ok = false;
+                untrusted.insert(copy.instance_id.clone());
                 continue;
             };
             let type_index = fleet[instance].type_index;
@@ -800,39 +801,40 @@ impl Validator {
                         copy.inference_component_name, types[type_index].name, copy.instance_id
                     ),
                 );
-                fleet_ok = false;
+                untrusted.insert(copy.instance_id.clone());
                 continue;
             }
             let entry = copies[instance].entry(component).or_insert(0);
             *entry = entry.saturating_add(count);
         }
-        if fleet_ok {
-            for (instance, per_instance) in fleet.iter_mut().zip(copies) {
-                instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
-                let capacity = types[instance.type_index].capacity;
-                let mut used = Resources::ZERO;
-                for &(component, count) in &instance.copies {
-                    if let Some(requirement) = &components[component].requirements[instance.type_index] {
-                        used = used.plus(&requirement.resources.times(u64::from(count)));
-                    }
+        for (instance, per_instance) in fleet.iter_mut().zip(copies) {
+            instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
+            if untrusted.contains(&instance.id) {
+                continue;
+            }
+            let capacity = types[instance.type_index].capacity;
+            let mut used = Resources::ZERO;
+            for &(component, count) in &instance.copies {
+                if let Some(requirement) = &components[component].requirements[instance.type_index] {
+                    used = used.plus(&requirement.resources.times(u64::from(count)));
                 }
-                if !used.fits_in(&capacity) {
-                    let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
-                    self.error(
-                        format!("Fleet.Instances[{index}]"),
-                        format!(
-                            "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
-                            instance.id,
-                            types[instance.type_index].name,
-                            used.accelerators,
-                            used.milli_cpus,
-                            used.memory_mib,
-                            capacity.accelerators,
-                            capacity.milli_cpus,
-                            capacity.memory_mib
-                        ),
-                    );
-                }
+            }
+            if !used.fits_in(&capacity) {
+                let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
+                self.error(
+                    format!("Fleet.Instances[{index}]"),
+                    format!(
+                        "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                        instance.id,
+                        types[instance.type_index].name,
+                        used.accelerators,
+                        used.milli_cpus,
+                        used.memory_mib,
+                        capacity.accelerators,
+                        capacity.milli_cpus,
+                        capacity.memory_mib
+                    ),
+                );
             }
         }
 

@@ -409,7 +409,9 @@ impl ReliabilityReport {
             for (z, &copies) in component.copies_per_az.iter().enumerate() {
                 let x = NAME_WIDTH + CELL_WIDTH * z;
                 let fill = cell_colour(copies, component.placed, zones);
-                let label = match ((copies * 100).saturating_add(component.placed / 2)).checked_div(component.placed) {
+                let label = match (copies.saturating_mul(100).saturating_add(component.placed / 2))
+                    .checked_div(component.placed)
+                {
                     None => "0".to_string(),
                     Some(percent) => format!("{copies} ({percent}%)"),
                 };

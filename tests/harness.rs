@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use fleetplan::{plan_greedy, verify, ExactPlanner, Plan, Problem, Status};
 
+/// A planning engine under test.
+type Engine = Box<dyn Fn(&Problem) -> Plan>;
+
 /// The engines under test: name and how to run it.
-fn engines() -> Vec<(&'static str, Box<dyn Fn(&Problem) -> Plan>)> {
+fn engines() -> Vec<(&'static str, Engine)> {
     vec![
         ("greedy", Box::new(plan_greedy)),
         ("exact", Box::new(|problem: &Problem| ExactPlanner::new().time_limit(Duration::from_secs(20)).plan(problem))),

@@ -1,11 +1,12 @@
 //! Planning engines: the greedy fast path, the exact integer program, and consolidation.
 //!
-//! Every engine returns actions; [`finish`] turns them into a [`Plan`] with the objective and
+//! Every engine returns actions; `finish` turns them into a [`Plan`] with the objective and
 //! `Unplaced` computed by the shared definitions, so no engine reports its own numbers.
 
 pub mod consolidate;
 pub mod exact;
 pub mod greedy;
+pub(crate) mod spread;
 
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};

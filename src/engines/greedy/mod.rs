@@ -1,0 +1,503 @@
+//! The greedy planner: fast, always valid, as close to the optimum of spec §2 as a greedy gets.
+//!
+//! Phases:
+//! 1. **Scale-in** (`scale_in.rs`): components with more copies than desired lose the excess,
+//!    taken so that AZ balance stays as good as it can be and fallback instances empty first.
+//! 2. **Placement** (`place.rs`): components hardest first; copies go to AZs by balance, then
+//!    into free room of instances that stay anyway, then onto newly opened instances (a launch or
+//!    an idle existing instance) of the most preferred type with capacity, chosen by how well the
+//!    remaining copies fit.
+//! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
+//!    is met with the best instances on offer (kept or launched).
+//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
+//!    the SPREAD rule holds; it never changes the set of instances.
+//!
+//! Every decision compares intrinsic keys (requirements, priority, price, names), never input
+//! positions, so permuting components, pool entries or AZs does not change the objective.
+
+mod place;
+mod scale_in;
+
+use smallvec::SmallVec;
+
+use crate::fleet::price_micros;
+use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
+use crate::problem::{Problem, Resources};
+
+/// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
+const UNIT_COST_MICROS: i64 = 1_000_000;
+
+/// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
+/// MinInstanceCount cannot be reached with the capacity given.
+pub fn plan_greedy(problem: &Problem) -> Plan {
+    let mut planner = Greedy::new(problem);
+    planner.scale_in();
+    planner.index_fleet();
+    planner.place_all();
+    let min_reached = planner.release_and_meet_min();
+    let actions = super::spread::rebalance_spread(problem, planner.into_actions());
+    let status = if min_reached { Status::Feasible } else { Status::Infeasible };
+    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+}
+
+/// One instance the planner knows: existing or launched.
+#[derive(Debug, Clone)]
+struct Instance {
+    id: String,
+    type_index: usize,
+    az: usize,
+    /// Index into the problem's fleet, `None` for launches.
+    existing: Option<usize>,
+    /// In a reservation: costs nothing.
+    reserved: bool,
+    /// Intrinsic tie-break: existing instances by id, then launches in launch order.
+    rank: usize,
+    used: Resources,
+    /// Copies per component (existing and new), sorted by component.
+    copies: SmallVec<[(usize, u32); 4]>,
+    /// Certainly in the final fleet: holds copies, or was opened (launched or reused) by the plan.
+    in_fleet: bool,
+    /// Released by the plan.
+    released: bool,
+}
+
+impl Instance {
+    fn copies_of(&self, component: usize) -> u32 {
+        self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
+    }
+
+    fn total_copies(&self) -> u64 {
+        self.copies.iter().map(|&(_, n)| u64::from(n)).sum()
+    }
+
+    fn add(&mut self, component: usize, count: u32, need: &Resources) {
+        self.used = self.used.plus(&need.times(u64::from(count)));
+        match self.copies.binary_search_by_key(&component, |&(c, _)| c) {
+            Ok(pos) => {
+                if let Some(entry) = self.copies.get_mut(pos) {
+                    entry.1 = entry.1.saturating_add(count);
+                }
+            }
+            Err(pos) => self.copies.insert(pos, (component, count)),
+        }
+    }
+
+    fn remove_one(&mut self, component: usize, need: &Resources) {
+        if let Ok(pos) = self.copies.binary_search_by_key(&component, |&(c, _)| c) {
+            self.used = self.used.minus(need).unwrap_or(Resources::ZERO);
+            if let Some(entry) = self.copies.get_mut(pos) {
+                entry.1 = entry.1.saturating_sub(1);
+                if entry.1 == 0 {
+                    self.copies.remove(pos);
+                }
+            }
+        }
+    }
+}
+
+/// Cost of one more instance of `type_index` (reserved instances and launches cost nothing).
+fn instance_cost(problem: &Problem, type_index: usize, reserved: bool) -> i64 {
+    if reserved {
+        0
+    } else {
+        price_micros(problem, type_index).unwrap_or(UNIT_COST_MICROS)
+    }
+}
+
+/// Rank of each item when sorted by name (an intrinsic tie-break independent of input order).
+fn name_ranks<'a>(names: impl Iterator<Item = &'a str>) -> Vec<usize> {
+    let names: Vec<&str> = names.collect();
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| names[a].cmp(names[b]).then(a.cmp(&b)));
+    let mut ranks = vec![0; names.len()];
+    for (rank, index) in order.into_iter().enumerate() {
+        ranks[index] = rank;
+    }
+    ranks
+}
+
+/// The planner's working state.
+struct Greedy<'a> {
+    problem: &'a Problem,
+    instances: Vec<Instance>,
+    /// Instances certainly in the final fleet, per AZ: their free room costs nothing.
+    fleet_by_az: Vec<Vec<usize>>,
+    /// Idle existing instances of pool types per `[type][az]`, best last (popped first).
+    idle: Vec<Vec<Vec<usize>>>,
+    /// Launches per `[type][az]`.
+    launched: Vec<Vec<u32>>,
+    /// Instances certainly in the final fleet.
+    fleet_size: u64,
+    /// MaxInstanceCount (or unbounded).
+    max_size: u64,
+    /// Copies per `[component][az]` right now.
+    az_copies: Vec<Vec<u64>>,
+    az_rank: Vec<usize>,
+    type_rank: Vec<usize>,
+    /// Instance indices of launches, in launch order.
+    launch_order: Vec<usize>,
+    next_launch_number: u64,
+    /// Existing ids of the form `new-N` (launch ids skip them).
+    existing_new_ids: std::collections::BTreeSet<String>,
+    /// Placements: (component, instance, count).
+    placements: Vec<(usize, usize, u32)>,
+    /// Removals of existing copies: (component, instance).
+    removals: Vec<(usize, usize)>,
+    /// Components that lost copies (they get no new ones: that would be a move).
+    had_removals: Vec<bool>,
+    /// Released instances, in release order.
+    releases: Vec<usize>,
+}
+
+impl<'a> Greedy<'a> {
+    fn new(problem: &'a Problem) -> Self {
+        let az_count = problem.azs.len();
+        let type_count = problem.types.len();
+        let id_ranks = name_ranks(problem.fleet.iter().map(|instance| instance.id.as_str()));
+        let instances: Vec<Instance> = problem
+            .fleet
+            .iter()
+            .enumerate()
+            .map(|(index, existing)| {
+                let mut instance = Instance {
+                    id: existing.id.clone(),
+                    type_index: existing.type_index,
+                    az: existing.az_index,
+                    existing: Some(index),
+                    reserved: existing.reserved,
+                    rank: id_ranks.get(index).copied().unwrap_or(index),
+                    used: Resources::ZERO,
+                    copies: SmallVec::new(),
+                    in_fleet: false,
+                    released: false,
+                };
+                for &(component, count) in &existing.copies {
+                    let need = problem
+                        .components
+                        .get(component)
+                        .and_then(|c| c.requirements.get(existing.type_index))
+                        .and_then(|r| r.as_ref())
+                        .map_or(Resources::ZERO, |r| r.resources);
+                    instance.add(component, count, &need);
+                }
+                instance
+            })
+            .collect();
+        Greedy {
+            problem,
+            instances,
+            fleet_by_az: vec![Vec::new(); az_count],
+            idle: vec![vec![Vec::new(); az_count]; type_count],
+            launched: vec![vec![0; az_count]; type_count],
+            fleet_size: 0,
+            max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
+            az_copies: vec![vec![0; az_count]; problem.components.len()],
+            az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
+            type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
+            launch_order: Vec::new(),
+            next_launch_number: 1,
+            existing_new_ids: problem.fleet.iter().filter(|i| i.id.starts_with("new-")).map(|i| i.id.clone()).collect(),
+            placements: Vec::new(),
+            removals: Vec::new(),
+            had_removals: vec![false; problem.components.len()],
+            releases: Vec::new(),
+        }
+    }
+
+    fn priority(&self, type_index: usize) -> u8 {
+        self.problem.types.get(type_index).map_or(6, |t| t.priority)
+    }
+
+    /// After scale-in: which instances stay anyway, which are idle, copies per AZ.
+    fn index_fleet(&mut self) {
+        for (index, instance) in self.instances.iter_mut().enumerate() {
+            for &(component, count) in &instance.copies {
+                if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(instance.az)) {
+                    *cell += u64::from(count);
+                }
+            }
+            if !instance.copies.is_empty() {
+                instance.in_fleet = true;
+                self.fleet_size += 1;
+                if let Some(list) = self.fleet_by_az.get_mut(instance.az) {
+                    list.push(index);
+                }
+            } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
+                if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
+                    list.push(index);
+                }
+            }
+        }
+        // Best last: reserved first, then by id.
+        let instances = &self.instances;
+        for list in self.idle.iter_mut().flatten() {
+            list.sort_by_key(|&i| std::cmp::Reverse((!instances[i].reserved, instances[i].rank)));
+        }
+    }
+
+    /// Openings still allowed by MaxInstanceCount.
+    fn budget(&self) -> u64 {
+        self.max_size.saturating_sub(self.fleet_size)
+    }
+
+    /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
+    fn launches_left(&self, type_index: usize, az: usize) -> u64 {
+        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+        match self.problem.launch_limit(type_index, az).total() {
+            Some(total) => u64::from(total.saturating_sub(done)),
+            None => u64::MAX,
+        }
+    }
+
+    /// Reservation slots still unused in (type, AZ).
+    fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
+        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done))
+            .min(self.launches_left(type_index, az))
+    }
+
+    /// Launches a new instance (reservation slots first); returns its index.
+    fn launch(&mut self, type_index: usize, az: usize) -> usize {
+        let reserved = self.reserved_left(type_index, az) > 0;
+        let id = loop {
+            let candidate = format!("new-{}", self.next_launch_number);
+            self.next_launch_number += 1;
+            // An existing instance could already carry the id; skip such numbers.
+            if !self.existing_new_ids.contains(&candidate) {
+                break candidate;
+            }
+        };
+        let index = self.instances.len();
+        self.instances.push(Instance {
+            id,
+            type_index,
+            az,
+            existing: None,
+            reserved,
+            rank: self.problem.fleet.len() + self.launch_order.len(),
+            used: Resources::ZERO,
+            copies: SmallVec::new(),
+            in_fleet: true,
+            released: false,
+        });
+        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+            *cell += 1;
+        }
+        self.launch_order.push(index);
+        self.fleet_size += 1;
+        if let Some(list) = self.fleet_by_az.get_mut(az) {
+            list.push(index);
+        }
+        index
+    }
+
+    /// Takes an idle existing instance into the final fleet.
+    fn reuse(&mut self, index: usize) {
+        let Some(instance) = self.instances.get_mut(index) else {
+            return;
+        };
+        if instance.in_fleet {
+            return;
+        }
+        instance.in_fleet = true;
+        let (type_index, az) = (instance.type_index, instance.az);
+        if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+            list.retain(|&i| i != index);
+        }
+        self.fleet_size += 1;
+        if let Some(list) = self.fleet_by_az.get_mut(az) {
+            list.push(index);
+        }
+    }
+
+    /// Opens one more instance of (type, AZ), cheapest first: an idle reserved instance, a
+    /// reservation slot, an idle paid instance, an on-demand launch. `None` when none is left.
+    fn open(&mut self, type_index: usize, az: usize) -> Option<usize> {
+        let idle_best = self.idle.get(type_index).and_then(|row| row.get(az)).and_then(|list| list.last()).copied();
+        let idle_reserved = idle_best.filter(|&i| self.instances[i].reserved);
+        if let Some(index) = idle_reserved {
+            self.reuse(index);
+            return Some(index);
+        }
+        if self.reserved_left(type_index, az) > 0 {
+            return Some(self.launch(type_index, az));
+        }
+        if let Some(index) = idle_best {
+            self.reuse(index);
+            return Some(index);
+        }
+        if self.launches_left(type_index, az) > 0 {
+            return Some(self.launch(type_index, az));
+        }
+        None
+    }
+
+    /// Places `count` copies of `component` on `instance`.
+    fn place(&mut self, component: usize, instance: usize, count: u32, need: &Resources) {
+        if count == 0 {
+            return;
+        }
+        let Some(target) = self.instances.get_mut(instance) else {
+            return;
+        };
+        target.add(component, count, need);
+        if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(target.az)) {
+            *cell += u64::from(count);
+        }
+        self.placements.push((component, instance, count));
+    }
+
+    /// Releases idle existing instances lowest priority first and meets MinInstanceCount with
+    /// the best instances on offer. Returns false when MinInstanceCount cannot be reached.
+    fn release_and_meet_min(&mut self) -> bool {
+        let min_size = u64::from(self.problem.scaling.min_instances);
+        while self.fleet_size < min_size {
+            // Key: priority, cost, kept before launched, type name, AZ load, AZ name / id.
+            type Key = (u8, i64, bool, usize, usize, usize);
+            let mut best: Option<(Key, Option<usize>, usize, usize)> = None;
+            let mut consider = |key: Key, idle: Option<usize>, t: usize, z: usize| {
+                if best.as_ref().is_none_or(|(current, ..)| key < *current) {
+                    best = Some((key, idle, t, z));
+                }
+            };
+            for (index, instance) in self.instances.iter().enumerate() {
+                if instance.existing.is_some() && !instance.in_fleet {
+                    let t = instance.type_index;
+                    let key = (
+                        self.priority(t),
+                        instance_cost(self.problem, t, instance.reserved),
+                        false,
+                        self.type_rank[t],
+                        0,
+                        instance.rank,
+                    );
+                    consider(key, Some(index), t, instance.az);
+                }
+            }
+            if self.budget() > 0 {
+                for t in self.problem.pool_types() {
+                    for z in 0..self.problem.azs.len() {
+                        if self.launches_left(t, z) == 0 {
+                            continue;
+                        }
+                        let reserved = self.reserved_left(t, z) > 0;
+                        let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
+                        let key = (
+                            self.priority(t),
+                            instance_cost(self.problem, t, reserved),
+                            true,
+                            self.type_rank[t],
+                            load,
+                            self.az_rank[z],
+                        );
+                        consider(key, None, t, z);
+                    }
+                }
+            }
+            match best {
+                Some((_, Some(index), _, _)) => self.reuse(index),
+                Some((_, None, t, z)) => {
+                    self.launch(t, z);
+                }
+                None => break,
+            }
+        }
+        let mut idle: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| self.instances[i].existing.is_some() && !self.instances[i].in_fleet)
+            .collect();
+        // Lowest priority first, then paid before reserved, most expensive first, then id.
+        idle.sort_by_key(|&i| {
+            let instance = &self.instances[i];
+            (
+                std::cmp::Reverse(self.priority(instance.type_index)),
+                instance.reserved,
+                std::cmp::Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
+                instance.rank,
+            )
+        });
+        for index in idle {
+            self.instances[index].released = true;
+            self.releases.push(index);
+        }
+        self.fleet_size >= min_size
+    }
+
+    /// The plan's actions: launches, placements, removals, terminations.
+    fn into_actions(self) -> Vec<Action> {
+        let problem = self.problem;
+        let mut actions = Vec::with_capacity(
+            self.launch_order.len()
+                + self.placements.iter().map(|&(_, _, n)| n as usize).sum::<usize>()
+                + self.removals.len()
+                + self.releases.len(),
+        );
+        for &index in &self.launch_order {
+            let instance = &self.instances[index];
+            actions.push(Action::LaunchInstance {
+                instance_id: instance.id.clone(),
+                instance_type: problem.types[instance.type_index].name.clone(),
+                availability_zone: problem.azs[instance.az].clone(),
+                reserved: instance.reserved,
+            });
+        }
+        for &(component, index, count) in &self.placements {
+            let instance = &self.instances[index];
+            let model_name = problem.components[component]
+                .placement_requirement(problem, instance.type_index)
+                .and_then(|requirement| requirement.model_name.clone());
+            for _ in 0..count {
+                actions.push(Action::PlaceCopy {
+                    component: problem.components[component].name.clone(),
+                    instance_id: instance.id.clone(),
+                    model_name: model_name.clone(),
+                });
+            }
+        }
+        for &(component, index) in &self.removals {
+            actions.push(Action::RemoveCopy {
+                component: problem.components[component].name.clone(),
+                instance_id: self.instances[index].id.clone(),
+            });
+        }
+        for &index in &self.releases {
+            actions.push(Action::TerminateInstance { instance_id: self.instances[index].id.clone() });
+        }
+        actions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_ranks_sort_by_name_not_position() {
+        let ranks = name_ranks(["b", "c", "a"].into_iter());
+        assert_eq!(ranks, vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn instance_add_and_remove_keep_copies_sorted_and_used_exact() {
+        let need = Resources { accelerators: 1, milli_cpus: 1000, memory_mib: 512 };
+        let mut instance = Instance {
+            id: "i".into(),
+            type_index: 0,
+            az: 0,
+            existing: Some(0),
+            reserved: false,
+            rank: 0,
+            used: Resources::ZERO,
+            copies: SmallVec::new(),
+            in_fleet: false,
+            released: false,
+        };
+        instance.add(3, 2, &need);
+        instance.add(1, 1, &need);
+        assert_eq!(instance.copies.as_slice(), &[(1, 1), (3, 2)]);
+        assert_eq!(instance.used, need.times(3));
+        instance.remove_one(1, &need);
+        assert_eq!(instance.copies.as_slice(), &[(3, 2)]);
+        assert_eq!(instance.total_copies(), 2);
+        assert_eq!(instance.used, need.times(2));
+    }
+}

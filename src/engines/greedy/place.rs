@@ -1,0 +1,404 @@
+//! Placement of missing copies, component by component, hardest first.
+//!
+//! Per component: choose AZs (balance first, PERMISSIVE), fill free room of instances that are
+//! in the final fleet anyway, then open instances (launch, or reuse an idle existing one) of the
+//! most preferred type with capacity, choosing among equally preferred types by how well the
+//! remaining copies fit (most copies covered, fewest instances, lowest cost).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::{instance_cost, Greedy};
+use crate::problem::{PlacementStrategy, Problem, Resources};
+
+/// What one copy of the component being placed needs, per type (`None` where it may not run).
+type Needs = [Option<Resources>];
+
+/// Smaller is better: priority, copies covered (more first), instances opened, cost, type name.
+type OpeningKey = (u8, Reverse<u64>, u64, i64, usize);
+
+/// The instances to open next in one AZ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Opening {
+    key: OpeningKey,
+    type_index: usize,
+    instances: u64,
+}
+
+/// Share of the instance one copy takes on `capacity`: the largest ratio over the resources.
+fn dominant_share(need: &Resources, capacity: &Resources) -> f64 {
+    let ratio = |want: u64, have: u64| {
+        if want == 0 {
+            0.0
+        } else if have == 0 {
+            f64::INFINITY
+        } else {
+            want as f64 / have as f64
+        }
+    };
+    ratio(need.accelerators, capacity.accelerators)
+        .max(ratio(need.milli_cpus, capacity.milli_cpus))
+        .max(ratio(need.memory_mib, capacity.memory_mib))
+}
+
+/// Components hardest first: the largest share of their most preferred type that can hold a
+/// copy, then largest accelerators, memory and CPU, then name. Intrinsic, so input order does
+/// not matter.
+pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
+    let keys: Vec<(f64, Resources)> = problem
+        .components
+        .iter()
+        .map(|component| {
+            let reference = problem
+                .pool_types()
+                .filter_map(|t| {
+                    let need = component.placement_requirement(problem, t)?.resources;
+                    let info = problem.types.get(t)?;
+                    (info.capacity.copies_of(&need) > 0).then_some((
+                        info.priority,
+                        info.name.as_str(),
+                        need,
+                        info.capacity,
+                    ))
+                })
+                .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..problem.components.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (share_a, need_a) = &keys[a];
+        let (share_b, need_b) = &keys[b];
+        share_b
+            .total_cmp(share_a)
+            .then(need_b.accelerators.cmp(&need_a.accelerators))
+            .then(need_b.memory_mib.cmp(&need_a.memory_mib))
+            .then(need_b.milli_cpus.cmp(&need_a.milli_cpus))
+            .then(problem.components[a].name.cmp(&problem.components[b].name))
+    });
+    order
+}
+
+fn as_count(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+impl Greedy<'_> {
+    pub(super) fn place_all(&mut self) {
+        for component in component_order(self.problem) {
+            self.place_component(component);
+        }
+    }
+
+    fn place_component(&mut self, c: usize) {
+        let problem = self.problem;
+        let Some(component) = problem.components.get(c) else {
+            return;
+        };
+        if self.had_removals[c] {
+            return;
+        }
+        let have: u64 = self.az_copies[c].iter().sum();
+        let missing = u64::from(component.copy_count).saturating_sub(have);
+        if missing == 0 {
+            return;
+        }
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| component.placement_requirement(problem, t).map(|r| r.resources))
+            .collect();
+        if needs.iter().all(Option::is_none) {
+            return;
+        }
+        match component.max_imbalance {
+            Some(limit) => self.place_balanced(c, &needs, missing, limit),
+            None => self.place_unbalanced(c, &needs, missing),
+        }
+    }
+
+    /// Free room for copies of the component on fleet instances in `azs`: (instance, copies).
+    fn free_slots(&self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
+        let mut slots = Vec::new();
+        for z in azs {
+            for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
+                let instance = &self.instances[index];
+                let Some(Some(need)) = needs.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(info) = self.problem.types.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(room) = info.capacity.minus(&instance.used) else {
+                    continue;
+                };
+                let copies = room.copies_of(need);
+                if copies > 0 {
+                    slots.push((index, copies));
+                }
+            }
+        }
+        slots
+    }
+
+    /// Puts up to `wanted` copies into `slots`: SPREAD evens the component's count per instance,
+    /// BINPACK fills the fullest instance first (best fit). Returns copies placed.
+    fn fill(&mut self, c: usize, needs: &Needs, mut slots: Vec<(usize, u64)>, wanted: u64) -> u64 {
+        let mut adds = vec![0u64; slots.len()];
+        let mut placed = 0u64;
+        match self.problem.components[c].strategy {
+            PlacementStrategy::Spread => {
+                let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &(index, _))| {
+                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
+                    })
+                    .collect();
+                while placed < wanted {
+                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
+                        break;
+                    };
+                    adds[slot] += 1;
+                    placed += 1;
+                    if adds[slot] < slots[slot].1 {
+                        heap.push(Reverse((count.saturating_add(1), rank, slot)));
+                    }
+                }
+            }
+            PlacementStrategy::Binpack => {
+                let mut order: Vec<usize> = (0..slots.len()).collect();
+                order.sort_by_key(|&slot| (slots[slot].1, self.instances[slots[slot].0].rank));
+                for slot in order {
+                    if placed >= wanted {
+                        break;
+                    }
+                    let take = slots[slot].1.min(wanted - placed);
+                    adds[slot] = take;
+                    placed += take;
+                }
+            }
+        }
+        for (slot, (index, _)) in slots.drain(..).enumerate() {
+            if adds[slot] > 0 {
+                let type_index = self.instances[index].type_index;
+                if let Some(Some(need)) = needs.get(type_index) {
+                    self.place(c, index, as_count(adds[slot]), need);
+                }
+            }
+        }
+        placed
+    }
+
+    /// The best instances to open in `az` for `remaining` copies, if any may be opened.
+    fn best_opening(&self, needs: &Needs, az: usize, remaining: u64) -> Option<Opening> {
+        let budget = self.budget();
+        if budget == 0 || remaining == 0 {
+            return None;
+        }
+        let mut best: Option<Opening> = None;
+        for t in self.problem.pool_types() {
+            let Some(Some(need)) = needs.get(t) else {
+                continue;
+            };
+            let Some(info) = self.problem.types.get(t) else {
+                continue;
+            };
+            let per_instance = info.capacity.copies_of(need);
+            if per_instance == 0 {
+                continue;
+            }
+            let idle = self.idle.get(t).and_then(|row| row.get(az)).map_or(&[][..], Vec::as_slice);
+            let idle_reserved = idle.iter().filter(|&&i| self.instances[i].reserved).count() as u64;
+            let available = (idle.len() as u64).saturating_add(self.launches_left(t, az));
+            let instances = remaining.div_ceil(per_instance).min(available).min(budget);
+            if instances == 0 {
+                continue;
+            }
+            let free = idle_reserved.saturating_add(self.reserved_left(t, az));
+            let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
+            let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
+            let covered = remaining.min(instances.saturating_mul(per_instance));
+            let key = (info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
+            if best.is_none_or(|current| key < current.key) {
+                best = Some(Opening { key, type_index: t, instances });
+            }
+        }
+        best
+    }
+
+    /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
+        let mut placed = self.fill(c, needs, slots, wanted);
+        while placed < wanted {
+            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+                break;
+            };
+            let mut slots = Vec::new();
+            for _ in 0..opening.instances {
+                let Some(index) = self.open(opening.type_index, az) else {
+                    break;
+                };
+                slots.push(index);
+            }
+            if slots.is_empty() {
+                break;
+            }
+            let slots: Vec<(usize, u64)> = self.free_slots_of(needs, &slots);
+            let got = self.fill(c, needs, slots, wanted - placed);
+            placed += got;
+            if got == 0 {
+                break;
+            }
+        }
+        placed
+    }
+
+    fn free_slots_of(&self, needs: &Needs, indices: &[usize]) -> Vec<(usize, u64)> {
+        indices
+            .iter()
+            .filter_map(|&index| {
+                let instance = self.instances.get(index)?;
+                let need = needs.get(instance.type_index)?.as_ref()?;
+                let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
+                let copies = room.copies_of(need);
+                (copies > 0).then_some((index, copies))
+            })
+            .collect()
+    }
+
+    /// How many of `copies` copies each AZ should take: least resulting balance excess first,
+    /// then AZs that still have free room, then fewest copies, then AZ name.
+    fn assign_azs(&self, c: usize, full: &[bool], free: &[u64], copies: u64, limit: u32) -> Vec<u64> {
+        let az_count = full.len();
+        let mut totals: Vec<u64> = self.az_copies[c].clone();
+        let mut adds = vec![0u64; az_count];
+        for _ in 0..copies {
+            let mut best: Option<((u64, bool, u64, usize), usize)> = None;
+            for z in (0..az_count).filter(|&z| !full[z]) {
+                totals[z] += 1;
+                let most = totals.iter().copied().max().unwrap_or(0);
+                let fewest = totals.iter().copied().min().unwrap_or(0);
+                totals[z] -= 1;
+                let excess = (most - fewest).saturating_sub(u64::from(limit));
+                let key = (excess, free[z] <= adds[z], totals[z], self.az_rank[z]);
+                if best.is_none_or(|(current, _)| key < current) {
+                    best = Some((key, z));
+                }
+            }
+            let Some((_, z)) = best else { break };
+            adds[z] += 1;
+            totals[z] += 1;
+        }
+        adds
+    }
+
+    /// A component with AZ balance: AZs by balance, PERMISSIVE (an AZ that cannot take its
+    /// share hands it to the others).
+    fn place_balanced(&mut self, c: usize, needs: &Needs, missing: u64, limit: u32) {
+        let az_count = self.problem.azs.len();
+        let mut full = vec![false; az_count];
+        let mut remaining = missing;
+        let mut az_order: Vec<usize> = (0..az_count).collect();
+        az_order.sort_by_key(|&z| self.az_rank[z]);
+        while remaining > 0 {
+            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
+                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
+                .collect();
+            let free: Vec<u64> =
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
+            let adds = self.assign_azs(c, &full, &free, remaining, limit);
+            let mut newly_full = false;
+            for &z in &az_order {
+                if adds[z] == 0 {
+                    continue;
+                }
+                let slots = std::mem::take(&mut slots_by_az[z]);
+                let placed = self.place_in_az(c, needs, z, adds[z], slots);
+                remaining -= placed;
+                if placed < adds[z] {
+                    full[z] = true;
+                    newly_full = true;
+                }
+            }
+            if !newly_full {
+                break;
+            }
+        }
+    }
+
+    /// A component without AZ balance: free room anywhere, then the AZ whose best opening
+    /// covers the copies best (fewest copies of the component first on ties).
+    fn place_unbalanced(&mut self, c: usize, needs: &Needs, missing: u64) {
+        let az_count = self.problem.azs.len();
+        let slots = self.free_slots(needs, 0..az_count);
+        let mut placed = self.fill(c, needs, slots, missing);
+        let mut full = vec![false; az_count];
+        while placed < missing {
+            let remaining = missing - placed;
+            let mut best: Option<((OpeningKey, u64, usize), usize)> = None;
+            for z in (0..az_count).filter(|&z| !full[z]) {
+                let Some(opening) = self.best_opening(needs, z, remaining) else {
+                    continue;
+                };
+                let key = (opening.key, self.az_copies[c][z], self.az_rank[z]);
+                if best.as_ref().is_none_or(|(current, _)| key < *current) {
+                    best = Some((key, z));
+                }
+            }
+            let Some((_, z)) = best else { break };
+            // The free room everywhere is used up by now: only openings are left.
+            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
+            placed += got;
+            if got < remaining {
+                full[z] = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ScenarioBuilder;
+
+    #[test]
+    fn dominant_share_takes_the_scarcest_resource() {
+        let capacity = Resources { accelerators: 8, milli_cpus: 192_000, memory_mib: 1_000_000 };
+        let need = Resources { accelerators: 2, milli_cpus: 96_000, memory_mib: 1000 };
+        assert_eq!(dominant_share(&need, &capacity), 0.5);
+    }
+
+    #[test]
+    fn component_order_is_hardest_first_and_ignores_input_order() {
+        let build = |names: [(&str, u32); 3]| {
+            let mut builder = ScenarioBuilder::new(["a"]).pool("ml.g6.48xlarge", 1);
+            for (name, accelerators) in names {
+                builder = builder.component(name, 1, accelerators, 1.0, 1024);
+            }
+            Problem::new(&builder.build()).unwrap()
+        };
+        let one = build([("small", 1), ("big", 4), ("mid", 2)]);
+        let two = build([("mid", 2), ("small", 1), ("big", 4)]);
+        let names =
+            |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&one), ["big", "mid", "small"]);
+        assert_eq!(names(&one), names(&two));
+    }
+
+    #[test]
+    fn assign_azs_prefers_balance_then_free_room() {
+        let scenario = ScenarioBuilder::new(["a", "b", "c"])
+            .pool("ml.g6.48xlarge", 1)
+            .component("x", 3, 1, 1.0, 1024)
+            .max_imbalance("x", 1)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let planner = Greedy::new(&problem);
+        // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1), vec![1, 1, 1]);
+        // Two copies with MaxImbalance 2 may both use the free room in "a".
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2), vec![2, 0, 0]);
+        // A full AZ gets nothing.
+        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0), vec![0, 2, 2]);
+    }
+}
