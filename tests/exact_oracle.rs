@@ -47,11 +47,8 @@ fn fits(used: &[u64; 3], add: &[u64; 3], cap: &[u64; 3]) -> bool {
 
 impl Oracle<'_> {
     fn launches(bins: &[Bin], type_index: usize, az_index: usize) -> u32 {
-        bins.iter()
-            .filter(|b| {
-                b.existing.is_none() && b.type_index == type_index && b.az_index == az_index
-            })
-            .count() as u32
+        bins.iter().filter(|b| b.existing.is_none() && b.type_index == type_index && b.az_index == az_index).count()
+            as u32
     }
 
     fn can_launch(&self, bins: &[Bin], type_index: usize, az_index: usize) -> bool {
@@ -80,9 +77,8 @@ impl Oracle<'_> {
         let same_as_previous = index > 0 && self.copies[index - 1] == component;
         let first = if same_as_previous { last_bin } else { 0 };
         // Leave this copy and the rest of this component unplaced.
-        let next_component = (index..self.copies.len())
-            .find(|&k| self.copies[k] != component)
-            .unwrap_or(self.copies.len());
+        let next_component =
+            (index..self.copies.len()).find(|&k| self.copies[k] != component).unwrap_or(self.copies.len());
         self.place(next_component, 0, bins);
         for b in first..bins.len() {
             let Some(add) = need(self.problem, component, bins[b].type_index) else {
@@ -109,13 +105,7 @@ impl Oracle<'_> {
             }
             let mut new_copies = BTreeMap::new();
             new_copies.insert(component, 1);
-            bins.push(Bin {
-                type_index: t,
-                az_index: z,
-                existing: None,
-                new_copies,
-                used: add,
-            });
+            bins.push(Bin { type_index: t, az_index: z, existing: None, new_copies, used: add });
             let at = bins.len() - 1;
             self.place(index + 1, at, bins);
             bins.pop();
@@ -135,12 +125,7 @@ impl Oracle<'_> {
             let kept: Vec<Bin> = bins
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| {
-                    releasable
-                        .iter()
-                        .position(|r| r == i)
-                        .is_none_or(|bit| mask & (1 << bit) == 0)
-                })
+                .filter(|(i, _)| releasable.iter().position(|r| r == i).is_none_or(|bit| mask & (1 << bit) == 0))
                 .map(|(_, b)| b.clone())
                 .collect();
             let min = self.problem.scaling().min_instances as usize;
@@ -206,8 +191,7 @@ impl Oracle<'_> {
                         instance_id: id.clone(),
                         instance_type: problem.instance_types()[bin.type_index].name.clone(),
                         availability_zone: problem.azs()[bin.az_index].clone(),
-                        reserved: *launched
-                            <= problem.launch_limit(bin.type_index, bin.az_index).reserved,
+                        reserved: *launched <= problem.launch_limit(bin.type_index, bin.az_index).reserved,
                     });
                     ids.push(id);
                 }
@@ -228,8 +212,7 @@ impl Oracle<'_> {
         let existing = problem.existing_copies_per_component();
         for (i, instance) in problem.fleet().iter().enumerate() {
             for &(c, count) in &instance.copies {
-                let excess =
-                    existing[c].saturating_sub(u64::from(problem.components()[c].copy_count));
+                let excess = existing[c].saturating_sub(u64::from(problem.components()[c].copy_count));
                 for _ in 0..excess.min(u64::from(count)) {
                     actions.push(Action::RemoveCopy {
                         component: problem.components()[c].name.clone(),
@@ -238,26 +221,17 @@ impl Oracle<'_> {
                 }
             }
             if !bins.iter().any(|b| b.existing == Some(i)) {
-                actions.push(Action::TerminateInstance {
-                    instance_id: instance.id.clone(),
-                });
+                actions.push(Action::TerminateInstance { instance_id: instance.id.clone() });
             }
         }
         let _ = fleet_size;
-        let launches = actions
-            .iter()
-            .filter(|a| matches!(a, Action::LaunchInstance { .. }))
-            .count();
+        let launches = actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count();
         let (fleet, mut violations) = FinalFleet::apply(problem, &actions);
         check_fleet(problem, &fleet, launches, &mut violations);
         violations.retain(|v| v.kind != ViolationKind::Spread);
         if violations.is_empty() {
             let reached = objective(problem, &fleet);
-            if self
-                .best
-                .as_ref()
-                .is_none_or(|best| reached.key() < best.key())
-            {
+            if self.best.as_ref().is_none_or(|best| reached.key() < best.key()) {
                 self.best = Some(reached);
             }
         }
@@ -280,10 +254,7 @@ fn oracle(problem: &Problem) -> Option<Objective> {
         for &(c, count) in &instance.copies {
             let excess = existing[c].saturating_sub(u64::from(problem.components()[c].copy_count));
             let left = u64::from(count) - excess.min(u64::from(count));
-            if let Some(Some(r)) = problem.components()[c]
-                .requirements
-                .get(instance.type_index)
-            {
+            if let Some(Some(r)) = problem.components()[c].requirements.get(instance.type_index) {
                 used[0] += r.resources.accelerators * left;
                 used[1] += r.resources.milli_cpus * left;
                 used[2] += r.resources.memory_mib * left;
@@ -297,11 +268,7 @@ fn oracle(problem: &Problem) -> Option<Objective> {
             used,
         });
     }
-    let mut oracle = Oracle {
-        problem,
-        copies,
-        best: None,
-    };
+    let mut oracle = Oracle { problem, copies, best: None };
     oracle.place(0, 0, &mut bins);
     oracle.best
 }
@@ -409,19 +376,9 @@ fn check_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
     match oracle(problem) {
         None => prop_assert_eq!(plan.status, Status::Infeasible),
         Some(best) => {
-            prop_assert!(
-                verify(problem, &plan).is_empty(),
-                "{:?}",
-                verify(problem, &plan)
-            );
+            prop_assert!(verify(problem, &plan).is_empty(), "{:?}", verify(problem, &plan));
             prop_assert_eq!(plan.status, Status::Optimal, "stop {:?}", plan.stop_reason);
-            prop_assert_eq!(
-                plan.objective.key(),
-                best.key(),
-                "exact {:?} oracle {:?}",
-                plan.objective,
-                best
-            );
+            prop_assert_eq!(plan.objective.key(), best.key(), "exact {:?} oracle {:?}", plan.objective, best);
         }
     }
     Ok(())

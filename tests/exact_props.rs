@@ -9,12 +9,7 @@ use serde_json::{json, Value};
 
 /// Scenarios proven optimal quickly; `fifty-models` is not proven in reasonable time by
 /// microlp (see docs/benchmarks.md) and is tested for what is true instead.
-const PROVEN: [&str; 4] = [
-    "seed-az-balance",
-    "seed-fallback-single-model",
-    "seed-multi-gpu-llm",
-    "fragmented-fleet",
-];
+const PROVEN: [&str; 4] = ["seed-az-balance", "seed-fallback-single-model", "seed-multi-gpu-llm", "fragmented-fleet"];
 
 fn load(name: &str) -> Problem {
     let path = format!("{}/scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"));
@@ -23,13 +18,12 @@ fn load(name: &str) -> Problem {
 }
 
 fn bundled() -> Vec<String> {
-    let mut names: Vec<String> =
-        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
-            .unwrap()
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-            .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
-            .collect();
+    let mut names: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     names
 }
@@ -47,17 +41,10 @@ fn assert_honest(problem: &Problem, plan: &Plan, greedy: &Plan, what: &str) {
         );
     }
     if plan.status == Status::Optimal {
-        assert!(
-            plan.bound.is_none(),
-            "{what}: an optimal plan needs no bound"
-        );
+        assert!(plan.bound.is_none(), "{what}: an optimal plan needs no bound");
     }
     if let Some(bound) = &plan.bound {
-        assert!(
-            bound.key() <= plan.objective.key(),
-            "{what}: bound {bound:?} above objective {:?}",
-            plan.objective
-        );
+        assert!(bound.key() <= plan.objective.key(), "{what}: bound {bound:?} above objective {:?}", plan.objective);
     }
 }
 
@@ -68,9 +55,7 @@ fn never_worse_than_greedy_on_bundled_scenarios() {
     for name in names {
         let problem = load(&name);
         let greedy = plan_greedy(&problem);
-        let plan = ExactPlanner::new()
-            .time_limit(Duration::from_secs(3))
-            .plan(&problem);
+        let plan = ExactPlanner::new().time_limit(Duration::from_secs(3)).plan(&problem);
         assert_honest(&problem, &plan, &greedy, &name);
     }
 }
@@ -79,20 +64,9 @@ fn never_worse_than_greedy_on_bundled_scenarios() {
 fn bundled_scenarios_solved_to_optimal() {
     for name in PROVEN {
         let problem = load(name);
-        let plan = ExactPlanner::new()
-            .time_limit(Duration::from_secs(60))
-            .plan(&problem);
-        assert_eq!(
-            plan.status,
-            Status::Optimal,
-            "{name}: {:?}",
-            plan.stop_reason
-        );
-        assert!(
-            verify(&problem, &plan).is_empty(),
-            "{name}: {:?}",
-            verify(&problem, &plan)
-        );
+        let plan = ExactPlanner::new().time_limit(Duration::from_secs(60)).plan(&problem);
+        assert_eq!(plan.status, Status::Optimal, "{name}: {:?}", plan.stop_reason);
+        assert!(verify(&problem, &plan).is_empty(), "{name}: {:?}", verify(&problem, &plan));
         insta::assert_json_snapshot!(format!("optimum-{name}"), plan.objective);
     }
 }
@@ -101,15 +75,10 @@ fn bundled_scenarios_solved_to_optimal() {
 fn fifty_models_under_a_time_limit_is_honest() {
     let problem = load("fifty-models");
     let greedy = plan_greedy(&problem);
-    let plan = ExactPlanner::new()
-        .time_limit(Duration::from_secs(2))
-        .plan(&problem);
+    let plan = ExactPlanner::new().time_limit(Duration::from_secs(2)).plan(&problem);
     assert_honest(&problem, &plan, &greedy, "fifty-models");
     if plan.status != Status::Optimal {
-        assert!(
-            plan.bound.is_some(),
-            "an unproven plan carries its proven bound"
-        );
+        assert!(plan.bound.is_some(), "an unproven plan carries its proven bound");
     }
 }
 
@@ -117,9 +86,7 @@ fn fifty_models_under_a_time_limit_is_honest() {
 fn a_one_millisecond_run_never_claims_optimal() {
     let problem = load("fifty-models");
     let greedy = plan_greedy(&problem);
-    let plan = ExactPlanner::new()
-        .time_limit(Duration::from_millis(1))
-        .plan(&problem);
+    let plan = ExactPlanner::new().time_limit(Duration::from_millis(1)).plan(&problem);
     assert_ne!(plan.status, Status::Optimal);
     assert_ne!(plan.stop_reason, fleetplan::StopReason::Completed);
     assert_honest(&problem, &plan, &greedy, "fifty-models, 1 ms");
@@ -141,17 +108,19 @@ fn a_node_limited_run_is_optimal_only_when_it_matches_the_unlimited_optimum() {
 /// A small random scenario (up to 3 AZs, 3 types, 4 components), with knobs for the
 /// monotonicity properties: `extra_capacity` lifts one capacity entry, `extra_type` adds a type.
 fn scenario(seed: &Seed, extra_capacity: bool, extra_type: bool) -> Value {
-    let azs: Vec<String> = ["az-a", "az-b", "az-c"][..seed.zones]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let azs: Vec<String> = ["az-a", "az-b", "az-c"][..seed.zones].iter().map(|s| s.to_string()).collect();
     let mut types: Vec<Value> = seed
         .types
         .iter()
         .enumerate()
         .map(|(t, &(acc, cpu, mem, price, _))| json!({"InstanceType": format!("ml.t{t}"), "AcceleratorCount": acc, "VCpuCount": cpu, "MemoryInMb": mem, "HourlyPrice": price}))
         .collect();
-    let mut pools: Vec<Value> = seed.types.iter().enumerate().map(|(t, &(.., priority))| json!({"InstanceType": format!("ml.t{t}"), "Priority": priority})).collect();
+    let mut pools: Vec<Value> = seed
+        .types
+        .iter()
+        .enumerate()
+        .map(|(t, &(.., priority))| json!({"InstanceType": format!("ml.t{t}"), "Priority": priority}))
+        .collect();
     if extra_type {
         types.push(json!({"InstanceType": "ml.extra", "AcceleratorCount": 8, "VCpuCount": 8, "MemoryInMb": 16384, "HourlyPrice": 9}));
         pools.push(json!({"InstanceType": "ml.extra", "Priority": 3}));
@@ -164,11 +133,8 @@ fn scenario(seed: &Seed, extra_capacity: bool, extra_type: bool) -> Value {
         if !seen.insert((t, z)) {
             continue;
         }
-        let (available, reserved) = if extra_capacity && index == 0 {
-            (available.map(|a| a + 1), reserved + 1)
-        } else {
-            (available, reserved)
-        };
+        let (available, reserved) =
+            if extra_capacity && index == 0 { (available.map(|a| a + 1), reserved + 1) } else { (available, reserved) };
         capacity.push(json!({"InstanceType": format!("ml.t{t}"), "AvailabilityZone": azs[z], "Available": available, "Reserved": reserved}));
     }
     let components: Vec<Value> = seed
@@ -208,41 +174,22 @@ fn seeds() -> impl Strategy<Value = Seed> {
     (
         1usize..=3,
         prop::collection::vec(
-            (
-                1u32..=4,
-                2u32..=8,
-                prop::sample::select(vec![4096u32, 8192]),
-                1u32..=5,
-                1u32..=3,
-            ),
+            (1u32..=4, 2u32..=8, prop::sample::select(vec![4096u32, 8192]), 1u32..=5, 1u32..=3),
             1..=3,
         ),
         prop::collection::vec((prop::option::weighted(0.7, 0u32..=2), 0u32..=1), 0..=3),
         prop::collection::vec(
-            (
-                0u32..=4,
-                0u32..=2,
-                prop::sample::select(vec![1024u32, 2048, 3072]),
-                prop::option::of(0u32..=1),
-            ),
+            (0u32..=4, 0u32..=2, prop::sample::select(vec![1024u32, 2048, 3072]), prop::option::of(0u32..=1)),
             1..=4,
         ),
         0u32..=2,
     )
-        .prop_map(|(zones, types, capacity, components, min)| Seed {
-            zones,
-            types,
-            capacity,
-            components,
-            min,
-        })
+        .prop_map(|(zones, types, capacity, components, min)| Seed { zones, types, capacity, components, min })
 }
 
 fn solve(value: &Value) -> (Problem, Plan) {
     let problem = Problem::from_json(&value.to_string()).unwrap();
-    let plan = ExactPlanner::new()
-        .time_limit(Duration::from_secs(10))
-        .plan(&problem);
+    let plan = ExactPlanner::new().time_limit(Duration::from_secs(10)).plan(&problem);
     (problem, plan)
 }
 

@@ -51,29 +51,16 @@ pub struct ExactPlanner {
 
 impl Default for ExactPlanner {
     fn default() -> Self {
-        ExactPlanner {
-            time_limit: None,
-            node_limit: None,
-            max_rounds: 16,
-            slot_model: false,
-        }
+        ExactPlanner { time_limit: None, node_limit: None, max_rounds: 16, slot_model: false }
     }
 }
 
 /// What the search produced.
 enum Outcome {
     /// A plan built from a master solution that packed.
-    Plan {
-        actions: Vec<Action>,
-        proven: bool,
-        stop: StopReason,
-        bound: Option<Objective>,
-    },
+    Plan { actions: Vec<Action>, proven: bool, stop: StopReason, bound: Option<Objective> },
     /// No usable plan; the greedy plan is returned.
-    NoPlan {
-        stop: StopReason,
-        bound: Option<Objective>,
-    },
+    NoPlan { stop: StopReason, bound: Option<Objective> },
     /// The hard constraints cannot all be met (e.g. MinInstanceCount).
     Infeasible,
 }
@@ -118,10 +105,7 @@ impl ExactPlanner {
     pub fn plan(&self, problem: &Problem) -> Plan {
         let started = Instant::now();
         let greedy = crate::plan_greedy(problem);
-        let limits = Limits {
-            deadline: self.time_limit.map(|limit| started + limit),
-            node_limit: self.node_limit,
-        };
+        let limits = Limits { deadline: self.time_limit.map(|limit| started + limit), node_limit: self.node_limit };
         let outcome = self.search(problem, limits);
         let greedy_valid = verify(problem, &greedy).is_empty();
         let fallback = |stop: StopReason, bound: Option<Objective>| {
@@ -131,19 +115,8 @@ impl ExactPlanner {
             } else {
                 Status::Feasible
             };
-            let bound = if status == Status::Optimal {
-                None
-            } else {
-                bound
-            };
-            finish(
-                problem,
-                SolverKind::Exact,
-                status,
-                stop,
-                greedy.actions.clone(),
-                bound,
-            )
+            let bound = if status == Status::Optimal { None } else { bound };
+            finish(problem, SolverKind::Exact, status, stop, greedy.actions.clone(), bound)
         };
         match outcome {
             Outcome::Infeasible => finish(
@@ -155,17 +128,8 @@ impl ExactPlanner {
                 None,
             ),
             Outcome::NoPlan { stop, bound } => fallback(stop, bound),
-            Outcome::Plan {
-                actions,
-                proven,
-                stop,
-                bound,
-            } => {
-                let status = if proven {
-                    Status::Optimal
-                } else {
-                    Status::Feasible
-                };
+            Outcome::Plan { actions, proven, stop, bound } => {
+                let status = if proven { Status::Optimal } else { Status::Feasible };
                 let plan = finish(
                     problem,
                     SolverKind::Exact,
@@ -177,18 +141,14 @@ impl ExactPlanner {
                 let violations = verify(problem, &plan);
                 if let Some(first) = violations.first() {
                     return fallback(
-                        StopReason::SolverError(format!(
-                            "the exact plan failed verification: {first}"
-                        )),
+                        StopReason::SolverError(format!("the exact plan failed verification: {first}")),
                         None,
                     );
                 }
                 if greedy_valid && greedy.objective.better_than(&plan.objective) {
                     if proven {
                         return fallback(
-                            StopReason::SolverError(
-                                "the greedy plan beat a claimed optimum".to_string(),
-                            ),
+                            StopReason::SolverError("the greedy plan beat a claimed optimum".to_string()),
                             None,
                         );
                     }
@@ -201,10 +161,7 @@ impl ExactPlanner {
 
     fn search(&self, problem: &Problem, limits: Limits) -> Outcome {
         let facts = Facts::new(problem);
-        let mut layout = Layout {
-            slot_groups: Default::default(),
-            cuts: !self.slot_model,
-        };
+        let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
         if self.slot_model {
             layout.slot_groups = facts.groups.keys().copied().collect();
         }
@@ -213,11 +170,8 @@ impl ExactPlanner {
             goals.push(Goal::Balance);
         }
         goals.extend(facts.priorities().into_iter().map(Goal::Priority));
-        let modes: &[CostMode] = if facts.unpriced_possible {
-            &[CostMode::Priced, CostMode::Units]
-        } else {
-            &[CostMode::Priced]
-        };
+        let modes: &[CostMode] =
+            if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
 
         let mut best_bound: Option<Objective> = None;
         for _round in 0..self.max_rounds {
@@ -228,30 +182,18 @@ impl ExactPlanner {
                 let mut at_least = None;
                 if goal != Goal::Unplaced {
                     // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
-                    let relaxed = Extra {
-                        relax: true,
-                        ..Extra::default()
-                    };
-                    if let Solved::Solution {
-                        solution,
-                        proven: true,
-                        ..
-                    } = model::solve(&facts, &layout, goal, &fixed, limits, None, relaxed)
+                    let relaxed = Extra { relax: true, ..Extra::default() };
+                    if let Solved::Solution { solution, proven: true, .. } =
+                        model::solve(&facts, &layout, goal, &fixed, limits, None, relaxed)
                     {
                         let lower = (solution.value - 1e-6).ceil();
                         at_least = Some(lower);
-                        let probe = Extra {
-                            at_most: Some(lower),
-                            ..Extra::default()
-                        };
+                        let probe = Extra { at_most: Some(lower), ..Extra::default() };
                         let probe_limits = Limits {
-                            node_limit: Some(
-                                limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES),
-                            ),
+                            node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
                             ..limits
                         };
-                        match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe)
-                        {
+                        match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
                             Solved::Solution { solution, .. } => {
                                 fixed.push((goal, lower));
                                 last = Some(solution);
@@ -262,46 +204,19 @@ impl ExactPlanner {
                         }
                     }
                 }
-                let extra = Extra {
-                    at_least,
-                    ..Extra::default()
-                };
+                let extra = Extra { at_least, ..Extra::default() };
                 match model::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
-                    Solved::Solution {
-                        solution,
-                        proven: true,
-                        ..
-                    } => {
+                    Solved::Solution { solution, proven: true, .. } => {
                         fixed.push((goal, solution.value.round()));
                         last = Some(solution);
                     }
-                    Solved::Solution {
-                        solution,
-                        limit,
-                        best_bound: level_bound,
-                        ..
-                    } => {
+                    Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
                         let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(
-                            problem,
-                            &facts,
-                            Some(solution),
-                            stop_of(limit),
-                            bound.or(best_bound),
-                        );
+                        return self.stopped(problem, &facts, Some(solution), stop_of(limit), bound.or(best_bound));
                     }
-                    Solved::Interrupted {
-                        limit,
-                        best_bound: level_bound,
-                    } => {
+                    Solved::Interrupted { limit, best_bound: level_bound } => {
                         let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(
-                            problem,
-                            &facts,
-                            last,
-                            stop_of(Some(limit)),
-                            bound.or(best_bound),
-                        );
+                        return self.stopped(problem, &facts, last, stop_of(Some(limit)), bound.or(best_bound));
                     }
                     Solved::Infeasible if fixed.is_empty() => return Outcome::Infeasible,
                     Solved::Infeasible => {
@@ -313,10 +228,7 @@ impl ExactPlanner {
                         }
                     }
                     Solved::Error(message) => {
-                        return Outcome::NoPlan {
-                            stop: StopReason::SolverError(message),
-                            bound: best_bound,
-                        }
+                        return Outcome::NoPlan { stop: StopReason::SolverError(message), bound: best_bound }
                     }
                 }
             }
@@ -334,29 +246,18 @@ impl ExactPlanner {
                     last.as_ref().map(|s| s.integers.as_slice()),
                     Extra::default(),
                 ) {
-                    Solved::Solution {
-                        solution,
-                        proven,
-                        limit,
-                        best_bound: level_bound,
-                    } => {
+                    Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
                         if !proven {
                             cost_stop = Some(stop_of(limit));
                         }
                         let low = level_bound.unwrap_or(0.0);
                         cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
-                        if cheapest
-                            .as_ref()
-                            .is_none_or(|(value, _)| solution.value < *value)
-                        {
+                        if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
                             cheapest = Some((solution.value, solution));
                         }
                     }
                     Solved::Infeasible => {}
-                    Solved::Interrupted {
-                        limit,
-                        best_bound: level_bound,
-                    } => {
+                    Solved::Interrupted { limit, best_bound: level_bound } => {
                         cost_stop = Some(stop_of(Some(limit)));
                         let low = level_bound.unwrap_or(0.0);
                         cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
@@ -365,48 +266,28 @@ impl ExactPlanner {
                 }
             }
             let Some((_, solution)) = cheapest else {
-                let stop = cost_stop.unwrap_or(StopReason::SolverError(
-                    "no cost regime is feasible".to_string(),
-                ));
+                let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
                 let bound = lex_bound(&facts, &fixed, None);
                 return self.stopped(problem, &facts, last, stop, bound.or(best_bound));
             };
-            let bound = lex_bound(
-                &facts,
-                &fixed,
-                Some((Goal::Cost(CostMode::Priced), cost_bound)),
-            );
+            let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
             if let Some(stop) = cost_stop {
                 return self.stopped(problem, &facts, Some(solution), stop, bound.or(best_bound));
             }
             best_bound = bound;
             match realize(problem, &facts, &solution) {
                 Ok(actions) => {
-                    return Outcome::Plan {
-                        actions,
-                        proven: true,
-                        stop: StopReason::Completed,
-                        bound: None,
-                    }
+                    return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
                 }
                 Err(failed) => {
-                    if limits
-                        .deadline
-                        .is_some_and(|deadline| Instant::now() >= deadline)
-                    {
-                        return Outcome::NoPlan {
-                            stop: StopReason::TimeLimit,
-                            bound: best_bound,
-                        };
+                    if limits.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
                     }
                     layout.slot_groups.extend(failed);
                 }
             }
         }
-        Outcome::NoPlan {
-            stop: StopReason::NodeLimit,
-            bound: best_bound,
-        }
+        Outcome::NoPlan { stop: StopReason::NodeLimit, bound: best_bound }
     }
 
     /// A limit stopped the search: use the relaxation's solution if it packs.
@@ -419,12 +300,7 @@ impl ExactPlanner {
         bound: Option<Objective>,
     ) -> Outcome {
         match solution.map(|solution| realize(problem, facts, &solution)) {
-            Some(Ok(actions)) => Outcome::Plan {
-                actions,
-                proven: false,
-                stop,
-                bound,
-            },
+            Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
             _ => Outcome::NoPlan { stop, bound },
         }
     }
@@ -439,25 +315,10 @@ fn stop_of(limit: Option<Limit>) -> StopReason {
 
 /// The proven lexicographic lower bound: the fixed levels, then the stopped level's solver
 /// bound, then nothing (trivial bounds) for later levels.
-fn lex_bound(
-    facts: &Facts<'_>,
-    fixed: &[(Goal, f64)],
-    stopped: Option<(Goal, Option<f64>)>,
-) -> Option<Objective> {
-    let most_copies: u64 = facts
-        .problem
-        .components()
-        .iter()
-        .map(|c| u64::from(c.copy_count))
-        .sum();
-    let mut bound = Objective {
-        placed_copies: most_copies,
-        ..Objective::default()
-    };
-    let levels = fixed
-        .iter()
-        .map(|&(goal, value)| (goal, Some(value)))
-        .chain(stopped);
+fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Option<f64>)>) -> Option<Objective> {
+    let most_copies: u64 = facts.problem.components().iter().map(|c| u64::from(c.copy_count)).sum();
+    let mut bound = Objective { placed_copies: most_copies, ..Objective::default() };
+    let levels = fixed.iter().map(|&(goal, value)| (goal, Some(value))).chain(stopped);
     for (goal, value) in levels {
         let Some(value) = value else { break };
         match goal {
@@ -491,10 +352,8 @@ impl Draft {
     fn used(&self, problem: &Problem) -> Resources {
         let mut used = Resources::ZERO;
         for (&c, &count) in &self.copies {
-            if let Some(Some(requirement)) = problem
-                .components()
-                .get(c)
-                .and_then(|component| component.requirements.get(self.type_index))
+            if let Some(Some(requirement)) =
+                problem.components().get(c).and_then(|component| component.requirements.get(self.type_index))
             {
                 used = used.plus(&requirement.resources.times(u64::from(count)));
             }
@@ -554,8 +413,7 @@ fn realize(
                     list.iter()
                         .filter_map(|&(c, n)| {
                             let component = problem.components().get(c)?;
-                            model::eligible_need(problem, component, t, &info.capacity)
-                                .map(|need| (c, n, need))
+                            model::eligible_need(problem, component, t, &info.capacity).map(|need| (c, n, need))
                         })
                         .collect()
                 })
@@ -579,10 +437,8 @@ fn realize(
         };
         let reserved = problem.launch_limit(t, z).reserved;
         for index in 0..(launches as usize).max(bins.len()) {
-            let copies: BTreeMap<usize, u32> = bins
-                .get(index)
-                .map(|bin| bin.iter().copied().collect())
-                .unwrap_or_default();
+            let copies: BTreeMap<usize, u32> =
+                bins.get(index).map(|bin| bin.iter().copied().collect()).unwrap_or_default();
             drafts.push(Draft {
                 type_index: t,
                 az_index: z,
@@ -629,16 +485,11 @@ fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
                     let draft = &drafts[light];
                     draft.az_index == drafts[heavy].az_index
                         && draft.copies.get(&c).copied().unwrap_or(0) + 2 <= heavy_count
-                        && component
-                            .placement_requirement(problem, draft.type_index)
-                            .is_some_and(|requirement| {
-                                types.get(draft.type_index).is_some_and(|info| {
-                                    draft
-                                        .used(problem)
-                                        .plus(&requirement.resources)
-                                        .fits_in(&info.capacity)
-                                })
+                        && component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
+                            types.get(draft.type_index).is_some_and(|info| {
+                                draft.used(problem).plus(&requirement.resources).fits_in(&info.capacity)
                             })
+                        })
                 });
                 if let Some(light) = light {
                     for (map_owner, delta) in [(heavy, false), (light, true)] {
@@ -680,15 +531,8 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
                 let id = format!("new-{launched}");
                 actions.push(Action::LaunchInstance {
                     instance_id: id.clone(),
-                    instance_type: types
-                        .get(draft.type_index)
-                        .map(|info| info.name.clone())
-                        .unwrap_or_default(),
-                    availability_zone: problem
-                        .azs()
-                        .get(draft.az_index)
-                        .cloned()
-                        .unwrap_or_default(),
+                    instance_type: types.get(draft.type_index).map(|info| info.name.clone()).unwrap_or_default(),
+                    availability_zone: problem.azs().get(draft.az_index).cloned().unwrap_or_default(),
                     reserved: draft.reserved,
                 });
                 ids.push(id);
@@ -700,9 +544,8 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
             let Some(component) = components.get(c) else {
                 continue;
             };
-            let model_name = component
-                .placement_requirement(problem, draft.type_index)
-                .and_then(|r| r.model_name.clone());
+            let model_name =
+                component.placement_requirement(problem, draft.type_index).and_then(|r| r.model_name.clone());
             for _ in 0..count {
                 actions.push(Action::PlaceCopy {
                     component: component.name.clone(),
@@ -714,29 +557,19 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
     }
     let kept: Vec<usize> = drafts.iter().filter_map(|draft| draft.existing).collect();
     for (i, instance) in problem.fleet().iter().enumerate() {
-        let final_copies = drafts
-            .iter()
-            .find(|draft| draft.existing == Some(i))
-            .map(|draft| &draft.copies);
+        let final_copies = drafts.iter().find(|draft| draft.existing == Some(i)).map(|draft| &draft.copies);
         for &(c, count) in &instance.copies {
-            let left = final_copies
-                .and_then(|copies| copies.get(&c))
-                .copied()
-                .unwrap_or(0);
+            let left = final_copies.and_then(|copies| copies.get(&c)).copied().unwrap_or(0);
             let Some(component) = components.get(c) else {
                 continue;
             };
             for _ in left..count {
-                actions.push(Action::RemoveCopy {
-                    component: component.name.clone(),
-                    instance_id: instance.id.clone(),
-                });
+                actions
+                    .push(Action::RemoveCopy { component: component.name.clone(), instance_id: instance.id.clone() });
             }
         }
         if !kept.contains(&i) {
-            actions.push(Action::TerminateInstance {
-                instance_id: instance.id.clone(),
-            });
+            actions.push(Action::TerminateInstance { instance_id: instance.id.clone() });
         }
     }
     actions

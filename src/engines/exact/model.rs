@@ -11,8 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use microlp::{
-    ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, SolveOptions,
-    TerminationReason, Variable,
+    ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, SolveOptions, TerminationReason, Variable,
 };
 
 use crate::problem::{Problem, Resources};
@@ -90,19 +89,11 @@ pub(crate) enum Limit {
 #[derive(Debug)]
 pub(crate) enum Solved {
     /// A solution; `proven` when the solver proved it optimal.
-    Solution {
-        solution: MasterSolution,
-        proven: bool,
-        limit: Option<Limit>,
-        best_bound: Option<f64>,
-    },
+    Solution { solution: MasterSolution, proven: bool, limit: Option<Limit>, best_bound: Option<f64> },
     /// The model has no solution.
     Infeasible,
     /// A limit fired before any solution.
-    Interrupted {
-        limit: Limit,
-        best_bound: Option<f64>,
-    },
+    Interrupted { limit: Limit, best_bound: Option<f64> },
     /// The solver failed.
     Error(String),
 }
@@ -160,9 +151,7 @@ impl<'a> Facts<'a> {
                 .components()
                 .iter()
                 .zip(&need)
-                .filter(|(component, _)| {
-                    eligible_need(problem, component, t, &info.capacity).is_some()
-                })
+                .filter(|(component, _)| eligible_need(problem, component, t, &info.capacity).is_some())
                 .map(|(_, &n)| n)
                 .sum();
             let mut upper = items.saturating_add(u64::from(scaling.min_instances));
@@ -184,18 +173,8 @@ impl<'a> Facts<'a> {
         let unpriced_possible = groups
             .keys()
             .any(|&(t, _)| types.get(t).is_some_and(|info| info.hourly_price.is_none()))
-            || problem.fleet().iter().any(|i| {
-                types
-                    .get(i.type_index)
-                    .is_some_and(|info| info.hourly_price.is_none())
-            });
-        Facts {
-            problem,
-            need,
-            excess,
-            groups,
-            unpriced_possible,
-        }
+            || problem.fleet().iter().any(|i| types.get(i.type_index).is_some_and(|info| info.hourly_price.is_none()));
+        Facts { problem, need, excess, groups, unpriced_possible }
     }
 
     /// Priorities that instances of the final fleet can have, worst first.
@@ -217,12 +196,7 @@ impl<'a> Facts<'a> {
 
     /// True when some component has a balance term that can be non-zero.
     pub fn has_balance(&self) -> bool {
-        self.problem.azs().len() > 1
-            && self
-                .problem
-                .components()
-                .iter()
-                .any(|c| c.max_imbalance.is_some())
+        self.problem.azs().len() > 1 && self.problem.components().iter().any(|c| c.max_imbalance.is_some())
     }
 }
 
@@ -298,25 +272,14 @@ struct Vars {
 /// with itself), every instance holds at most one copy from `S`; the components `D` that
 /// conflict with every member of `S` only use the other instances. Hence, per resource r:
 /// `cap_r · Σ_S x + Σ_D need_r · x ≤ cap_r · y`. The sets are grown greedily from each seed.
-fn conflict_cuts(
-    model: &mut Model,
-    y: Variable,
-    capacity: &Resources,
-    copies: &[(usize, Variable, Resources)],
-) {
+fn conflict_cuts(model: &mut Model, y: Variable, capacity: &Resources, copies: &[(usize, Variable, Resources)]) {
     let conflict = |a: &Resources, b: &Resources| !a.plus(b).fits_in(capacity);
-    let lonely: Vec<usize> = (0..copies.len())
-        .filter(|&i| conflict(&copies[i].2, &copies[i].2))
-        .collect();
+    let lonely: Vec<usize> = (0..copies.len()).filter(|&i| conflict(&copies[i].2, &copies[i].2)).collect();
     let mut seen: BTreeSet<Vec<usize>> = BTreeSet::new();
     for &seed in &lonely {
         let mut clique = vec![seed];
         for &other in &lonely {
-            if other != seed
-                && clique
-                    .iter()
-                    .all(|&member| conflict(&copies[member].2, &copies[other].2))
-            {
+            if other != seed && clique.iter().all(|&member| conflict(&copies[member].2, &copies[other].2)) {
                 clique.push(other);
             }
         }
@@ -326,11 +289,7 @@ fn conflict_cuts(
         }
         let rest: Vec<usize> = (0..copies.len())
             .filter(|d| !clique.contains(d))
-            .filter(|&d| {
-                clique
-                    .iter()
-                    .all(|&member| conflict(&copies[member].2, &copies[d].2))
-            })
+            .filter(|&d| clique.iter().all(|&member| conflict(&copies[member].2, &copies[d].2)))
             .collect();
         let mut plain = true;
         for r in 0..3 {
@@ -339,18 +298,13 @@ fn conflict_cuts(
                 continue;
             }
             plain = false;
-            let mut row: Vec<(Variable, f64)> =
-                clique.iter().map(|&m| (copies[m].1, cap as f64)).collect();
-            row.extend(
-                rest.iter()
-                    .map(|&d| (copies[d].1, resource(&copies[d].2, r) as f64)),
-            );
+            let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, cap as f64)).collect();
+            row.extend(rest.iter().map(|&d| (copies[d].1, resource(&copies[d].2, r) as f64)));
             row.push((y, -(cap as f64)));
             model.constrain(&row, ComparisonOp::Le, 0.0);
         }
         if plain && clique.len() > 1 {
-            let mut row: Vec<(Variable, f64)> =
-                clique.iter().map(|&m| (copies[m].1, 1.0)).collect();
+            let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, 1.0)).collect();
             row.push((y, -1.0));
             model.constrain(&row, ComparisonOp::Le, 0.0);
         }
@@ -372,11 +326,8 @@ pub(crate) fn solve(
     let components = problem.components();
     let fleet = problem.fleet();
     let zones = problem.azs().len();
-    let mut model = Model {
-        lp: microlp::Problem::new(OptimizationDirection::Minimize),
-        ints: Vec::new(),
-        relax: extra.relax,
-    };
+    let mut model =
+        Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
     let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
 
     let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
@@ -405,11 +356,7 @@ pub(crate) fn solve(
     for (&(t, z), &upper) in &facts.groups {
         let Some(info) = types.get(t) else { continue };
         let capacity = info.capacity;
-        let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() {
-            0
-        } else {
-            upper
-        };
+        let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
         let y = model.int(upper);
         vars.launches.insert((t, z), y);
         instances.add(y, 1.0);
@@ -421,11 +368,7 @@ pub(crate) fn solve(
         let reserved = problem.launch_limit(t, z).reserved;
         let paid = if reserved > 0 {
             let paid = model.lp.add_var(0.0, (0.0, f64::INFINITY));
-            model.constrain(
-                &[(paid, 1.0), (y, -1.0)],
-                ComparisonOp::Ge,
-                -f64::from(reserved),
-            );
+            model.constrain(&[(paid, 1.0), (y, -1.0)], ComparisonOp::Ge, -f64::from(reserved));
             paid
         } else {
             y
@@ -437,9 +380,7 @@ pub(crate) fn solve(
             .iter()
             .enumerate()
             .filter(|&(c, _)| facts.need.get(c).copied().unwrap_or(0) > 0)
-            .filter_map(|(c, component)| {
-                eligible_need(problem, component, t, &capacity).map(|need| (c, need))
-            })
+            .filter_map(|(c, component)| eligible_need(problem, component, t, &capacity).map(|need| (c, need)))
             .collect();
         if layout.slot_groups.contains(&(t, z)) {
             let items: u64 = eligible.iter().map(|&(c, _)| facts.need[c]).sum();
@@ -480,21 +421,15 @@ pub(crate) fn solve(
             for &(c, need) in &eligible {
                 let per_instance = capacity.copies_of(&need);
                 let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
-                model.constrain(
-                    &[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))],
-                    ComparisonOp::Le,
-                    0.0,
-                );
+                model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
                 per_az[c][z].add(x, 1.0);
                 new_per_component[c].push((x, 1.0));
                 copies.push((c, x, need));
             }
             for r in 0..3 {
                 let cap = resource(&capacity, r);
-                let mut row: Vec<(Variable, f64)> = copies
-                    .iter()
-                    .map(|&(_, x, need)| (x, resource(&need, r) as f64))
-                    .collect();
+                let mut row: Vec<(Variable, f64)> =
+                    copies.iter().map(|&(_, x, need)| (x, resource(&need, r) as f64)).collect();
                 row.push((y, -(cap as f64)));
                 model.constrain(&row, ComparisonOp::Le, 0.0);
                 if layout.cuts && cap > 0 {
@@ -504,14 +439,10 @@ pub(crate) fn solve(
                         .filter(|(_, _, need)| resource(need, r) > 0)
                         .map(|&(_, x, need)| (x, cap / resource(&need, r)))
                         .collect();
-                    let thresholds: BTreeSet<u64> =
-                        per.iter().map(|&(_, k)| k).filter(|&k| k <= 32).collect();
+                    let thresholds: BTreeSet<u64> = per.iter().map(|&(_, k)| k).filter(|&k| k <= 32).collect();
                     for k in thresholds {
-                        let mut row: Vec<(Variable, f64)> = per
-                            .iter()
-                            .filter(|&&(_, kc)| kc <= k)
-                            .map(|&(x, _)| (x, 1.0))
-                            .collect();
+                        let mut row: Vec<(Variable, f64)> =
+                            per.iter().filter(|&&(_, kc)| kc <= k).map(|&(x, _)| (x, 1.0)).collect();
                         if row.len() < 2 {
                             continue;
                         }
@@ -523,8 +454,7 @@ pub(crate) fn solve(
             if layout.cuts {
                 conflict_cuts(&mut model, y, &capacity, &copies);
             }
-            vars.group_copies
-                .insert((t, z), copies.into_iter().map(|(c, x, _)| (c, x)).collect());
+            vars.group_copies.insert((t, z), copies.into_iter().map(|(c, x, _)| (c, x)).collect());
         }
     }
 
@@ -551,13 +481,9 @@ pub(crate) fn solve(
         let mut rows: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); 3];
         let mut used = Resources::ZERO;
         for &(c, count) in &instance.copies {
-            let Some(Some(requirement)) = components.get(c).map(|component| {
-                component
-                    .requirements
-                    .get(instance.type_index)
-                    .cloned()
-                    .flatten()
-            }) else {
+            let Some(Some(requirement)) =
+                components.get(c).map(|component| component.requirements.get(instance.type_index).cloned().flatten())
+            else {
                 continue;
             };
             used = used.plus(&requirement.resources.times(u64::from(count)));
@@ -570,11 +496,7 @@ pub(crate) fn solve(
                     row.push((remove, -(resource(&requirement.resources, r) as f64)));
                 }
                 // Existing copies that stay keep the instance.
-                model.constrain(
-                    &[(remove, -1.0), (keep, -f64::from(count))],
-                    ComparisonOp::Le,
-                    -f64::from(count),
-                );
+                model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], ComparisonOp::Le, -f64::from(count));
             } else {
                 model.constrain(&[(keep, 1.0)], ComparisonOp::Ge, 1.0);
             }
@@ -584,9 +506,7 @@ pub(crate) fn solve(
             if need == 0 {
                 continue;
             }
-            let Some(requirement) =
-                eligible_need(problem, component, instance.type_index, &capacity)
-            else {
+            let Some(requirement) = eligible_need(problem, component, instance.type_index, &capacity) else {
                 continue;
             };
             let upper = need.min(capacity.copies_of(&requirement));
@@ -597,11 +517,7 @@ pub(crate) fn solve(
             for (r, row) in rows.iter_mut().enumerate() {
                 row.push((add, resource(&requirement, r) as f64));
             }
-            model.constrain(
-                &[(add, 1.0), (keep, -(upper as f64))],
-                ComparisonOp::Le,
-                0.0,
-            );
+            model.constrain(&[(add, 1.0), (keep, -(upper as f64))], ComparisonOp::Le, 0.0);
         }
         for (r, row) in rows.iter().enumerate() {
             if !row.is_empty() {
@@ -614,19 +530,11 @@ pub(crate) fn solve(
     // Copy counts: new copies up to the need; an excess is removed exactly.
     for c in 0..components.len() {
         if !new_per_component[c].is_empty() {
-            model.constrain(
-                &new_per_component[c],
-                ComparisonOp::Le,
-                facts.need[c] as f64,
-            );
+            model.constrain(&new_per_component[c], ComparisonOp::Le, facts.need[c] as f64);
         }
         if facts.excess[c] > 0 {
-            let removes: Vec<(Variable, f64)> = vars
-                .remove
-                .iter()
-                .filter(|(&(rc, _), _)| rc == c)
-                .map(|(_, &v)| (v, 1.0))
-                .collect();
+            let removes: Vec<(Variable, f64)> =
+                vars.remove.iter().filter(|(&(rc, _), _)| rc == c).map(|(_, &v)| (v, 1.0)).collect();
             model.constrain(&removes, ComparisonOp::Eq, facts.excess[c] as f64);
         }
     }
@@ -634,11 +542,7 @@ pub(crate) fn solve(
     // Instance bounds.
     let scaling = problem.scaling();
     if scaling.min_instances > 0 {
-        model.constrain(
-            &instances.terms,
-            ComparisonOp::Ge,
-            f64::from(scaling.min_instances),
-        );
+        model.constrain(&instances.terms, ComparisonOp::Ge, f64::from(scaling.min_instances));
     }
     if let Some(max) = scaling.max_instances {
         let size = fleet.len() as f64;
@@ -661,9 +565,7 @@ pub(crate) fn solve(
     // balance excess has a constant lower bound (the most even split of n copies over the
     // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
     let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
-    let all_placed = fixed
-        .iter()
-        .any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+    let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
 
     // L1 and L2 expressions.
     let mut unplaced = Expr::default();
@@ -678,25 +580,19 @@ pub(crate) fn solve(
         if let (Some(limit), true) = (component.max_imbalance, zones > 1) {
             // Integer extremes: the counts are integers, and branching on these gives the
             // ceil/floor of the average that the LP relaxation lacks.
-            let most = u64::from(component.copy_count)
-                .max(facts.excess[c] + u64::from(component.copy_count));
+            let most = u64::from(component.copy_count).max(facts.excess[c] + u64::from(component.copy_count));
             let high = model.int(most);
             let low = model.int(most);
             let excess = model.int(most);
             for expr in &per_az[c] {
-                let mut row: Vec<(Variable, f64)> =
-                    expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
+                let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
                 row.push((high, 1.0));
                 model.constrain(&row, ComparisonOp::Ge, expr.constant);
                 let mut row: Vec<(Variable, f64)> = expr.terms.clone();
                 row.push((low, -1.0));
                 model.constrain(&row, ComparisonOp::Ge, -expr.constant);
             }
-            model.constrain(
-                &[(excess, 1.0), (high, -1.0), (low, 1.0)],
-                ComparisonOp::Ge,
-                -f64::from(limit),
-            );
+            model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], ComparisonOp::Ge, -f64::from(limit));
             if all_placed {
                 let total = u64::from(component.copy_count);
                 let mut row: Vec<(Variable, f64)> = Vec::new();
@@ -709,16 +605,8 @@ pub(crate) fn solve(
                 let uneven = u64::from(total % zones as u64 != 0);
                 let floor = uneven.saturating_sub(u64::from(limit));
                 model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
-                model.constrain(
-                    &[(high, 1.0)],
-                    ComparisonOp::Ge,
-                    total.div_ceil(zones as u64) as f64,
-                );
-                model.constrain(
-                    &[(low, 1.0)],
-                    ComparisonOp::Le,
-                    (total / zones as u64) as f64,
-                );
+                model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
+                model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
             }
             balance.add(excess, 1.0);
         }
@@ -747,11 +635,7 @@ pub(crate) fn solve(
         model.constrain(&target.terms, ComparisonOp::Le, cap - target.constant + 0.5);
     }
     if let Some(floor) = extra.at_least {
-        model.constrain(
-            &target.terms,
-            ComparisonOp::Ge,
-            floor - target.constant - 0.5,
-        );
+        model.constrain(&target.terms, ComparisonOp::Ge, floor - target.constant - 0.5);
     }
     let mut row = target.terms.clone();
     row.push((objective, -1.0));
@@ -762,23 +646,13 @@ pub(crate) fn solve(
     if let Some(deadline) = limits.deadline {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Solved::Interrupted {
-                limit: Limit::Time,
-                best_bound: None,
-            };
+            return Solved::Interrupted { limit: Limit::Time, best_bound: None };
         }
         options.time_limit = Some(left);
     }
     options.node_limit = limits.node_limit;
     if let Some(values) = warm.filter(|values| values.len() == model.ints.len()) {
-        options.warm_start = Some(
-            model
-                .ints
-                .iter()
-                .copied()
-                .zip(values.iter().copied())
-                .collect(),
-        );
+        options.warm_start = Some(model.ints.iter().copied().zip(values.iter().copied()).collect());
     }
     let outcome = match model.lp.solve_with(options) {
         Ok(outcome) => outcome,
@@ -801,21 +675,10 @@ pub(crate) fn solve(
         }
     };
     let proven = solution.status() == SolutionStatus::Optimal;
-    let best_bound = if proven {
-        Some(solution.objective())
-    } else {
-        solution.stats().best_bound
-    };
-    let limit = if proven {
-        None
-    } else {
-        limit_of(solution.termination_reason())
-    };
+    let best_bound = if proven { Some(solution.objective()) } else { solution.stats().best_bound };
+    let limit = if proven { None } else { limit_of(solution.termination_reason()) };
     let value = |v: Variable| -> u32 { solution.var_value(v).round().max(0.0) as u32 };
-    let mut result = MasterSolution {
-        value: solution.objective(),
-        ..MasterSolution::default()
-    };
+    let mut result = MasterSolution { value: solution.objective(), ..MasterSolution::default() };
     for (&group, &y) in &vars.launches {
         let count = value(y);
         if count > 0 {
@@ -823,11 +686,7 @@ pub(crate) fn solve(
         }
     }
     for (&group, copies) in &vars.group_copies {
-        let list: Vec<(usize, u32)> = copies
-            .iter()
-            .map(|&(c, x)| (c, value(x)))
-            .filter(|&(_, n)| n > 0)
-            .collect();
+        let list: Vec<(usize, u32)> = copies.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect();
         if !list.is_empty() {
             result.group_copies.insert(group, list);
         }
@@ -836,13 +695,7 @@ pub(crate) fn solve(
         let bins: Vec<Vec<(usize, u32)>> = slots
             .iter()
             .filter(|(used, _)| value(*used) > 0)
-            .map(|(_, contents)| {
-                contents
-                    .iter()
-                    .map(|&(c, x)| (c, value(x)))
-                    .filter(|&(_, n)| n > 0)
-                    .collect()
-            })
+            .map(|(_, contents)| contents.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect())
             .collect();
         if !bins.is_empty() {
             result.slot_bins.insert(group, bins);
@@ -861,10 +714,5 @@ pub(crate) fn solve(
             result.remove.insert(key, n);
         }
     }
-    Solved::Solution {
-        solution: result,
-        proven,
-        limit,
-        best_bound,
-    }
+    Solved::Solution { solution: result, proven, limit, best_bound }
 }

@@ -20,12 +20,7 @@ pub(crate) enum Packing {
 
 /// Packs `items` (component, count, requirement) into `bins` instances of `capacity`.
 /// `budget` bounds the number of search nodes.
-pub(crate) fn pack_group(
-    items: &[(usize, u32, Resources)],
-    bins: usize,
-    capacity: Resources,
-    budget: u64,
-) -> Packing {
+pub(crate) fn pack_group(items: &[(usize, u32, Resources)], bins: usize, capacity: Resources, budget: u64) -> Packing {
     let mut copies: Vec<(usize, Resources)> = Vec::new();
     for &(component, count, need) in items {
         for _ in 0..count {
@@ -51,12 +46,7 @@ pub(crate) fn pack_group(
             .max(part(capacity.milli_cpus, need.milli_cpus))
             .max(part(capacity.memory_mib, need.memory_mib))
     };
-    copies.sort_by(|a, b| {
-        share(&b.1)
-            .total_cmp(&share(&a.1))
-            .then(b.1.cmp(&a.1))
-            .then(a.0.cmp(&b.0))
-    });
+    copies.sort_by(|a, b| share(&b.1).total_cmp(&share(&a.1)).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
     let mut search = Search {
         copies: &copies,
         capacity,
@@ -100,13 +90,8 @@ impl Search<'_> {
             return None;
         }
         // Identical copies go to non-decreasing bins (they are interchangeable).
-        let first_bin = match index
-            .checked_sub(1)
-            .and_then(|previous| self.copies.get(previous))
-        {
-            Some(&(previous_component, previous_need))
-                if previous_component == component && previous_need == need =>
-            {
+        let first_bin = match index.checked_sub(1).and_then(|previous| self.copies.get(previous)) {
+            Some(&(previous_component, previous_need)) if previous_component == component && previous_need == need => {
                 self.assignment.get(index - 1).copied().unwrap_or(0)
             }
             _ => 0,
@@ -139,27 +124,17 @@ mod tests {
     use super::*;
 
     fn res(accelerators: u64, memory_mib: u64) -> Resources {
-        Resources {
-            accelerators,
-            milli_cpus: 0,
-            memory_mib,
-        }
+        Resources { accelerators, milli_cpus: 0, memory_mib }
     }
 
     #[test]
     fn packs_and_refutes() {
         let capacity = res(8, 100);
         let items = [(0, 3, res(4, 10)), (1, 2, res(2, 10))];
-        assert!(matches!(
-            pack_group(&items, 2, capacity, 10_000),
-            Packing::Packed(_)
-        ));
+        assert!(matches!(pack_group(&items, 2, capacity, 10_000), Packing::Packed(_)));
         // Aggregate fits (16 ≤ 16 accelerators) but two-dimensional packing does not.
         let items = [(0, 2, res(5, 10)), (1, 2, res(3, 60))];
-        assert_eq!(
-            pack_group(&items, 2, capacity, 10_000),
-            Packing::Packed(vec![vec![0, 1], vec![0, 1]])
-        );
+        assert_eq!(pack_group(&items, 2, capacity, 10_000), Packing::Packed(vec![vec![0, 1], vec![0, 1]]));
         let items = [(0, 3, res(5, 10)), (1, 1, res(1, 10))];
         assert_eq!(pack_group(&items, 2, capacity, 10_000), Packing::Impossible);
     }
