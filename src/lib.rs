@@ -56,7 +56,9 @@ pub mod render;
 pub mod report;
 pub mod verify;
 
-pub use engines::consolidate::{consolidate, ConsolidationPlan, ConsolidationStep, Move};
+pub use engines::consolidate::{
+    consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
+};
 pub use engines::exact::ExactPlanner;
 pub use engines::greedy::plan_greedy;
 pub use error::{Issue, ValidationError, Warning, WarningKind};

@@ -425,6 +425,12 @@ fn checker_catches_broken_plans() {
     merged.steps = vec![ConsolidationStep { moves: all_moves, release: all_releases }];
     assert!(kinds(&merged).contains(&ViolationKind::Consolidation));
 
+    // Releasing an instance twice.
+    let mut twice = good.clone();
+    let first = twice.steps[0].release[0].clone();
+    twice.steps.push(ConsolidationStep { moves: Vec::new(), release: vec![first] });
+    assert!(kinds(&twice).contains(&ViolationKind::Reference));
+
     // Releasing a busy instance.
     let mut busy = good.clone();
     busy.steps[0].moves.clear();
@@ -778,6 +784,14 @@ fn greedy_gap() {
 #[test]
 #[ignore]
 fn large_fleet_timing() {
+    let fragmented = scenario_file("fragmented-fleet.json");
+    let start = std::time::Instant::now();
+    let plan = consolidate(&fragmented);
+    println!(
+        "fragmented-fleet.json (26 instances, pinning restarts): {} released, {:.1} ms",
+        plan.released().count(),
+        start.elapsed().as_secs_f64() * 1e3
+    );
     for instances in [100usize, 500, 2000] {
         let azs = ["a", "b", "c"];
         let mut builder = ScenarioBuilder::new(azs)

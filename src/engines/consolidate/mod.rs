@@ -5,7 +5,9 @@
 //! copies), tries to re-home every copy of a candidate onto the instances that stay, and commits
 //! the release only if every copy found a home without breaking packing, eligibility, AZ balance or
 //! the SPREAD rule. Committed releases are grouped into steps of at most `MaximumStepSize`
-//! releases. [`verify_consolidation`] re-checks any plan independently.
+//! releases. Small fleets get extra greedy runs with one instance pinned (never released), tiny
+//! ones an exhaustive search; [`Consolidator`] sets the limits. [`verify_consolidation`]
+//! re-checks any plan independently.
 
 mod check;
 mod exhaustive;
@@ -166,8 +168,9 @@ impl Default for Consolidator {
 }
 
 impl Consolidator {
-    /// A planner without a step limit; fleets of up to 6 instances are also searched
-    /// exhaustively (up to 20 000 search nodes) and the better plan is returned.
+    /// A planner without a step limit. Fleets of up to 64 instances get one extra greedy run
+    /// per pinned instance; fleets of up to 6 instances (and 32 copies) are also searched
+    /// exhaustively (up to 20 000 search nodes). The best plan is returned.
     pub fn new() -> Self {
         Consolidator::default()
     }
@@ -200,10 +203,11 @@ impl Consolidator {
         self
     }
 
-    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`]
-    /// instances and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when the search finished within
-    /// the node limit: the plan is then optimal (L3, L4, then fewest moves) among plans that
-    /// release one instance at a time and move only copies of the instance being released.
+    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`] instances
+    /// and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when
+    /// the search finished within the node limit: the plan is then optimal (L3, L4, then fewest
+    /// moves) among plans that release one instance at a time and move only copies of the
+    /// instance being released.
     pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
         // The search recurses once per moved copy: keep it to fleets with few copies too.
         let copies: u64 = problem.existing_copies_per_component().iter().sum();
