@@ -93,6 +93,12 @@ impl Table {
     }
 }
 
+/// `1 copy`, `2 copies`.
+fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+    let count = count.into();
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
 /// `yes` / `no`.
 fn yes_no(flag: bool) -> String {
     if flag { "yes" } else { "no" }.to_string()
@@ -121,8 +127,8 @@ pub fn objective_line(objective: &Objective) -> String {
         format!("instances {} ({total} total)", by_priority.join(" "))
     };
     format!(
-        "placed {} copies, balance excess {}, {instances}, cost {} per hour",
-        objective.placed_copies,
+        "placed {}, balance excess {}, {instances}, cost {} per hour",
+        counted(objective.placed_copies, "copy", "copies"),
         objective.balance_excess,
         micros_text(objective.cost_micros)
     )
@@ -154,8 +160,7 @@ pub fn violations_table(violations: &[Violation]) -> String {
     if violations.is_empty() {
         return "plan is valid: no violations\n".to_string();
     }
-    let noun = if violations.len() == 1 { "violation" } else { "violations" };
-    let mut out = format!("{} {noun}\n", violations.len());
+    let mut out = format!("{}\n", counted(violations.len() as u64, "violation", "violations"));
     let mut table = Table::new(&[("KIND", Align::Left), ("MESSAGE", Align::Left)]);
     for violation in violations {
         table.row(vec![format!("{:?}", violation.kind), violation.message.clone()]);
@@ -167,6 +172,15 @@ pub fn violations_table(violations: &[Violation]) -> String {
 /// Name of the instance type at `type_index`, or `?` (only for inconsistent input).
 fn type_name(problem: &Problem, type_index: usize) -> String {
     problem.instance_types().get(type_index).map_or_else(|| "?".to_string(), |info| info.name.clone())
+}
+
+/// The endpoint's name, or `(unnamed)`.
+fn endpoint_text(problem: &Problem) -> &str {
+    if problem.endpoint_name().is_empty() {
+        "(unnamed)"
+    } else {
+        problem.endpoint_name()
+    }
 }
 
 fn az_name(problem: &Problem, az_index: usize) -> String {
@@ -189,7 +203,7 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         SolverKind::Greedy => "greedy",
         SolverKind::Exact => "exact",
     };
-    let _ = writeln!(out, "Plan for endpoint {} (variant {})", problem.endpoint_name(), problem.variant_name());
+    let _ = writeln!(out, "Plan for endpoint {} (variant {})", endpoint_text(problem), problem.variant_name());
     let _ =
         writeln!(out, "Solver: {}   Status: {:?}   Stop: {}", solver, plan.status, stop_reason_text(&plan.stop_reason));
     let _ = writeln!(out, "Objective: {}", objective_line(&plan.objective));
@@ -258,7 +272,7 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
     }
 
     // Copies per instance of the final fleet.
-    let _ = writeln!(out, "\nFinal fleet ({} instances)", fleet.instances.len());
+    let _ = writeln!(out, "\nFinal fleet ({})", counted(fleet.instances.len() as u64, "instance", "instances"));
     if fleet.instances.is_empty() {
         out.push_str("  none\n");
     } else {
@@ -336,10 +350,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
     // Unplaced copies with reasons.
     if !plan.unplaced.is_empty() {
         let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
-        let _ = writeln!(out, "\nUnplaced ({total} copies)");
+        let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
         for entry in &plan.unplaced {
-            let noun = if entry.copy_count == 1 { "copy" } else { "copies" };
-            let _ = writeln!(out, "  {}: {} {noun}", entry.inference_component_name, entry.copy_count);
+            let _ =
+                writeln!(out, "  {}: {}", entry.inference_component_name, counted(entry.copy_count, "copy", "copies"));
             for reason in &entry.reasons {
                 let _ = writeln!(out, "    - {reason}");
             }
@@ -373,16 +387,24 @@ pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> Strin
     let released: usize = plan.steps.iter().map(|step| step.release.len()).sum();
     let _ = writeln!(
         out,
-        "Consolidation for endpoint {}: {} steps, {moves} moves, {released} instances released",
-        problem.endpoint_name(),
-        plan.steps.len()
+        "Consolidation for endpoint {}: {}, {}, {} released",
+        endpoint_text(problem),
+        counted(plan.steps.len() as u64, "step", "steps"),
+        counted(moves as u64, "move", "moves"),
+        counted(released as u64, "instance", "instances"),
     );
     let _ = writeln!(out, "Objective after: {}", objective_line(&plan.objective));
     if plan.steps.is_empty() {
         out.push_str("\nNothing to consolidate.\n");
     }
     for (number, step) in plan.steps.iter().enumerate() {
-        let _ = writeln!(out, "\nStep {} ({} moves, {} released)", number + 1, step.moves.len(), step.release.len());
+        let _ = writeln!(
+            out,
+            "\nStep {} ({}, {} released)",
+            number + 1,
+            counted(step.moves.len() as u64, "move", "moves"),
+            step.release.len()
+        );
         if !step.moves.is_empty() {
             let mut table = Table::new(&[("COMPONENT", Align::Left), ("FROM", Align::Left), ("TO", Align::Left)]);
             for one_move in &step.moves {

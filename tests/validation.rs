@@ -247,10 +247,8 @@ fn apply(document: &mut Value, steps: &[Step], mutation: &Mutation) {
         (Step::Key(key), Value::Object(map), Mutation::Drop) => {
             map.remove(key);
         }
-        (Step::Index(index), Value::Array(items), Mutation::Drop) => {
-            if *index < items.len() {
-                items.remove(*index);
-            }
+        (Step::Index(index), Value::Array(items), Mutation::Drop) if *index < items.len() => {
+            items.remove(*index);
         }
         (Step::Key(key), Value::Object(map), Mutation::Replace(value)) => {
             map.insert(key.clone(), value.clone());

@@ -1,0 +1,249 @@
+//! The `fleetplan` binary: exit codes, standard input, JSON output, verify round trips.
+//! Needs the `cli` feature (`cargo test --features cli`), which builds the binary.
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fleetplan");
+
+fn scenario(name: &str) -> String {
+    format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the binary with `args`, feeding `stdin` if given.
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the fleetplan binary runs");
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).expect("write stdin");
+    }
+    child.wait_with_output().expect("fleetplan finishes")
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().expect("exited normally")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 stdout")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("UTF-8 stderr")
+}
+
+/// A file in the temp dir, unique per test, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, contents: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("fleetplan-cli-{}-{name}", std::process::id()));
+        std::fs::write(&path, contents).expect("write temp file");
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// No MinInstanceCount, so even a plan that places nothing is valid.
+const SMALL: &str = r#"{
+  "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+  "Endpoint": {"EndpointName": "chat", "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
+  "InferenceComponents": [{"InferenceComponentName": "chat",
+    "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 8192},
+      "SchedulingConfig": {"AvailabilityZoneBalance": {"MaxImbalance": 1}}},
+    "RuntimeConfig": {"CopyCount": 2}}]
+}"#;
+
+#[test]
+fn plan_prints_a_table_and_exits_0() {
+    let output = run(&["plan", &scenario("seed-az-balance.json")], None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("Plan for endpoint agents (variant AllTraffic)\n"), "{text}");
+    assert!(text.contains("\nLaunches ("), "{text}");
+    // Validation warnings go to standard error as well.
+    assert!(
+        stderr(&output)
+            .contains("warning: InferenceComponents[2].RuntimeConfig.CopyCount: single copy of agent-summarizer"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn plan_json_parses_and_is_deterministic() {
+    for name in ["seed-az-balance.json", "seed-multi-gpu-llm.json", "fragmented-fleet.json"] {
+        let first = run(&["plan", &scenario(name), "--json"], None);
+        assert_eq!(code(&first), 0, "{name}: {}", stderr(&first));
+        let value: Value = serde_json::from_slice(&first.stdout).expect("plan --json is JSON");
+        assert_eq!(value["Solver"], "greedy", "{name}");
+        for key in ["Status", "Actions", "Unplaced", "Objective"] {
+            assert!(value.get(key).is_some(), "{name}: no {key} in {value}");
+        }
+        let second = run(&["plan", &scenario(name), "--json"], None);
+        assert_eq!(first.stdout, second.stdout, "{name}: output differs between runs");
+    }
+}
+
+#[test]
+fn scenario_from_stdin() {
+    let text = std::fs::read_to_string(scenario("seed-multi-gpu-llm.json")).unwrap();
+    let from_stdin = run(&["plan", "-", "--json"], Some(&text));
+    let from_file = run(&["plan", &scenario("seed-multi-gpu-llm.json"), "--json"], None);
+    assert_eq!(code(&from_stdin), 0, "{}", stderr(&from_stdin));
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+}
+
+#[test]
+fn invalid_scenario_exits_2_with_one_message_per_line() {
+    let broken = r#"{"AvailabilityZones": ["a", "a"],
+      "Endpoint": {"InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 9}]},
+      "InferenceComponents": [{"InferenceComponentName": "llm",
+        "Specification": {"ComputeResourceRequirements": {"MinMemoryRequiredInMb": 1024}},
+        "RuntimeConfig": {"CopyCount": "four"}}]}"#;
+    let output = run(&["plan", "-"], Some(broken));
+    assert_eq!(code(&output), 2);
+    assert!(output.stdout.is_empty(), "nothing on stdout for bad input");
+    let messages = stderr(&output);
+    assert_eq!(
+        messages.lines().collect::<Vec<_>>(),
+        vec![
+            "InferenceComponents[0].RuntimeConfig.CopyCount: expected an integer, found \"four\"",
+            "AvailabilityZones[1]: \"a\" is listed twice",
+            "Endpoint.InstancePools[0].Priority: 9 is above the maximum 5",
+        ]
+    );
+}
+
+#[test]
+fn malformed_json_missing_file_and_bad_usage_exit_2() {
+    let malformed = run(&["plan", "-"], Some("{\"AvailabilityZones\": ["));
+    assert_eq!(code(&malformed), 2);
+    assert!(stderr(&malformed).starts_with("malformed JSON"), "{}", stderr(&malformed));
+
+    let missing = run(&["plan", "/nonexistent/fleetplan/scenario.json"], None);
+    assert_eq!(code(&missing), 2);
+    assert!(stderr(&missing).contains("cannot read"), "{}", stderr(&missing));
+
+    assert_eq!(code(&run(&[], None)), 2, "no subcommand");
+    assert_eq!(code(&run(&["plan", &scenario("seed-az-balance.json"), "--solver", "magic"], None)), 2);
+}
+
+#[test]
+fn verify_accepts_what_plan_produces() {
+    let small = TempFile::new("verify-ok-scenario.json", SMALL);
+    for path in
+        [small.path().to_string(), scenario("seed-multi-gpu-llm.json"), scenario("seed-fallback-single-model.json")]
+    {
+        let plan = run(&["plan", &path, "--json"], None);
+        assert_eq!(code(&plan), 0, "{path}: {}", stderr(&plan));
+        let plan_file = TempFile::new("verify-ok-plan.json", &stdout(&plan));
+        let output = run(&["verify", &path, plan_file.path()], None);
+        assert_eq!(code(&output), 0, "{path}: {}", stdout(&output));
+        assert_eq!(stdout(&output), "plan is valid: no violations\n");
+        // The plan may also come from standard input.
+        let output = run(&["verify", &path, "-"], Some(&stdout(&plan)));
+        assert_eq!(code(&output), 0, "{path}: {}", stdout(&output));
+    }
+}
+
+#[test]
+fn verify_rejects_a_tampered_plan_with_exit_1() {
+    let small = TempFile::new("tampered-scenario.json", SMALL);
+    let plan = run(&["plan", small.path(), "--json"], None);
+    let mut value: Value = serde_json::from_slice(&plan.stdout).expect("plan --json is JSON");
+    value["Actions"].as_array_mut().expect("Actions is an array").push(serde_json::json!(
+        {"Type": "PlaceCopy", "InferenceComponentName": "chat", "InstanceId": "i-does-not-exist"}
+    ));
+    value["Objective"]["PlacedCopies"] = serde_json::json!(99);
+    let tampered = TempFile::new("tampered-plan.json", &value.to_string());
+    let output = run(&["verify", small.path(), tampered.path()], None);
+    assert_eq!(code(&output), 1, "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Reference") && text.contains("i-does-not-exist"), "{text}");
+    assert!(text.contains("Accounting"), "{text}");
+
+    let json = run(&["verify", small.path(), tampered.path(), "--json"], None);
+    assert_eq!(code(&json), 1);
+    let violations: Value = serde_json::from_slice(&json.stdout).expect("verify --json is JSON");
+    assert!(violations.as_array().is_some_and(|list| list.len() >= 2), "{violations}");
+}
+
+#[test]
+fn verify_loads_a_contract_plan_without_optional_keys() {
+    // Spec §4 shape, without StopReason, Unplaced, Bound, Warnings, ModelName or Reserved.
+    let plan = r#"{
+      "Solver": "greedy", "Status": "Feasible",
+      "Actions": [
+        {"Type": "LaunchInstance", "InstanceId": "new-1", "InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "us-east-1a"},
+        {"Type": "LaunchInstance", "InstanceId": "new-2", "InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "us-east-1b"},
+        {"Type": "PlaceCopy", "InferenceComponentName": "chat", "InstanceId": "new-1"},
+        {"Type": "PlaceCopy", "InferenceComponentName": "chat", "InstanceId": "new-2"}
+      ],
+      "Objective": {"PlacedCopies": 2, "BalanceExcess": 0, "InstancesByPriority": {"1": 2}, "Cost": 2.0}
+    }"#;
+    let small = TempFile::new("contract-scenario.json", SMALL);
+    let output = run(&["verify", small.path(), "-"], Some(plan));
+    assert_eq!(code(&output), 0, "{}{}", stdout(&output), stderr(&output));
+}
+
+#[test]
+fn verify_with_a_malformed_plan_exits_2() {
+    let small = TempFile::new("malformed-plan-scenario.json", SMALL);
+    let output = run(&["verify", small.path(), "-"], Some("{\"Solver\": \"greedy\"}"));
+    assert_eq!(code(&output), 2);
+    assert!(stderr(&output).contains("not a valid plan"), "{}", stderr(&output));
+    let both = run(&["verify", "-", "-"], Some(SMALL));
+    assert_eq!(code(&both), 2);
+}
+
+#[test]
+fn exact_solver_with_time_limit() {
+    let output = run(
+        &["plan", &scenario("seed-az-balance.json"), "--solver", "exact", "--time-limit-ms", "2000", "--json"],
+        None,
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let value: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(value["Objective"]["PlacedCopies"].is_u64(), "{value}");
+}
+
+#[test]
+fn consolidate_and_report() {
+    let path = scenario("fragmented-fleet.json");
+    let table = run(&["consolidate", &path], None);
+    assert_eq!(code(&table), 0, "{}", stderr(&table));
+    assert!(stdout(&table).starts_with("Consolidation for endpoint"), "{}", stdout(&table));
+    let json = run(&["consolidate", &path, "--json"], None);
+    assert_eq!(code(&json), 0);
+    let value: Value = serde_json::from_slice(&json.stdout).expect("consolidate --json is JSON");
+    assert!(value["Steps"].is_array() && value["Objective"].is_object(), "{value}");
+
+    let svg = TempFile::new("report.svg", "");
+    let report = run(&["report", &scenario("seed-az-balance.json"), "--svg", svg.path()], None);
+    assert_eq!(code(&report), 0, "{}", stderr(&report));
+    assert!(!report.stdout.is_empty());
+    let written = std::fs::read_to_string(svg.path()).expect("SVG written");
+    assert!(written.trim_start().starts_with("<svg"), "{written}");
+    let json = run(&["report", &scenario("seed-az-balance.json"), "--json"], None);
+    assert_eq!(code(&json), 0);
+    let _: Value = serde_json::from_slice(&json.stdout).expect("report --json is JSON");
+}

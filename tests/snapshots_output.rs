@@ -1,0 +1,148 @@
+//! Snapshots of the readable tables (`fleetplan::render`).
+//!
+//! The bundled-scenario snapshots show whatever the greedy planner produces; they are re-accepted
+//! (`cargo insta review`) whenever the planner changes its plans on purpose. The hand-made plans
+//! below do not depend on any engine and pin the table layout itself.
+#![cfg(feature = "json")]
+
+use fleetplan::fleet::objective_of_actions;
+use fleetplan::{
+    plan_greedy, render, verify, Action, ConsolidationPlan, ConsolidationStep, Move, Plan, Problem, SolverKind, Status,
+    StopReason, Unplaced,
+};
+
+fn bundled(name: &str) -> Problem {
+    let path = format!("{}/scenarios/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    Problem::from_json(&text).unwrap_or_else(|error| panic!("{path}: {error}"))
+}
+
+#[test]
+fn greedy_plan_table_seed_az_balance() {
+    let problem = bundled("seed-az-balance.json");
+    insta::assert_snapshot!(render::plan_table(&problem, &plan_greedy(&problem)));
+}
+
+#[test]
+fn greedy_plan_table_seed_multi_gpu_llm() {
+    let problem = bundled("seed-multi-gpu-llm.json");
+    insta::assert_snapshot!(render::plan_table(&problem, &plan_greedy(&problem)));
+}
+
+/// Two AZs, a preferred and a fallback pool, a fleet with an off-pool instance.
+const SMALL: &str = r#"{
+  "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+  "InstanceTypes": [
+    {"InstanceType": "ml.g6.12xlarge", "AcceleratorCount": 4, "VCpuCount": 48, "MemoryInMb": 196608, "HourlyPrice": 4.6},
+    {"InstanceType": "ml.g6.48xlarge", "AcceleratorCount": 8, "VCpuCount": 192, "MemoryInMb": 786432, "HourlyPrice": 13.35},
+    {"InstanceType": "ml.g5.12xlarge", "AcceleratorCount": 4, "VCpuCount": 48, "MemoryInMb": 196608, "HourlyPrice": 5.672}
+  ],
+  "Capacity": [{"InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "us-east-1b", "Available": 0, "Reserved": 1}],
+  "Endpoint": {
+    "EndpointName": "chat-prod", "VariantName": "AllTraffic",
+    "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1},
+                      {"InstanceType": "ml.g6.48xlarge", "Priority": 2, "ModelNameOverride": "chat-int4"}]
+  },
+  "InferenceComponents": [
+    {"InferenceComponentName": "chat",
+     "Specification": {"ModelName": "chat-fp16",
+       "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "NumberOfCpuCoresRequired": 4,
+                                       "MinMemoryRequiredInMb": 16384},
+       "SchedulingConfig": {"AvailabilityZoneBalance": {"MaxImbalance": 1}}},
+     "RuntimeConfig": {"CopyCount": 5}},
+    {"InferenceComponentName": "embed",
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 4096},
+       "SchedulingConfig": {"PlacementStrategy": "BINPACK", "AvailabilityZoneBalance": {"MaxImbalance": 0}}},
+     "RuntimeConfig": {"CopyCount": 1}}
+  ],
+  "Fleet": {
+    "Instances": [{"InstanceId": "i-1", "InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "us-east-1a"},
+                  {"InstanceId": "i-2", "InstanceType": "ml.g5.12xlarge", "AvailabilityZone": "us-east-1b"},
+                  {"InstanceId": "i-3", "InstanceType": "ml.g6.48xlarge", "AvailabilityZone": "us-east-1b"}],
+    "Copies": [{"InferenceComponentName": "chat", "InstanceId": "i-1"},
+               {"InferenceComponentName": "embed", "InstanceId": "i-1"},
+               {"InferenceComponentName": "embed", "InstanceId": "i-2"},
+               {"InferenceComponentName": "chat", "InstanceId": "i-3"}]
+  }
+}"#;
+
+fn hand_made_plan(problem: &Problem) -> Plan {
+    let place = |id: &str, model: &str| Action::PlaceCopy {
+        component: "chat".into(),
+        instance_id: id.into(),
+        model_name: Some(model.into()),
+    };
+    let actions = vec![
+        Action::LaunchInstance {
+            instance_id: "new-1".into(),
+            instance_type: "ml.g6.12xlarge".into(),
+            availability_zone: "us-east-1b".into(),
+            reserved: true,
+        },
+        place("new-1", "chat-fp16"),
+        place("i-1", "chat-fp16"),
+        Action::RemoveCopy { component: "embed".into(), instance_id: "i-2".into() },
+        Action::TerminateInstance { instance_id: "i-2".into() },
+    ];
+    let objective = objective_of_actions(problem, &actions);
+    let mut bound = objective.clone();
+    bound.cost_micros -= 4_600_000;
+    Plan {
+        solver: SolverKind::Exact,
+        status: Status::Feasible,
+        stop_reason: StopReason::TimeLimit,
+        actions,
+        unplaced: vec![Unplaced {
+            inference_component_name: "chat".into(),
+            copy_count: 1,
+            reasons: vec!["example reason: ml.g6.12xlarge has no capacity in us-east-1b (Available 0)".into()],
+        }],
+        objective,
+        bound: Some(bound),
+        warnings: problem.warnings().to_vec(),
+    }
+}
+
+#[test]
+fn hand_made_plan_table() {
+    let problem = Problem::from_json(SMALL).unwrap();
+    let table = render::plan_table(&problem, &hand_made_plan(&problem));
+    // Layout facts that must hold whatever the snapshot says.
+    assert!(table.contains("Solver: exact   Status: Feasible   Stop: time limit reached"), "{table}");
+    assert!(table.lines().all(|line| line == line.trim_end()), "trailing spaces:\n{table}");
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn violations_table_of_a_tampered_plan() {
+    let problem = Problem::from_json(SMALL).unwrap();
+    let mut plan = hand_made_plan(&problem);
+    plan.actions.push(Action::PlaceCopy { component: "chat".into(), instance_id: "i-404".into(), model_name: None });
+    plan.actions.push(Action::PlaceCopy { component: "embed".into(), instance_id: "new-1".into(), model_name: None });
+    plan.objective.placed_copies += 7;
+    let violations = verify(&problem, &plan);
+    assert!(violations.len() >= 3, "{violations:?}");
+    insta::assert_snapshot!(render::violations_table(&violations));
+}
+
+#[test]
+fn empty_violations_table() {
+    assert_eq!(render::violations_table(&[]), "plan is valid: no violations\n");
+}
+
+#[test]
+fn consolidation_table() {
+    let problem = Problem::from_json(SMALL).unwrap();
+    let objective = objective_of_actions(&problem, &[]);
+    let plan = ConsolidationPlan {
+        steps: vec![
+            ConsolidationStep {
+                moves: vec![Move { inference_component_name: "chat".into(), from: "i-3".into(), to: "i-1".into() }],
+                release: vec!["i-3".into()],
+            },
+            ConsolidationStep { moves: Vec::new(), release: vec!["i-2".into()] },
+        ],
+        objective,
+    };
+    insta::assert_snapshot!(render::consolidation_table(&problem, &plan));
+}
