@@ -255,7 +255,7 @@ fn permuted(scenario: &Scenario, seed: u64) -> Scenario {
 }
 
 fn sizes() -> impl Strategy<Value = Size> {
-    (1u64..=3, 1u64..=4, 1u64..=5, 0u64..=5).prop_map(|(azs, pools, components, fleet)| Size {
+    (1u64..=3, 1u64..=5, 1u64..=8, 0u64..=8).prop_map(|(azs, pools, components, fleet)| Size {
         azs,
         pools,
         components,

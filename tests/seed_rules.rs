@@ -322,21 +322,32 @@ fn unreachable_min_instance_count_is_infeasible() {
 
 #[test]
 fn fleet_above_max_launches_nothing_and_releases_idle_instances() {
+    // Two busy instances, MaxInstanceCount 1: nothing may be launched. The component needs more
+    // copies: the idle i-3 takes one (it then cannot be released); the idle i-4 of a type the
+    // component cannot use is released.
     let scenario = ScenarioBuilder::new(["a"])
         .pool("ml.g6.12xlarge", 1)
+        .pool("ml.g6.2xlarge", 2)
         .instance_limits(0, Some(1))
         .component("m", 4, 4, 4.0, 16_384)
         .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-3", "ml.g6.12xlarge", "a", false)
+        .fleet_instance("i-4", "ml.g6.2xlarge", "a", false)
         .fleet_copies("m", "i-1", 1)
         .fleet_copies("m", "i-2", 1)
         .build();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 0);
-    assert_eq!(plan.actions, vec![Action::TerminateInstance { instance_id: "i-3".into() }]);
-    assert_eq!(plan.unplaced.iter().map(|u| u.copy_count).sum::<u64>(), 2);
+    assert_eq!(
+        plan.actions,
+        vec![
+            Action::PlaceCopy { component: "m".into(), instance_id: "i-3".into(), model_name: None },
+            Action::TerminateInstance { instance_id: "i-4".into() },
+        ]
+    );
+    assert_eq!(plan.unplaced.iter().map(|u| u.copy_count).sum::<u64>(), 1);
 }
 
 #[test]

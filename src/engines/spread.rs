@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use itertools::Itertools;
 use smallvec::SmallVec;
 
 use crate::plan::Action;
@@ -76,7 +77,8 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
         .collect();
     let mut by_id: BTreeMap<String, usize> = slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
     // (component, slot) -> indices of PlaceCopy actions putting a copy there.
-    let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    // ((component, slot), action position) of every placement; grouped once at the end.
+    let mut placed: Vec<((usize, usize), usize)> = Vec::new();
     let mut last_place: Option<(String, String, usize, usize)> = None;
     for (position, action) in actions.iter().enumerate() {
         match action {
@@ -113,7 +115,7 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
                     }
                 };
                 slots[s].change(c, 1);
-                new_copies.entry((c, s)).or_default().push(position);
+                placed.push(((c, s), position));
             }
             Action::RemoveCopy { component, instance_id } => {
                 let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
@@ -133,6 +135,12 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
         slot.used = slot.copies.iter().fold(Resources::ZERO, |used, &(c, n)| {
             used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
         });
+    }
+    // Stable: positions stay in action order within each (component, slot).
+    placed.sort_by_key(|&(key, _)| key);
+    let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    for (key, group) in &placed.into_iter().chunk_by(|&(key, _)| key) {
+        new_copies.insert(key, group.map(|(_, position)| position).collect());
     }
     let mut pass = Balancer::new(problem, slots, new_copies);
     pass.run(&mut actions);
@@ -279,17 +287,21 @@ impl<'a> Balancer<'a> {
                 let Some(info) = self.problem.types.get(slot.type_index) else {
                     continue;
                 };
+                // The arithmetic test first: it rejects almost every component cheaply.
+                let room_now = info.capacity.minus(&slot.used).unwrap_or(Resources::ZERO);
+                let room_before = info.capacity.minus(before).unwrap_or(Resources::ZERO);
                 for &other in self.heavy_in_az.get(z).into_iter().flatten() {
-                    if other == c || work.contains(&(other, z)) {
-                        continue;
-                    }
                     let Some(requirement) =
                         self.problem.components[other].placement_requirement(self.problem, slot.type_index)
                     else {
                         continue;
                     };
-                    let fits_now = slot.used.plus(&requirement.resources).fits_in(&info.capacity);
-                    if fits_now && !before.plus(&requirement.resources).fits_in(&info.capacity) {
+                    let need = &requirement.resources;
+                    if need.fits_in(&room_now)
+                        && !need.fits_in(&room_before)
+                        && other != c
+                        && !work.contains(&(other, z))
+                    {
                         work.insert((other, z));
                     }
                 }

@@ -130,6 +130,8 @@ struct Greedy<'a> {
     fleet_size: u64,
     /// MaxInstanceCount (or unbounded).
     max_size: u64,
+    /// The fleet that stays anyway already reaches MaxInstanceCount: the plan launches nothing.
+    no_launches: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -191,6 +193,7 @@ impl<'a> Greedy<'a> {
             launched: vec![vec![0; az_count]; type_count],
             fleet_size: 0,
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
+            no_launches: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
@@ -228,6 +231,7 @@ impl<'a> Greedy<'a> {
                 }
             }
         }
+        self.no_launches = self.fleet_size >= self.max_size;
         // Best last: reserved first, then by id.
         let instances = &self.instances;
         for list in self.idle.iter_mut().flatten() {
@@ -237,11 +241,19 @@ impl<'a> Greedy<'a> {
 
     /// Openings still allowed by MaxInstanceCount.
     fn budget(&self) -> u64 {
-        self.max_size.saturating_sub(self.fleet_size)
+        if self.no_launches {
+            // No launch can happen, so MaxInstanceCount does not bind: idle instances may be reused.
+            u64::MAX
+        } else {
+            self.max_size.saturating_sub(self.fleet_size)
+        }
     }
 
     /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
     fn launches_left(&self, type_index: usize, az: usize) -> u64 {
+        if self.no_launches {
+            return 0;
+        }
         let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
         match self.problem.launch_limit(type_index, az).total() {
             Some(total) => u64::from(total.saturating_sub(done)),

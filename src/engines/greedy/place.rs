@@ -385,6 +385,45 @@ mod tests {
         assert_eq!(names(&one), names(&two));
     }
 
+    fn priced(name: &str, accelerators: f64, price: f64) -> crate::model::InstanceTypeSpec {
+        crate::model::InstanceTypeSpec {
+            instance_type: name.into(),
+            accelerator_count: accelerators,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 48.0 * accelerators / 4.0,
+            memory_in_mb: 196_608.0 * accelerators / 4.0,
+            hourly_price: Some(price),
+        }
+    }
+
+    fn opening_type(priority_small: u8, priority_big: u8, remaining: u64) -> String {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(priced("ml.g6.12xlarge", 4.0, 4.6))
+            .instance_type(priced("ml.g6.48xlarge", 8.0, 13.35))
+            .pool("ml.g6.48xlarge", priority_big)
+            .pool("ml.g6.12xlarge", priority_small)
+            .component("x", 8, 1, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let planner = Greedy::new(&problem);
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| problem.components[0].placement_requirement(&problem, t).map(|r| r.resources))
+            .collect();
+        let opening = planner.best_opening(&needs, 0, remaining).unwrap();
+        problem.types[opening.type_index].name.clone()
+    }
+
+    #[test]
+    fn best_opening_is_priority_first_then_fewest_instances_then_cost() {
+        // Same priority: 8 copies fit one 8-accelerator instance (two of the 4-accelerator type).
+        assert_eq!(opening_type(1, 1, 8), "ml.g6.48xlarge");
+        // Same priority, 3 copies: one instance either way, the cheaper one wins.
+        assert_eq!(opening_type(1, 1, 3), "ml.g6.12xlarge");
+        // A more preferred type always wins, whatever the fit.
+        assert_eq!(opening_type(1, 2, 8), "ml.g6.12xlarge");
+        assert_eq!(opening_type(2, 1, 3), "ml.g6.48xlarge");
+    }
+
     #[test]
     fn assign_azs_prefers_balance_then_free_room() {
         let scenario = ScenarioBuilder::new(["a", "b", "c"])
