@@ -83,6 +83,9 @@ impl FinalFleet {
             .collect();
         let mut by_id: BTreeMap<String, usize> =
             instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect();
+        // Name lookups in logarithmic time: plans carry one action per copy.
+        let component_by_name: BTreeMap<&str, usize> =
+            problem.components.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
         let mut terminated = vec![false; instances.len()];
         let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
         let mut removed: BTreeMap<usize, u32> = BTreeMap::new();
@@ -128,7 +131,7 @@ impl FinalFleet {
                     });
                 }
                 Action::PlaceCopy { component, instance_id, model_name } => {
-                    let Some(component_index) = problem.component_index(component) else {
+                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
                         violation(ViolationKind::Reference, format!("PlaceCopy: unknown component {component:?}"));
                         continue;
                     };
@@ -176,7 +179,7 @@ impl FinalFleet {
                     *target.new_copies.entry(component_index).or_insert(0) += 1;
                 }
                 Action::RemoveCopy { component, instance_id } => {
-                    let Some(component_index) = problem.component_index(component) else {
+                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
                         violation(ViolationKind::Reference, format!("RemoveCopy: unknown component {component:?}"));
                         continue;
                     };

@@ -10,7 +10,7 @@
 //!   problem, reporting every input problem at once.
 //! - [`plan_greedy`] is the fast path; [`ExactPlanner`] solves the integer program with
 //!   explicit limits and says whether it proved optimality ([`Status`], [`StopReason`]).
-//! - [`verify`] independently checks any plan; every plan the library returns passes it.
+//! - [`verify()`] independently checks any plan; every plan the library returns passes it.
 //!
 //! The library does no I/O: no files, no environment, no threads; the only clock use is an
 //! explicit time limit you set on the exact planner.
@@ -56,7 +56,9 @@ pub mod render;
 pub mod report;
 pub mod verify;
 
-pub use engines::consolidate::{consolidate, ConsolidationPlan, ConsolidationStep, Move};
+pub use engines::consolidate::{
+    consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
+};
 pub use engines::exact::ExactPlanner;
 pub use engines::greedy::plan_greedy;
 pub use error::{Issue, ValidationError, Warning, WarningKind};

@@ -1,9 +1,11 @@
 //! Consolidation (spec §3): the planner's plans pass the independent checker, and the checker
 //! catches broken plans.
 
+mod common;
+
 use std::collections::BTreeSet;
 
-use fleetplan::engines::consolidate::{verify_consolidation, Consolidator};
+use fleetplan::engines::consolidate::{consolidation_score, verify_consolidation, Consolidator};
 use fleetplan::fleet::objective;
 use fleetplan::verify::spread_violations;
 use fleetplan::*;
@@ -63,6 +65,7 @@ fn fragmented_fleet_releases_instances_in_valid_steps() {
     let before = initial_objective(&problem);
     assert!(plan.objective.better_than(&before), "{:?} vs {before:?}", plan.objective);
     assert_eq!(plan.objective.placed_copies, before.placed_copies);
+    assert!(plan.objective.balance_excess <= before.balance_excess);
     // Fallback (priority 3) instances are released before anything else can be.
     let g6_before = before.instances_of_priority(3);
     assert!(plan.objective.instances_of_priority(3) < g6_before);
@@ -372,6 +375,41 @@ fn spread_rule_is_not_made_worse() {
 }
 
 #[test]
+fn many_copies_on_a_tiny_fleet() {
+    // 600 small copies on 3 instances: the exhaustive search stays out (it would recurse per
+    // copy); the greedy packs everything onto one instance.
+    let mut scenario = ScenarioBuilder::new(["a"])
+        .instance_type(instance_type("t-wide", 0, 1_000, 4_194_304, Some(5.0)))
+        .pool("t-wide", 1)
+        .component("tiny", 600, 0, 0.25, 128)
+        .strategy("tiny", "BINPACK")
+        .fleet_instance("i-1", "t-wide", "a", false)
+        .fleet_instance("i-2", "t-wide", "a", false)
+        .fleet_instance("i-3", "t-wide", "a", false)
+        .fleet_copies("tiny", "i-1", 200)
+        .fleet_copies("tiny", "i-2", 200)
+        .fleet_copies("tiny", "i-3", 200)
+        .build();
+    set_scaling(&mut scenario, 0, 1);
+    let problem = Problem::new(&scenario).unwrap();
+    assert!(Consolidator::new().plan_exhaustive(&problem).is_none());
+    let plan = consolidate(&problem);
+    assert_valid(&problem, &plan);
+    // One instance holds 4000 copies by CPU (1000 cores / 0.25) and 32768 by memory.
+    assert_eq!(plan.released().count(), 2);
+    assert_eq!(plan.move_count(), 400);
+}
+
+#[test]
+fn empty_fleet_has_nothing_to_consolidate() {
+    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = consolidate(&problem);
+    assert!(plan.steps.is_empty());
+    assert_valid(&problem, &plan);
+}
+
+#[test]
 fn checker_catches_broken_plans() {
     let problem = scenario_file("fragmented-fleet.json");
     let good = consolidate(&problem);
@@ -386,6 +424,12 @@ fn checker_catches_broken_plans() {
     let all_releases: Vec<String> = merged.steps.iter().flat_map(|step| step.release.clone()).collect();
     merged.steps = vec![ConsolidationStep { moves: all_moves, release: all_releases }];
     assert!(kinds(&merged).contains(&ViolationKind::Consolidation));
+
+    // Releasing an instance twice.
+    let mut twice = good.clone();
+    let first = twice.steps[0].release[0].clone();
+    twice.steps.push(ConsolidationStep { moves: Vec::new(), release: vec![first] });
+    assert!(kinds(&twice).contains(&ViolationKind::Reference));
 
     // Releasing a busy instance.
     let mut busy = good.clone();
@@ -641,7 +685,9 @@ proptest! {
         }
         let before = initial_objective(&problem);
         prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
+        prop_assert!(plan.objective.balance_excess <= before.balance_excess);
         prop_assert!(plan.objective.key() <= before.key());
+        prop_assert_eq!(&plan.objective, &objective(&problem, &plan.final_fleet(&problem)));
         let kept = problem.fleet().len() - plan.released().count();
         prop_assert!(kept >= (random.min_instances as usize).min(problem.fleet().len()));
         // Every released instance is one the plan emptied or that was empty.
@@ -675,14 +721,27 @@ proptest! {
             // The greedy's plan releases one instance at a time and moves only copies of the
             // released instance, so it lies in the searched space.
             prop_assert!(
-                (searched.objective.key(), searched.move_count()) <= (greedy.objective.key(), greedy.move_count()),
+                consolidation_score(&searched) <= consolidation_score(&greedy),
                 "search {:?} / {} moves, greedy {:?} / {} moves", searched.objective, searched.move_count(),
                 greedy.objective, greedy.move_count()
             );
         }
         let best = consolidate(&problem);
         prop_assert!(verify_consolidation(&problem, &best).is_empty());
-        prop_assert!((best.objective.key(), best.move_count()) <= (greedy.objective.key(), greedy.move_count()));
+        prop_assert!(consolidation_score(&best) <= consolidation_score(&greedy));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    #[test]
+    fn shared_generator_fleets_consolidate_validly(problem in common::problem(common::Size::MEDIUM)) {
+        let plan = consolidate(&problem);
+        let violations = verify_consolidation(&problem, &plan);
+        prop_assert!(violations.is_empty(), "{violations:#?}\n{plan:#?}");
+        prop_assert!(plan.objective.key() <= initial_objective(&problem).key());
+        prop_assert_eq!(plan, consolidate(&problem));
     }
 }
 
@@ -693,7 +752,7 @@ proptest! {
 fn greedy_gap() {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
-    for (smallest, largest) in [(2, 6), (7, 9)] {
+    for (smallest, largest, pinning) in [(2, 6, 0), (2, 6, 64), (7, 9, 0), (7, 9, 64)] {
         let mut runner = TestRunner::deterministic();
         let (mut cases, mut complete_cases, mut better_objective, mut fewer_moves) = (0, 0, 0, 0);
         for _ in 0..3000 {
@@ -703,18 +762,86 @@ fn greedy_gap() {
                 continue;
             }
             cases += 1;
-            let greedy = Consolidator::new().exhaustive_up_to(0).plan(&problem);
+            let greedy = Consolidator::new().exhaustive_up_to(0).pinning_up_to(pinning).plan(&problem);
             let (searched, complete) = Consolidator::new().exhaustive_up_to(largest).plan_exhaustive(&problem).unwrap();
             complete_cases += usize::from(complete);
-            if searched.objective.better_than(&greedy.objective) {
+            let (search_score, greedy_score) = (consolidation_score(&searched), consolidation_score(&greedy));
+            if (search_score.0, search_score.1) < (greedy_score.0, greedy_score.1) {
                 better_objective += 1;
-            } else if searched.objective == greedy.objective && searched.move_count() < greedy.move_count() {
+            } else if search_score < greedy_score {
                 fewer_moves += 1;
             }
         }
         println!(
-            "{cases} fleets of {smallest}-{largest} instances: search complete on {complete_cases}; \
+            "pinning {pinning}: {cases} fleets of {smallest}-{largest} instances: search complete on {complete_cases}; \
              better objective than greedy on {better_objective}; same objective with fewer moves on {fewer_moves}"
+        );
+    }
+}
+
+/// Planning time on large fragmented fleets (run with
+/// `cargo test --release --test consolidate -- --ignored --nocapture large_fleet_timing`).
+#[test]
+#[ignore]
+fn large_fleet_timing() {
+    let fragmented = scenario_file("fragmented-fleet.json");
+    let start = std::time::Instant::now();
+    let plan = consolidate(&fragmented);
+    println!(
+        "fragmented-fleet.json (26 instances, pinning restarts): {} released, {:.1} ms",
+        plan.released().count(),
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    for instances in [100usize, 500, 2000] {
+        let azs = ["a", "b", "c"];
+        let mut builder = ScenarioBuilder::new(azs)
+            .instance_type(instance_type("t-small", 4, 48, 196_608, Some(5.0)))
+            .instance_type(instance_type("t-big", 8, 96, 393_216, Some(20.0)))
+            .pool("t-small", 1)
+            .pool("t-big", 2);
+        let components = 50;
+        for component in 0..components {
+            builder = builder.component(&format!("m{component}"), 0, 1, 1.0, 4096);
+            if component % 2 == 0 {
+                builder = builder.max_imbalance(&format!("m{component}"), 1);
+            }
+            if component % 3 == 0 {
+                builder = builder.strategy(&format!("m{component}"), "BINPACK");
+            }
+        }
+        // Each instance runs one or two copies: lots of room to consolidate.
+        for index in 0..instances {
+            let id = format!("i-{index:05}");
+            let kind = if index % 4 == 0 { "t-big" } else { "t-small" };
+            builder = builder.fleet_instance(&id, kind, azs[index % 3], false);
+            builder = builder.fleet_copies(&format!("m{}", index % components), &id, 1);
+            if index % 2 == 0 {
+                builder = builder.fleet_copies(&format!("m{}", (index * 7 + 3) % components), &id, 1);
+            }
+        }
+        let mut scenario = builder.build();
+        for copy in scenario.fleet.copies.clone() {
+            let component = scenario
+                .inference_components
+                .iter_mut()
+                .find(|component| component.inference_component_name == copy.inference_component_name)
+                .unwrap();
+            component.runtime_config.copy_count += 1.0;
+        }
+        set_scaling(&mut scenario, 0, 10);
+        let problem = Problem::new(&scenario).unwrap();
+        let start = std::time::Instant::now();
+        let plan = consolidate(&problem);
+        let elapsed = start.elapsed();
+        let violations = verify_consolidation(&problem, &plan);
+        println!(
+            "{instances} instances, {} copies: released {} in {} steps with {} moves, {:.1} ms; checker: {} violations",
+            problem.existing_copies_per_component().iter().sum::<u64>(),
+            plan.released().count(),
+            plan.steps.len(),
+            plan.move_count(),
+            elapsed.as_secs_f64() * 1e3,
+            violations.len()
         );
     }
 }

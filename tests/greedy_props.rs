@@ -3,9 +3,9 @@
 //! does not change the objective.
 
 use fleetplan::{
-    plan_greedy, verify, AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements, Fleet,
-    FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling, Problem, RuntimeConfig,
-    Scenario, SchedulingConfig, Status, ViolationKind,
+    plan_greedy, verify, AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements,
+    Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling,
+    Problem, RuntimeConfig, Scenario, SchedulingConfig, Status, ViolationKind,
 };
 use proptest::prelude::*;
 
@@ -202,12 +202,15 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
             let component = rng.pick(&scenario.inference_components);
             let requirement = match (&component.specification, &component.specifications) {
                 (Some(spec), _) => Some(&spec.compute_resource_requirements),
-                (None, Some(specs)) => {
-                    specs.iter().find(|s| s.instance_type.as_deref() == Some(&type_name)).map(|s| &s.compute_resource_requirements)
-                }
+                (None, Some(specs)) => specs
+                    .iter()
+                    .find(|s| s.instance_type.as_deref() == Some(&type_name))
+                    .map(|s| &s.compute_resource_requirements),
                 _ => None,
             };
-            let Some(requirement) = requirement else { continue };
+            let Some(requirement) = requirement else {
+                continue;
+            };
             let need_accelerators = requirement.number_of_accelerator_devices_required.unwrap_or(0.0);
             let need_cpus = (requirement.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil();
             let need_memory = requirement.min_memory_required_in_mb;
@@ -241,7 +244,8 @@ fn permuted(scenario: &Scenario, seed: u64) -> Scenario {
     }
     let mut out = scenario.clone();
     out.availability_zones = apply(&scenario.availability_zones, &shuffle(scenario.availability_zones.len()));
-    out.endpoint.instance_pools = apply(&scenario.endpoint.instance_pools, &shuffle(scenario.endpoint.instance_pools.len()));
+    out.endpoint.instance_pools =
+        apply(&scenario.endpoint.instance_pools, &shuffle(scenario.endpoint.instance_pools.len()));
     out.inference_components = apply(&scenario.inference_components, &shuffle(scenario.inference_components.len()));
     out.capacity = apply(&scenario.capacity, &shuffle(scenario.capacity.len()));
     out.instance_types = apply(&scenario.instance_types, &shuffle(scenario.instance_types.len()));
@@ -251,7 +255,12 @@ fn permuted(scenario: &Scenario, seed: u64) -> Scenario {
 }
 
 fn sizes() -> impl Strategy<Value = Size> {
-    (1u64..=3, 1u64..=4, 1u64..=5, 0u64..=5).prop_map(|(azs, pools, components, fleet)| Size { azs, pools, components, fleet })
+    (1u64..=3, 1u64..=5, 1u64..=8, 0u64..=8).prop_map(|(azs, pools, components, fleet)| Size {
+        azs,
+        pools,
+        components,
+        fleet,
+    })
 }
 
 proptest! {
@@ -305,12 +314,12 @@ fn the_generator_covers_the_interesting_cases() {
         with_fleet += usize::from(!scenario.fleet.copies.is_empty());
         partial += usize::from(!plan.unplaced.is_empty());
         removals += usize::from(plan.actions.iter().any(|a| matches!(a, fleetplan::Action::RemoveCopy { .. })));
-        launches_reserved +=
-            usize::from(plan.actions.iter().any(|a| matches!(a, fleetplan::Action::LaunchInstance { reserved: true, .. })));
+        launches_reserved += usize::from(
+            plan.actions.iter().any(|a| matches!(a, fleetplan::Action::LaunchInstance { reserved: true, .. })),
+        );
     }
     assert!(with_fleet > 100, "{with_fleet}");
     assert!(partial > 10, "{partial}");
     assert!(removals > 10, "{removals}");
     assert!(launches_reserved > 10, "{launches_reserved}");
 }
-

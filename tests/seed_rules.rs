@@ -105,7 +105,9 @@ fn priority_one_out_of_capacity_in_one_az_falls_back_there_only() {
     for action in &plan.actions {
         if let Action::PlaceCopy { instance_id, model_name, .. } = action {
             let launched_type = plan.actions.iter().find_map(|a| match a {
-                Action::LaunchInstance { instance_id: id, instance_type, .. } if id == instance_id => Some(instance_type.clone()),
+                Action::LaunchInstance { instance_id: id, instance_type, .. } if id == instance_id => {
+                    Some(instance_type.clone())
+                }
                 _ => None,
             });
             let expected = if launched_type.as_deref() == Some("ml.g6.48xlarge") { "llm-int4" } else { "llm-tp8" };
@@ -196,7 +198,8 @@ fn a_four_accelerator_copy_is_never_split() {
     let llm = problem.component_index("llama-70b").unwrap();
     for instance in &fleet.instances {
         let info = &problem.instance_types()[instance.type_index];
-        let per_copy = problem.components()[llm].requirements[instance.type_index].as_ref().map(|r| r.resources.accelerators);
+        let per_copy =
+            problem.components()[llm].requirements[instance.type_index].as_ref().map(|r| r.resources.accelerators);
         let copies = u64::from(instance.copies_of(llm));
         if copies > 0 {
             // Every copy's devices come from this one instance.
@@ -319,21 +322,32 @@ fn unreachable_min_instance_count_is_infeasible() {
 
 #[test]
 fn fleet_above_max_launches_nothing_and_releases_idle_instances() {
+    // Two busy instances, MaxInstanceCount 1: nothing may be launched. The component needs more
+    // copies: the idle i-3 takes one (it then cannot be released); the idle i-4 of a type the
+    // component cannot use is released.
     let scenario = ScenarioBuilder::new(["a"])
         .pool("ml.g6.12xlarge", 1)
+        .pool("ml.g6.2xlarge", 2)
         .instance_limits(0, Some(1))
         .component("m", 4, 4, 4.0, 16_384)
         .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-3", "ml.g6.12xlarge", "a", false)
+        .fleet_instance("i-4", "ml.g6.2xlarge", "a", false)
         .fleet_copies("m", "i-1", 1)
         .fleet_copies("m", "i-2", 1)
         .build();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 0);
-    assert_eq!(plan.actions, vec![Action::TerminateInstance { instance_id: "i-3".into() }]);
-    assert_eq!(plan.unplaced.iter().map(|u| u.copy_count).sum::<u64>(), 2);
+    assert_eq!(
+        plan.actions,
+        vec![
+            Action::PlaceCopy { component: "m".into(), instance_id: "i-3".into(), model_name: None },
+            Action::TerminateInstance { instance_id: "i-4".into() },
+        ]
+    );
+    assert_eq!(plan.unplaced.iter().map(|u| u.copy_count).sum::<u64>(), 1);
 }
 
 #[test]

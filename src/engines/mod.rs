@@ -1,6 +1,6 @@
 //! Planning engines: the greedy fast path, the exact integer program, and consolidation.
 //!
-//! Every engine returns actions; [`finish`] turns them into a [`Plan`] with the objective and
+//! Every engine returns actions; `finish` turns them into a [`Plan`] with the objective and
 //! `Unplaced` computed by the shared definitions, so no engine reports its own numbers.
 
 pub mod consolidate;

@@ -6,8 +6,9 @@
 //! It never adds, removes or releases an instance and keeps every component's copies per AZ,
 //! so L1–L4 are unchanged; it only rewrites `PlaceCopy` targets (and their `ModelName`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use itertools::Itertools;
 use smallvec::SmallVec;
 
 use crate::plan::Action;
@@ -76,11 +77,15 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
         .collect();
     let mut by_id: BTreeMap<String, usize> = slots.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
     // (component, slot) -> indices of PlaceCopy actions putting a copy there.
-    let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    // ((component, slot), action position) of every placement; grouped once at the end.
+    let mut placed: Vec<((usize, usize), usize)> = Vec::new();
+    let mut last_place: Option<(String, String, usize, usize)> = None;
     for (position, action) in actions.iter().enumerate() {
         match action {
             Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
-                let (Some(type_index), Some(az)) = (problem.type_index(instance_type), problem.az_index(availability_zone)) else {
+                let (Some(type_index), Some(az)) =
+                    (problem.type_index(instance_type), problem.az_index(availability_zone))
+                else {
                     return actions;
                 };
                 if by_id.contains_key(instance_id) {
@@ -97,11 +102,20 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
                 });
             }
             Action::PlaceCopy { component, instance_id, .. } => {
-                let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
-                    return actions;
+                // Planners emit runs of identical placements: skip the lookups for a repeat.
+                let (c, s) = match &last_place {
+                    Some((name, id, c, s)) if name == component && id == instance_id => (*c, *s),
+                    _ => {
+                        let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id))
+                        else {
+                            return actions;
+                        };
+                        last_place = Some((component.clone(), instance_id.clone(), c, s));
+                        (c, s)
+                    }
                 };
                 slots[s].change(c, 1);
-                new_copies.entry((c, s)).or_default().push(position);
+                placed.push(((c, s), position));
             }
             Action::RemoveCopy { component, instance_id } => {
                 let (Some(&c), Some(&s)) = (component_index.get(component.as_str()), by_id.get(instance_id)) else {
@@ -110,7 +124,9 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
                 slots[s].change(c, -1);
             }
             Action::TerminateInstance { instance_id } => {
-                let Some(&s) = by_id.get(instance_id) else { return actions };
+                let Some(&s) = by_id.get(instance_id) else {
+                    return actions;
+                };
                 slots[s].gone = true;
             }
         }
@@ -120,78 +136,185 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
             used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
         });
     }
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); problem.azs.len()];
-    for (index, slot) in slots.iter().enumerate() {
-        if !slot.gone {
-            if let Some(list) = members.get_mut(slot.az) {
-                list.push(index);
-            }
-        }
+    // Stable: positions stay in action order within each (component, slot).
+    placed.sort_by_key(|&(key, _)| key);
+    let mut new_copies: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
+    for (key, group) in &placed.into_iter().chunk_by(|&(key, _)| key) {
+        new_copies.insert(key, group.map(|(_, position)| position).collect());
     }
-    // Instances holding new copies, per component.
-    let mut holders: Vec<Vec<usize>> = vec![Vec::new(); problem.components.len()];
-    for &(c, s) in new_copies.keys() {
-        holders[c].push(s);
-    }
+    let mut pass = Balancer::new(problem, slots, new_copies);
+    pass.run(&mut actions);
+    actions
+}
 
-    // Each move lowers Σ count² of its component and leaves the others alone, so this ends.
-    // A move frees room on the heavy instance, which can matter to other components: repeat
-    // until a full pass moves nothing.
-    loop {
-        let mut moved = false;
-        for (c, component) in problem.components.iter().enumerate() {
-            if component.strategy != PlacementStrategy::Spread || holders[c].is_empty() {
+/// Indexed state of the pass: every query is logarithmic, never a scan of an AZ's instances.
+struct Balancer<'a> {
+    problem: &'a Problem,
+    slots: Vec<Slot>,
+    /// (component, slot) -> positions of the `PlaceCopy` actions putting a copy there.
+    new_copies: BTreeMap<(usize, usize), Vec<usize>>,
+    /// Instances per `[az][type]` keyed by free accelerators (room queries start there).
+    by_room: Vec<Vec<BTreeSet<(u64, usize)>>>,
+    /// Holders of new copies of a SPREAD component per (component, AZ): (copies, slot).
+    holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>>,
+    /// SPREAD components with a holder of two or more copies, per AZ (only these can move).
+    heavy_in_az: Vec<BTreeSet<usize>>,
+}
+
+impl<'a> Balancer<'a> {
+    fn new(problem: &'a Problem, slots: Vec<Slot>, new_copies: BTreeMap<(usize, usize), Vec<usize>>) -> Self {
+        let mut by_room = vec![vec![BTreeSet::new(); problem.types.len()]; problem.azs.len()];
+        for (index, slot) in slots.iter().enumerate() {
+            if slot.gone {
                 continue;
             }
-            let mut azs: Vec<usize> =
-                holders[c].iter().filter(|&&s| slots[s].copies_of(c) >= 2).map(|&s| slots[s].az).collect();
-            azs.sort_unstable();
-            azs.dedup();
-            for z in azs {
-                while let Some((heavy, light)) = find_pair(problem, &slots, &members[z], &new_copies, c) {
-                    move_copy(problem, &mut actions, &mut slots, &mut new_copies, c, heavy, light);
-                    if !holders[c].contains(&light) {
-                        holders[c].push(light);
-                    }
-                    moved = true;
+            if let Some(set) =
+                by_room.get_mut(slot.az).and_then(|row: &mut Vec<BTreeSet<(u64, usize)>>| row.get_mut(slot.type_index))
+            {
+                set.insert((free_accelerators(problem, slot), index));
+            }
+        }
+        let mut holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>> = BTreeMap::new();
+        for &(c, s) in new_copies.keys() {
+            if problem.components[c].strategy != PlacementStrategy::Spread || slots[s].gone {
+                continue;
+            }
+            holders.entry((c, slots[s].az)).or_default().insert((slots[s].copies_of(c), s));
+        }
+        let mut heavy_in_az = vec![BTreeSet::new(); problem.azs.len()];
+        for (&(c, z), set) in &holders {
+            if set.last().is_some_and(|&(count, _)| count >= 2) {
+                if let Some(heavy) = heavy_in_az.get_mut(z) {
+                    heavy.insert(c);
                 }
             }
         }
-        if !moved {
-            return actions;
+        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az }
+    }
+
+    /// The heaviest holder of new copies of `c` in `az`, if it holds two or more.
+    fn heaviest(&self, c: usize, az: usize) -> Option<(u32, usize)> {
+        self.holders.get(&(c, az)).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
+    }
+
+    /// The lightest eligible instance in `az` with room for one more copy of `c` among those
+    /// holding at most `at_most` copies of it.
+    fn lightest(&self, c: usize, az: usize, at_most: u32) -> Option<(u32, usize)> {
+        let problem = self.problem;
+        let component = problem.components.get(c)?;
+        let mut best: Option<(u32, usize)> = None;
+        for t in problem.pool_types() {
+            let Some(requirement) = component.placement_requirement(problem, t) else {
+                continue;
+            };
+            let Some(set) = self.by_room.get(az).and_then(|row| row.get(t)) else {
+                continue;
+            };
+            let capacity = problem.types[t].capacity;
+            for &(_, s) in set.range((requirement.resources.accelerators, 0)..) {
+                let slot = &self.slots[s];
+                let count = slot.copies_of(c);
+                if count > at_most || best.is_some_and(|b| (count, s) >= b) {
+                    continue;
+                }
+                if slot.used.plus(&requirement.resources).fits_in(&capacity) {
+                    best = Some((count, s));
+                    if count == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    fn set_holder(&mut self, c: usize, s: usize, before: u32) {
+        let az = self.slots[s].az;
+        let has_new = self.new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty());
+        let set = self.holders.entry((c, az)).or_default();
+        set.remove(&(before, s));
+        if has_new {
+            set.insert((self.slots[s].copies_of(c), s));
+        }
+        let heavy = set.last().is_some_and(|&(count, _)| count >= 2);
+        if let Some(heavy_set) = self.heavy_in_az.get_mut(az) {
+            if heavy {
+                heavy_set.insert(c);
+            } else {
+                heavy_set.remove(&c);
+            }
+        }
+    }
+
+    fn reindex(&mut self, s: usize, free_before: u64) {
+        let slot = &self.slots[s];
+        if let Some(set) = self.by_room.get_mut(slot.az).and_then(|row| row.get_mut(slot.type_index)) {
+            set.remove(&(free_before, s));
+            set.insert((free_accelerators(self.problem, slot), s));
+        }
+    }
+
+    /// Moves one new copy of `c` from `heavy` to `light`, keeping every index current.
+    fn shift(&mut self, actions: &mut [Action], c: usize, heavy: usize, light: usize) {
+        let (heavy_before, light_before) = (self.slots[heavy].copies_of(c), self.slots[light].copies_of(c));
+        let (heavy_free, light_free) =
+            (free_accelerators(self.problem, &self.slots[heavy]), free_accelerators(self.problem, &self.slots[light]));
+        move_copy(self.problem, actions, &mut self.slots, &mut self.new_copies, c, heavy, light);
+        self.reindex(heavy, heavy_free);
+        self.reindex(light, light_free);
+        self.set_holder(c, heavy, heavy_before);
+        self.set_holder(c, light, light_before);
+    }
+
+    fn run(&mut self, actions: &mut [Action]) {
+        // Each move lowers Σ count² of its component and leaves the others alone, so this ends.
+        // A move frees room on the heavy instance, which can make another component's pair in
+        // that AZ a violation: such (component, AZ) pairs go back on the work list.
+        let mut work: BTreeSet<(usize, usize)> =
+            self.holders.keys().copied().filter(|&(c, z)| self.heaviest(c, z).is_some()).collect();
+        let mut freed: BTreeMap<usize, Resources> = BTreeMap::new();
+        while let Some((c, z)) = work.pop_first() {
+            freed.clear();
+            while let Some((most, heavy)) = self.heaviest(c, z) {
+                let Some((_, light)) = self.lightest(c, z, most - 2) else {
+                    break;
+                };
+                freed.entry(heavy).or_insert(self.slots[heavy].used);
+                self.shift(actions, c, heavy, light);
+            }
+            for (&h, before) in &freed {
+                let slot = &self.slots[h];
+                let Some(info) = self.problem.types.get(slot.type_index) else {
+                    continue;
+                };
+                // The arithmetic test first: it rejects almost every component cheaply.
+                let room_now = info.capacity.minus(&slot.used).unwrap_or(Resources::ZERO);
+                let room_before = info.capacity.minus(before).unwrap_or(Resources::ZERO);
+                for &other in self.heavy_in_az.get(z).into_iter().flatten() {
+                    let Some(requirement) =
+                        self.problem.components[other].placement_requirement(self.problem, slot.type_index)
+                    else {
+                        continue;
+                    };
+                    let need = &requirement.resources;
+                    if need.fits_in(&room_now)
+                        && !need.fits_in(&room_before)
+                        && other != c
+                        && !work.contains(&(other, z))
+                    {
+                        work.insert((other, z));
+                    }
+                }
+            }
         }
     }
 }
 
-/// The heaviest instance with a new copy of `c` and the lightest eligible instance with room,
-/// when they differ by two or more.
-fn find_pair(
-    problem: &Problem,
-    slots: &[Slot],
-    members: &[usize],
-    new_copies: &BTreeMap<(usize, usize), Vec<usize>>,
-    c: usize,
-) -> Option<(usize, usize)> {
-    let component = problem.components.get(c)?;
-    let mut heavy: Option<(u32, usize)> = None;
-    let mut light: Option<(u32, usize)> = None;
-    for &s in members {
-        let slot = &slots[s];
-        let count = slot.copies_of(c);
-        if count >= 2 && new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty()) && heavy.is_none_or(|(most, _)| count > most) {
-            heavy = Some((count, s));
-        }
-        if light.is_some_and(|(fewest, _)| count >= fewest) {
-            continue;
-        }
-        let Some(requirement) = component.placement_requirement(problem, slot.type_index) else { continue };
-        let Some(info) = problem.types.get(slot.type_index) else { continue };
-        if slot.used.plus(&requirement.resources).fits_in(&info.capacity) {
-            light = Some((count, s));
-        }
-    }
-    let ((most, heavy), (fewest, light)) = (heavy?, light?);
-    (heavy != light && most >= fewest + 2).then_some((heavy, light))
+fn free_accelerators(problem: &Problem, slot: &Slot) -> u64 {
+    problem
+        .types
+        .get(slot.type_index)
+        .map_or(0, |info| info.capacity.accelerators.saturating_sub(slot.used.accelerators))
 }
 
 fn move_copy(
@@ -203,7 +326,9 @@ fn move_copy(
     heavy: usize,
     light: usize,
 ) {
-    let Some(position) = new_copies.get_mut(&(c, heavy)).and_then(Vec::pop) else { return };
+    let Some(position) = new_copies.get_mut(&(c, heavy)).and_then(Vec::pop) else {
+        return;
+    };
     let heavy_type = slots[heavy].type_index;
     let light_type = slots[light].type_index;
     let heavy_need = need(problem, c, heavy_type).unwrap_or(Resources::ZERO);
@@ -212,7 +337,8 @@ fn move_copy(
     slots[heavy].used = slots[heavy].used.minus(&heavy_need).unwrap_or(Resources::ZERO);
     slots[light].change(c, 1);
     slots[light].used = slots[light].used.plus(&light_need);
-    let model_name = problem.components[c].placement_requirement(problem, light_type).and_then(|r| r.model_name.clone());
+    let model_name =
+        problem.components[c].placement_requirement(problem, light_type).and_then(|r| r.model_name.clone());
     if let Some(action) = actions.get_mut(position) {
         *action = Action::PlaceCopy {
             component: problem.components[c].name.clone(),
@@ -247,7 +373,8 @@ mod tests {
     fn moves_new_copies_from_heavy_to_light_instances() {
         let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("x", 4, 1, 1.0, 1024).build();
         let problem = Problem::new(&scenario).unwrap();
-        let actions = vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
+        let actions =
+            vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
         let (before, _) = FinalFleet::apply(&problem, &actions);
         assert!(!spread_violations(&problem, &before).is_empty());
         let after_actions = rebalance_spread(&problem, actions);

@@ -220,8 +220,12 @@ pub fn verify_consolidation(problem: &Problem, plan: &ConsolidationPlan) -> Vec<
                 push(ViolationKind::Reference, format!("{label}: releases unknown instance {id:?}"));
                 continue;
             };
-            if !released_ids.insert(id.as_str()) || !fleet.instances[index].alive {
-                push(ViolationKind::Reference, format!("{label}: {id} is released twice"));
+            if !released_ids.insert(id.as_str()) {
+                push(ViolationKind::Reference, format!("{label}: {id} is listed twice"));
+                continue;
+            }
+            if !fleet.instances[index].alive {
+                push(ViolationKind::Reference, format!("{label}: {id} was already released"));
                 continue;
             }
             if !fleet.instances[index].copies.is_empty() {

@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{imbalance, Planner};
+use super::{imbalance, ConsolidationScore, Planner};
 use crate::fleet::objective;
-use crate::plan::ObjectiveKey;
 use crate::problem::PlacementStrategy;
 
 /// A release and the moves `(component, target)` that empty it.
@@ -31,7 +30,7 @@ struct Search {
     seen: BTreeMap<StateKey, usize>,
     path: Vec<Release>,
     moves: usize,
-    best: Option<((ObjectiveKey, usize), Vec<Release>)>,
+    best: Option<(ConsolidationScore, Vec<Release>)>,
 }
 
 impl Planner<'_> {
@@ -65,7 +64,8 @@ impl Planner<'_> {
             return;
         }
         search.seen.insert(key, search.moves);
-        let score = (objective(self.problem, &self.final_fleet()).key(), search.moves);
+        let key = objective(self.problem, &self.final_fleet()).key();
+        let score = (key.fallback_counts, key.cost_micros, search.moves);
         if search.best.as_ref().is_none_or(|(best, _)| score < *best) {
             search.best = Some((score, search.path.clone()));
         }

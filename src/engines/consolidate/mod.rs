@@ -5,7 +5,9 @@
 //! copies), tries to re-home every copy of a candidate onto the instances that stay, and commits
 //! the release only if every copy found a home without breaking packing, eligibility, AZ balance or
 //! the SPREAD rule. Committed releases are grouped into steps of at most `MaximumStepSize`
-//! releases. [`verify_consolidation`] re-checks any plan independently.
+//! releases. Small fleets get extra greedy runs with one instance pinned (never released), tiny
+//! ones an exhaustive search; [`Consolidator`] sets the limits. [`verify_consolidation`]
+//! re-checks any plan independently.
 
 mod check;
 mod exhaustive;
@@ -140,6 +142,9 @@ pub fn consolidate(problem: &Problem) -> ConsolidationPlan {
     Consolidator::new().plan(problem)
 }
 
+/// Most copies in a fleet the exhaustive search takes on.
+pub const MAX_EXHAUSTIVE_COPIES: u64 = 32;
+
 /// Consolidation planner with explicit settings.
 ///
 /// ```
@@ -153,17 +158,19 @@ pub struct Consolidator {
     max_steps: Option<usize>,
     exhaustive_instances: usize,
     node_limit: usize,
+    pinning_instances: usize,
 }
 
 impl Default for Consolidator {
     fn default() -> Self {
-        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000 }
+        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000, pinning_instances: 64 }
     }
 }
 
 impl Consolidator {
-    /// A planner without a step limit; fleets of up to 6 instances are also searched
-    /// exhaustively (up to 20 000 search nodes) and the better plan is returned.
+    /// A planner without a step limit. Fleets of up to 64 instances get one extra greedy run
+    /// per pinned instance; fleets of up to 6 instances (and 32 copies) are also searched
+    /// exhaustively (up to 20 000 search nodes). The best plan is returned.
     pub fn new() -> Self {
         Consolidator::default()
     }
@@ -173,6 +180,13 @@ impl Consolidator {
     /// not by time.
     pub fn exhaustive_up_to(mut self, instances: usize) -> Self {
         self.exhaustive_instances = instances;
+        self
+    }
+
+    /// Reruns the greedy once per pinned instance (never released) for fleets of at most
+    /// `instances` instances and keeps the best plan (0 = a single greedy run).
+    pub fn pinning_up_to(mut self, instances: usize) -> Self {
+        self.pinning_instances = instances;
         self
     }
 
@@ -189,12 +203,15 @@ impl Consolidator {
         self
     }
 
-    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`]
-    /// instances (`None` for larger fleets). The flag is true when the search finished within
-    /// the node limit: the plan is then optimal (L3, L4, then fewest moves) among plans that
-    /// release one instance at a time and move only copies of the instance being released.
+    /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`] instances
+    /// and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when
+    /// the search finished within the node limit: the plan is then optimal (L3, L4, then fewest
+    /// moves) among plans that release one instance at a time and move only copies of the
+    /// instance being released.
     pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
-        if problem.fleet().len() > self.exhaustive_instances {
+        // The search recurses once per moved copy: keep it to fleets with few copies too.
+        let copies: u64 = problem.existing_copies_per_component().iter().sum();
+        if problem.fleet().len() > self.exhaustive_instances || copies > MAX_EXHAUSTIVE_COPIES {
             return None;
         }
         let mut searcher = Planner::new(problem);
@@ -209,21 +226,48 @@ impl Consolidator {
     ///
     /// The greedy always runs. With no step limit and a fleet of at most
     /// [`Self::exhaustive_up_to`] instances, an exhaustive search over release sequences runs as
-    /// well and its plan is returned when it is better (objective, then fewer moves).
+    /// well and its plan is returned when it is better by [`consolidation_score`].
     pub fn plan(&self, problem: &Problem) -> ConsolidationPlan {
-        let mut planner = Planner::new(problem);
-        let steps = planner.run(self.max_steps.unwrap_or(usize::MAX));
-        let greedy = ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) };
-        if self.max_steps.is_some() || problem.fleet().len() > self.exhaustive_instances {
+        let max_steps = self.max_steps.unwrap_or(usize::MAX);
+        let greedy_run = |pinned: Option<usize>| {
+            let mut planner = Planner::new(problem);
+            planner.pinned = pinned;
+            let steps = planner.run(max_steps);
+            ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) }
+        };
+        let score = consolidation_score;
+        let mut greedy = greedy_run(None);
+        // Small fleets: also rerun with each instance pinned, which catches the greedy's typical
+        // miss (releasing an instance that would have been the best home for others' copies).
+        if problem.fleet().len() <= self.pinning_instances {
+            for pinned in 0..problem.fleet().len() {
+                let candidate = greedy_run(Some(pinned));
+                if score(&candidate) < score(&greedy) {
+                    greedy = candidate;
+                }
+            }
+        }
+        if self.max_steps.is_some() {
             return greedy;
         }
         let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
-        if (searched.objective.key(), searched.move_count()) < (greedy.objective.key(), greedy.move_count()) {
+        if consolidation_score(&searched) < consolidation_score(&greedy) {
             searched
         } else {
             greedy
         }
     }
+}
+
+/// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
+pub type ConsolidationScore = ([u32; 6], i64, usize);
+
+/// What consolidation minimises, in order (spec §3): L3 `(n6, …, n1)`, then L4 cost, then the
+/// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
+/// that happens to improve it is not preferred for that.)
+pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
+    let key = plan.objective.key();
+    (key.fallback_counts, key.cost_micros, plan.move_count())
 }
 
 /// Imbalance of one component: most minus fewest copies over all AZs.
@@ -331,6 +375,8 @@ struct Planner<'p> {
     alive: usize,
     /// Every non-reserved instance costs one unit when some fleet type has no price.
     unit_costs: bool,
+    /// An instance this run never releases (it stays as a home for others' copies).
+    pinned: Option<usize>,
 }
 
 impl<'p> Planner<'p> {
@@ -360,7 +406,7 @@ impl<'p> Planner<'p> {
             .collect();
         let unit_costs = nodes.iter().any(|node| price_micros(problem, node.type_index).is_none());
         let alive = nodes.len();
-        Planner { problem, nodes, per_az, alive, unit_costs }
+        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None }
     }
 
     fn priority(&self, node: &Node) -> u8 {
@@ -380,7 +426,8 @@ impl<'p> Planner<'p> {
 
     /// Release order: fallback first (L3), then most expensive (L4), then fewest copies (moves).
     fn release_order(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.nodes.len()).filter(|&index| self.nodes[index].alive).collect();
+        let mut order: Vec<usize> =
+            (0..self.nodes.len()).filter(|&index| self.nodes[index].alive && self.pinned != Some(index)).collect();
         order.sort_by_key(|&index| {
             let node = &self.nodes[index];
             (Reverse(self.priority(node)), Reverse(self.cost(node)), node.total_copies(), index)

@@ -1,14 +1,71 @@
-//! The exact planner: the placement integer program solved with good_lp (microlp by default).
+//! The exact planner: the placement integer program, solved to proven optimality with microlp.
+//!
+//! The formulation and why it is exact are described in `docs/formulation.md`. In short:
+//! 1. An aggregated master problem (new instances of one (type, AZ) counted, not enumerated;
+//!    existing instances one by one) is solved level by level: L1, then L2 with L1 fixed, then
+//!    each priority of L3, then L4. It is a relaxation of the packing of new instances.
+//! 2. Each (type, AZ) group of the result is packed exactly. If every group packs, the plan
+//!    reaches the relaxation's lexicographic optimum, which is a lower bound: it is optimal.
+//! 3. A group that does not pack is re-modelled instance by instance (exact) and the levels are
+//!    solved again.
+//!
+//! Limits are explicit: a wall-clock time limit (the only clock use in the library) and a
+//! branch-and-bound node limit per solve. A stopped search returns its best plan as
+//! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
 
-use std::time::Duration;
+mod model;
+mod packing;
 
-use crate::plan::Plan;
-use crate::problem::Problem;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::engines::finish;
+use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
+use crate::problem::{PlacementStrategy, Problem, Resources};
+use crate::verify::verify;
+
+use model::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
+use packing::{pack_group, Packing};
+
+/// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
+const PROBE_NODES: u64 = 2_000;
+
+/// Most variables the slot groups of a refinement round may add.
+const MAX_SLOT_VARIABLES: u64 = 50_000;
+
+/// Search nodes allowed when packing one group exactly.
+const PACKING_BUDGET: u64 = 200_000;
 
 /// Builder for the exact planner, with explicit limits.
-#[derive(Debug, Clone, Default)]
+///
+/// ```
+/// # use std::time::Duration;
+/// # use fleetplan::ExactPlanner;
+/// let planner = ExactPlanner::new().time_limit(Duration::from_secs(2)).node_limit(100_000);
+/// # let _ = planner;
+/// ```
+#[derive(Debug, Clone)]
 pub struct ExactPlanner {
     time_limit: Option<Duration>,
+    node_limit: Option<u64>,
+    max_rounds: usize,
+    slot_model: bool,
+}
+
+impl Default for ExactPlanner {
+    fn default() -> Self {
+        ExactPlanner { time_limit: None, node_limit: None, max_rounds: 16, slot_model: false }
+    }
+}
+
+/// What the search produced.
+enum Outcome {
+    /// A plan built from a master solution that packed.
+    Plan { actions: Vec<Action>, proven: bool, stop: StopReason, bound: Option<Objective> },
+    /// No usable plan; the greedy plan is returned.
+    NoPlan { stop: StopReason, bound: Option<Objective> },
+    /// The hard constraints cannot all be met (e.g. MinInstanceCount).
+    Infeasible,
 }
 
 impl ExactPlanner {
@@ -17,14 +74,564 @@ impl ExactPlanner {
         Self::default()
     }
 
-    /// Stops after this much wall-clock time; the result then says `TimeLimit`.
+    /// Stops after this much wall-clock time; the result then says `TimeLimit`. A single
+    /// solver call is interrupted by microlp at the deadline.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
         self
     }
 
-    /// Plans; falls back to the greedy plan when the solver cannot do better.
-    pub fn plan(&self, problem: &Problem) -> Plan {
-        crate::plan_greedy(problem)
+    /// Stops a solver call after this many branch-and-bound nodes; the result then says
+    /// `NodeLimit`. Deterministic, unlike the time limit.
+    pub fn node_limit(mut self, nodes: u64) -> Self {
+        self.node_limit = Some(nodes);
+        self
     }
+
+    /// Most rounds of "solve, pack, refine"; each round turns the groups that did not pack into
+    /// exact instance-by-instance groups (default 16).
+    pub fn max_rounds(mut self, rounds: usize) -> Self {
+        self.max_rounds = rounds.max(1);
+        self
+    }
+
+    /// Uses the plain slot formulation for every group (one variable per instance slot and
+    /// component, no aggregation, no cuts). Only for benchmarks: it shows what structure buys.
+    #[doc(hidden)]
+    pub fn plain_slot_model(mut self) -> Self {
+        self.slot_model = true;
+        self
+    }
+
+    /// Plans; falls back to the greedy plan when the solver cannot do better. The result is
+    /// never worse than the greedy plan and always passes [`verify`] when the greedy plan does.
+    pub fn plan(&self, problem: &Problem) -> Plan {
+        let started = Instant::now();
+        let greedy = crate::plan_greedy(problem);
+        let limits = Limits {
+            deadline: self.time_limit.and_then(|limit| started.checked_add(limit)),
+            node_limit: self.node_limit,
+        };
+        // The greedy plan seeds every level whose earlier optima it reaches.
+        let hint = verify(problem, &greedy)
+            .is_empty()
+            .then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
+        let outcome = self.search(problem, limits, hint.as_ref());
+        let greedy_valid = verify(problem, &greedy).is_empty();
+        let fallback = |stop: StopReason, bound: Option<Objective>| {
+            let bound = bound.filter(|bound| bound.key() <= greedy.objective.key());
+            let status = if bound.as_ref() == Some(&greedy.objective) && greedy_valid {
+                Status::Optimal
+            } else {
+                Status::Feasible
+            };
+            let bound = if status == Status::Optimal { None } else { bound };
+            finish(problem, SolverKind::Exact, status, stop, greedy.actions.clone(), bound)
+        };
+        match outcome {
+            Outcome::Infeasible => finish(
+                problem,
+                SolverKind::Exact,
+                Status::Infeasible,
+                StopReason::Completed,
+                greedy.actions.clone(),
+                None,
+            ),
+            Outcome::NoPlan { stop, bound } => fallback(stop, bound),
+            Outcome::Plan { actions, proven, stop, bound } => {
+                let status = if proven { Status::Optimal } else { Status::Feasible };
+                let plan = finish(
+                    problem,
+                    SolverKind::Exact,
+                    status,
+                    stop.clone(),
+                    actions,
+                    if proven { None } else { bound.clone() },
+                );
+                let violations = verify(problem, &plan);
+                if let Some(first) = violations.first() {
+                    return fallback(
+                        StopReason::SolverError(format!("the exact plan failed verification: {first}")),
+                        None,
+                    );
+                }
+                if greedy_valid && greedy.objective.better_than(&plan.objective) {
+                    if proven {
+                        return fallback(
+                            StopReason::SolverError("the greedy plan beat a claimed optimum".to_string()),
+                            None,
+                        );
+                    }
+                    return fallback(stop, bound);
+                }
+                plan
+            }
+        }
+    }
+
+    fn search(&self, problem: &Problem, limits: Limits, hint: Option<&(Hint, Objective)>) -> Outcome {
+        let facts = Facts::new(problem);
+        let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
+        if self.slot_model {
+            layout.slot_groups = facts.groups.keys().copied().collect();
+        }
+        let mut goals = vec![Goal::Unplaced];
+        if facts.has_balance() {
+            goals.push(Goal::Balance);
+        }
+        goals.extend(facts.priorities().into_iter().map(Goal::Priority));
+        let modes: &[CostMode] =
+            if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
+
+        let mut best_bound: Option<Objective> = None;
+        for _round in 0..self.max_rounds {
+            let mut fixed: Vec<(Goal, f64)> = Vec::new();
+            let mut last: Option<MasterSolution> = None;
+            for &goal in &goals {
+                let warm = warm_start(hint, &fixed, last.as_ref());
+                let mut at_least = None;
+                if goal != Goal::Unplaced {
+                    // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
+                    let relaxed = Extra { relax: true, ..Extra::default() };
+                    if let Solved::Solution { solution, proven: true, .. } =
+                        model::solve(&facts, &layout, goal, &fixed, limits, Warm::None, relaxed)
+                    {
+                        let lower = (solution.value - 1e-6).ceil();
+                        at_least = Some(lower);
+                        let probe = Extra { at_most: Some(lower), ..Extra::default() };
+                        let probe_limits = Limits {
+                            node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
+                            ..limits
+                        };
+                        match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
+                            Solved::Solution { solution, .. } => {
+                                fixed.push((goal, lower));
+                                last = Some(solution);
+                                continue;
+                            }
+                            Solved::Infeasible => at_least = Some(lower + 1.0),
+                            _ => {}
+                        }
+                    }
+                }
+                let extra = Extra { at_least, ..Extra::default() };
+                match model::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
+                    Solved::Solution { solution, proven: true, .. } => {
+                        fixed.push((goal, solution.value.round()));
+                        last = Some(solution);
+                    }
+                    Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
+                        let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
+                        return self.stopped(problem, &facts, Some(solution), stop_of(limit), bound.or(best_bound));
+                    }
+                    Solved::Interrupted { limit, best_bound: level_bound } => {
+                        let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
+                        return self.stopped(problem, &facts, last, stop_of(Some(limit)), bound.or(best_bound));
+                    }
+                    Solved::Infeasible if fixed.is_empty() => return Outcome::Infeasible,
+                    Solved::Infeasible => {
+                        return Outcome::NoPlan {
+                            stop: StopReason::SolverError(format!(
+                                "level {goal:?} became infeasible after fixing earlier levels"
+                            )),
+                            bound: best_bound,
+                        }
+                    }
+                    Solved::Error(message) => {
+                        return Outcome::NoPlan { stop: StopReason::SolverError(message), bound: best_bound }
+                    }
+                }
+            }
+            // L4 in each cost regime; the cheaper one wins.
+            let mut cheapest: Option<(f64, MasterSolution)> = None;
+            let mut cost_bound: Option<f64> = None;
+            let mut cost_stop: Option<StopReason> = None;
+            // When the cost follows from the instance counts per priority (one price per
+            // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
+            let modes: &[CostMode] = match (&last, facts.cost_follows_from_priorities()) {
+                (Some(solution), true) => {
+                    cheapest = Some((0.0, solution.clone()));
+                    &[]
+                }
+                _ => modes,
+            };
+            for &mode in modes {
+                match model::solve(
+                    &facts,
+                    &layout,
+                    Goal::Cost(mode),
+                    &fixed,
+                    limits,
+                    warm_start(hint, &fixed, last.as_ref()),
+                    Extra::default(),
+                ) {
+                    Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
+                        if !proven {
+                            cost_stop = Some(stop_of(limit));
+                        }
+                        let low = level_bound.unwrap_or(0.0);
+                        cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+                        if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
+                            cheapest = Some((solution.value, solution));
+                        }
+                    }
+                    Solved::Infeasible => {}
+                    Solved::Interrupted { limit, best_bound: level_bound } => {
+                        cost_stop = Some(stop_of(Some(limit)));
+                        let low = level_bound.unwrap_or(0.0);
+                        cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+                    }
+                    Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
+                }
+            }
+            let Some((_, solution)) = cheapest else {
+                let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
+                let bound = lex_bound(&facts, &fixed, None);
+                return self.stopped(problem, &facts, last, stop, bound.or(best_bound));
+            };
+            let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
+            if let Some(stop) = cost_stop {
+                return self.stopped(problem, &facts, Some(solution), stop, bound.or(best_bound));
+            }
+            best_bound = bound;
+            match realize(problem, &facts, &solution) {
+                Ok(actions) => {
+                    return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
+                }
+                Err(failed) => {
+                    if limits.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
+                    }
+                    // A slot group has one variable per (slot, component): refuse huge ones.
+                    let slot_variables: u64 = failed
+                        .iter()
+                        .map(|group| {
+                            facts
+                                .groups
+                                .get(group)
+                                .copied()
+                                .unwrap_or(0)
+                                .saturating_mul(problem.components().len() as u64 + 1)
+                        })
+                        .sum();
+                    if slot_variables > MAX_SLOT_VARIABLES {
+                        return Outcome::NoPlan { stop: StopReason::TooLarge, bound: best_bound };
+                    }
+                    layout.slot_groups.extend(failed);
+                }
+            }
+        }
+        Outcome::NoPlan { stop: StopReason::NodeLimit, bound: best_bound }
+    }
+
+    /// A limit stopped the search: use the relaxation's solution if it packs.
+    fn stopped(
+        &self,
+        problem: &Problem,
+        facts: &Facts<'_>,
+        solution: Option<MasterSolution>,
+        stop: StopReason,
+        bound: Option<Objective>,
+    ) -> Outcome {
+        match solution.map(|solution| realize(problem, facts, &solution)) {
+            Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
+            _ => Outcome::NoPlan { stop, bound },
+        }
+    }
+}
+
+/// The warm start for the next solve: the greedy plan when it reaches every fixed level's
+/// optimum (it is then feasible for the next level), else the previous level's solution.
+fn warm_start<'a>(
+    hint: Option<&'a (Hint, Objective)>,
+    fixed: &[(Goal, f64)],
+    last: Option<&'a MasterSolution>,
+) -> Warm<'a> {
+    if let Some((plan, objective)) = hint {
+        let reaches = |&(goal, value): &(Goal, f64)| {
+            let reached = match goal {
+                Goal::Unplaced => -(objective.placed_copies as f64),
+                Goal::Balance => objective.balance_excess as f64,
+                Goal::Priority(priority) => f64::from(objective.instances_of_priority(priority)),
+                Goal::Cost(_) => return false,
+            };
+            (reached - value).abs() < 0.5
+        };
+        if fixed.iter().all(reaches) {
+            return Warm::Plan(plan);
+        }
+    }
+    match last {
+        Some(solution) => Warm::Previous(&solution.integers),
+        None => Warm::None,
+    }
+}
+
+fn stop_of(limit: Option<Limit>) -> StopReason {
+    match limit {
+        Some(Limit::Nodes) => StopReason::NodeLimit,
+        _ => StopReason::TimeLimit,
+    }
+}
+
+/// The proven lexicographic lower bound: the fixed levels, then the stopped level's solver
+/// bound, then nothing (trivial bounds) for later levels.
+fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Option<f64>)>) -> Option<Objective> {
+    let most_copies: u64 = facts.problem.components().iter().map(|c| u64::from(c.copy_count)).sum();
+    let mut bound = Objective { placed_copies: most_copies, ..Objective::default() };
+    let levels = fixed.iter().map(|&(goal, value)| (goal, Some(value))).chain(stopped);
+    for (goal, value) in levels {
+        let Some(value) = value else { break };
+        match goal {
+            Goal::Unplaced => bound.placed_copies = (-value + 1e-6).floor().max(0.0) as u64,
+            Goal::Balance => bound.balance_excess = (value - 1e-6).ceil().max(0.0) as u64,
+            Goal::Priority(priority) => {
+                let count = (value - 1e-6).ceil().max(0.0) as u32;
+                if count > 0 {
+                    bound.instances_by_priority.insert(priority, count);
+                }
+            }
+            Goal::Cost(_) => bound.cost_micros = ((value * 1e6) - 1.0).floor().max(0.0) as i64,
+        }
+    }
+    Some(bound)
+}
+
+/// One instance of the plan being built.
+struct Draft {
+    type_index: usize,
+    az_index: usize,
+    existing: Option<usize>,
+    reserved: bool,
+    /// All copies at the end.
+    copies: BTreeMap<usize, u32>,
+    /// Copies placed by the plan.
+    new_copies: BTreeMap<usize, u32>,
+}
+
+impl Draft {
+    fn used(&self, problem: &Problem) -> Resources {
+        let mut used = Resources::ZERO;
+        for (&c, &count) in &self.copies {
+            if let Some(Some(requirement)) =
+                problem.components().get(c).and_then(|component| component.requirements.get(self.type_index))
+            {
+                used = used.plus(&requirement.resources.times(u64::from(count)));
+            }
+        }
+        used
+    }
+}
+
+/// Packs each group of a master solution and builds the actions; `Err` lists the groups that
+/// did not pack into the instances the master problem gave them.
+fn realize(
+    problem: &Problem,
+    facts: &Facts<'_>,
+    solution: &MasterSolution,
+) -> Result<Vec<Action>, Vec<(usize, usize)>> {
+    let types = problem.instance_types();
+    let mut drafts: Vec<Draft> = Vec::new();
+    for (i, instance) in problem.fleet().iter().enumerate() {
+        if !solution.keep.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        let mut copies: BTreeMap<usize, u32> = instance.copies.iter().copied().collect();
+        for (&(c, at), &n) in &solution.remove {
+            if at == i {
+                if let Some(count) = copies.get_mut(&c) {
+                    *count = count.saturating_sub(n);
+                }
+            }
+        }
+        let mut new_copies = BTreeMap::new();
+        for (&(c, at), &n) in &solution.add {
+            if at == i {
+                *copies.entry(c).or_insert(0) += n;
+                new_copies.insert(c, n);
+            }
+        }
+        copies.retain(|_, count| *count > 0);
+        drafts.push(Draft {
+            type_index: instance.type_index,
+            az_index: instance.az_index,
+            existing: Some(i),
+            reserved: instance.reserved,
+            copies,
+            new_copies,
+        });
+    }
+    let mut failed = Vec::new();
+    for (&(t, z), &launches) in &solution.launches {
+        let Some(info) = types.get(t) else { continue };
+        let bins: Vec<Vec<(usize, u32)>> = if let Some(bins) = solution.slot_bins.get(&(t, z)) {
+            bins.clone()
+        } else {
+            let items: Vec<(usize, u32, Resources)> = solution
+                .group_copies
+                .get(&(t, z))
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|&(c, n)| {
+                            let component = problem.components().get(c)?;
+                            model::eligible_need(problem, component, t, &info.capacity).map(|need| (c, n, need))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            match pack_group(&items, launches as usize, info.capacity, PACKING_BUDGET) {
+                Packing::Packed(bins) => bins
+                    .into_iter()
+                    .map(|bin| {
+                        let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
+                        for c in bin {
+                            *counts.entry(c).or_insert(0) += 1;
+                        }
+                        counts.into_iter().collect()
+                    })
+                    .collect(),
+                Packing::Impossible | Packing::Unknown => {
+                    failed.push((t, z));
+                    continue;
+                }
+            }
+        };
+        let reserved = problem.launch_limit(t, z).reserved;
+        for index in 0..(launches as usize).max(bins.len()) {
+            let copies: BTreeMap<usize, u32> =
+                bins.get(index).map(|bin| bin.iter().copied().collect()).unwrap_or_default();
+            drafts.push(Draft {
+                type_index: t,
+                az_index: z,
+                existing: None,
+                reserved: (index as u64) < u64::from(reserved),
+                new_copies: copies.clone(),
+                copies,
+            });
+        }
+    }
+    // Groups the master problem left empty must not have copies.
+    for (&group, list) in &solution.group_copies {
+        if !solution.launches.contains_key(&group) && list.iter().any(|&(_, n)| n > 0) {
+            failed.push(group);
+        }
+    }
+    if !failed.is_empty() {
+        failed.sort_unstable();
+        failed.dedup();
+        return Err(failed);
+    }
+    let _ = facts;
+    spread_repair(problem, &mut drafts);
+    Ok(actions_of(problem, &drafts))
+}
+
+/// Moves new copies of SPREAD components within an AZ from an instance holding two or more
+/// than another eligible instance with room, until no such pair is left. Instances, AZs and
+/// counts do not change, so L1–L4 do not either; Σ count² falls with each move, so it ends.
+fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
+    let types = problem.instance_types();
+    for _ in 0..100_000 {
+        let mut moved = false;
+        'components: for (c, component) in problem.components().iter().enumerate() {
+            if component.strategy != PlacementStrategy::Spread {
+                continue;
+            }
+            for heavy in 0..drafts.len() {
+                let heavy_count = drafts[heavy].copies.get(&c).copied().unwrap_or(0);
+                if heavy_count < 2 || drafts[heavy].new_copies.get(&c).copied().unwrap_or(0) == 0 {
+                    continue;
+                }
+                let light = (0..drafts.len()).find(|&light| {
+                    let draft = &drafts[light];
+                    draft.az_index == drafts[heavy].az_index
+                        && draft.copies.get(&c).copied().unwrap_or(0) + 2 <= heavy_count
+                        && component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
+                            types.get(draft.type_index).is_some_and(|info| {
+                                draft.used(problem).plus(&requirement.resources).fits_in(&info.capacity)
+                            })
+                        })
+                });
+                if let Some(light) = light {
+                    for (map_owner, delta) in [(heavy, false), (light, true)] {
+                        let draft = &mut drafts[map_owner];
+                        for map in [&mut draft.copies, &mut draft.new_copies] {
+                            let entry = map.entry(c).or_insert(0);
+                            if delta {
+                                *entry += 1;
+                            } else {
+                                *entry = entry.saturating_sub(1);
+                            }
+                        }
+                        draft.copies.retain(|_, n| *n > 0);
+                        draft.new_copies.retain(|_, n| *n > 0);
+                    }
+                    moved = true;
+                    break 'components;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+}
+
+/// Actions that lead from the current fleet to the drafted one.
+fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
+    let types = problem.instance_types();
+    let components = problem.components();
+    let mut actions = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    let mut launched = 0usize;
+    for draft in drafts {
+        match draft.existing.and_then(|i| problem.fleet().get(i)) {
+            Some(instance) => ids.push(instance.id.clone()),
+            None => {
+                launched += 1;
+                let id = format!("new-{launched}");
+                actions.push(Action::LaunchInstance {
+                    instance_id: id.clone(),
+                    instance_type: types.get(draft.type_index).map(|info| info.name.clone()).unwrap_or_default(),
+                    availability_zone: problem.azs().get(draft.az_index).cloned().unwrap_or_default(),
+                    reserved: draft.reserved,
+                });
+                ids.push(id);
+            }
+        }
+    }
+    for (draft, id) in drafts.iter().zip(&ids) {
+        for (&c, &count) in &draft.new_copies {
+            let Some(component) = components.get(c) else {
+                continue;
+            };
+            let model_name =
+                component.placement_requirement(problem, draft.type_index).and_then(|r| r.model_name.clone());
+            for _ in 0..count {
+                actions.push(Action::PlaceCopy {
+                    component: component.name.clone(),
+                    instance_id: id.clone(),
+                    model_name: model_name.clone(),
+                });
+            }
+        }
+    }
+    let kept: Vec<usize> = drafts.iter().filter_map(|draft| draft.existing).collect();
+    for (i, instance) in problem.fleet().iter().enumerate() {
+        let final_copies = drafts.iter().find(|draft| draft.existing == Some(i)).map(|draft| &draft.copies);
+        for &(c, count) in &instance.copies {
+            let left = final_copies.and_then(|copies| copies.get(&c)).copied().unwrap_or(0);
+            let Some(component) = components.get(c) else {
+                continue;
+            };
+            for _ in left..count {
+                actions
+                    .push(Action::RemoveCopy { component: component.name.clone(), instance_id: instance.id.clone() });
+            }
+        }
+        if !kept.contains(&i) {
+            actions.push(Action::TerminateInstance { instance_id: instance.id.clone() });
+        }
+    }
+    actions
 }

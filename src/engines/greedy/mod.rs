@@ -9,7 +9,7 @@
 //!    remaining copies fit.
 //! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** ([`super::spread::rebalance_spread`]): moves new copies within an AZ so
+//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -130,6 +130,8 @@ struct Greedy<'a> {
     fleet_size: u64,
     /// MaxInstanceCount (or unbounded).
     max_size: u64,
+    /// The fleet that stays anyway already reaches MaxInstanceCount: the plan launches nothing.
+    no_launches: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -191,6 +193,7 @@ impl<'a> Greedy<'a> {
             launched: vec![vec![0; az_count]; type_count],
             fleet_size: 0,
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
+            no_launches: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
@@ -228,6 +231,7 @@ impl<'a> Greedy<'a> {
                 }
             }
         }
+        self.no_launches = self.fleet_size >= self.max_size;
         // Best last: reserved first, then by id.
         let instances = &self.instances;
         for list in self.idle.iter_mut().flatten() {
@@ -237,11 +241,19 @@ impl<'a> Greedy<'a> {
 
     /// Openings still allowed by MaxInstanceCount.
     fn budget(&self) -> u64 {
-        self.max_size.saturating_sub(self.fleet_size)
+        if self.no_launches {
+            // No launch can happen, so MaxInstanceCount does not bind: idle instances may be reused.
+            u64::MAX
+        } else {
+            self.max_size.saturating_sub(self.fleet_size)
+        }
     }
 
     /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
     fn launches_left(&self, type_index: usize, az: usize) -> u64 {
+        if self.no_launches {
+            return 0;
+        }
         let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
         match self.problem.launch_limit(type_index, az).total() {
             Some(total) => u64::from(total.saturating_sub(done)),
@@ -252,7 +264,8 @@ impl<'a> Greedy<'a> {
     /// Reservation slots still unused in (type, AZ).
     fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
         let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
-        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done)).min(self.launches_left(type_index, az))
+        u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done))
+            .min(self.launches_left(type_index, az))
     }
 
     /// Launches a new instance (reservation slots first); returns its index.
@@ -292,7 +305,9 @@ impl<'a> Greedy<'a> {
 
     /// Takes an idle existing instance into the final fleet.
     fn reuse(&mut self, index: usize) {
-        let Some(instance) = self.instances.get_mut(index) else { return };
+        let Some(instance) = self.instances.get_mut(index) else {
+            return;
+        };
         if instance.in_fleet {
             return;
         }
@@ -334,7 +349,9 @@ impl<'a> Greedy<'a> {
         if count == 0 {
             return;
         }
-        let Some(target) = self.instances.get_mut(instance) else { return };
+        let Some(target) = self.instances.get_mut(instance) else {
+            return;
+        };
         target.add(component, count, need);
         if let Some(cell) = self.az_copies.get_mut(component).and_then(|row| row.get_mut(target.az)) {
             *cell += u64::from(count);
@@ -377,8 +394,14 @@ impl<'a> Greedy<'a> {
                         }
                         let reserved = self.reserved_left(t, z) > 0;
                         let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
-                        let key =
-                            (self.priority(t), instance_cost(self.problem, t, reserved), true, self.type_rank[t], load, self.az_rank[z]);
+                        let key = (
+                            self.priority(t),
+                            instance_cost(self.problem, t, reserved),
+                            true,
+                            self.type_rank[t],
+                            load,
+                            self.az_rank[z],
+                        );
                         consider(key, None, t, z);
                     }
                 }

@@ -27,7 +27,15 @@ struct Opening {
 
 /// Share of the instance one copy takes on `capacity`: the largest ratio over the resources.
 fn dominant_share(need: &Resources, capacity: &Resources) -> f64 {
-    let ratio = |want: u64, have: u64| if want == 0 { 0.0 } else if have == 0 { f64::INFINITY } else { want as f64 / have as f64 };
+    let ratio = |want: u64, have: u64| {
+        if want == 0 {
+            0.0
+        } else if have == 0 {
+            f64::INFINITY
+        } else {
+            want as f64 / have as f64
+        }
+    };
     ratio(need.accelerators, capacity.accelerators)
         .max(ratio(need.milli_cpus, capacity.milli_cpus))
         .max(ratio(need.memory_mib, capacity.memory_mib))
@@ -46,7 +54,12 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
                 .filter_map(|t| {
                     let need = component.placement_requirement(problem, t)?.resources;
                     let info = problem.types.get(t)?;
-                    (info.capacity.copies_of(&need) > 0).then_some((info.priority, info.name.as_str(), need, info.capacity))
+                    (info.capacity.copies_of(&need) > 0).then_some((
+                        info.priority,
+                        info.name.as_str(),
+                        need,
+                        info.capacity,
+                    ))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
@@ -79,7 +92,9 @@ impl Greedy<'_> {
 
     fn place_component(&mut self, c: usize) {
         let problem = self.problem;
-        let Some(component) = problem.components.get(c) else { return };
+        let Some(component) = problem.components.get(c) else {
+            return;
+        };
         if self.had_removals[c] {
             return;
         }
@@ -88,8 +103,9 @@ impl Greedy<'_> {
         if missing == 0 {
             return;
         }
-        let needs: Vec<Option<Resources>> =
-            (0..problem.types.len()).map(|t| component.placement_requirement(problem, t).map(|r| r.resources)).collect();
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| component.placement_requirement(problem, t).map(|r| r.resources))
+            .collect();
         if needs.iter().all(Option::is_none) {
             return;
         }
@@ -105,9 +121,15 @@ impl Greedy<'_> {
         for z in azs {
             for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
                 let instance = &self.instances[index];
-                let Some(Some(need)) = needs.get(instance.type_index) else { continue };
-                let Some(info) = self.problem.types.get(instance.type_index) else { continue };
-                let Some(room) = info.capacity.minus(&instance.used) else { continue };
+                let Some(Some(need)) = needs.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(info) = self.problem.types.get(instance.type_index) else {
+                    continue;
+                };
+                let Some(room) = info.capacity.minus(&instance.used) else {
+                    continue;
+                };
                 let copies = room.copies_of(need);
                 if copies > 0 {
                     slots.push((index, copies));
@@ -127,10 +149,14 @@ impl Greedy<'_> {
                 let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
                     .iter()
                     .enumerate()
-                    .map(|(slot, &(index, _))| Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot)))
+                    .map(|(slot, &(index, _))| {
+                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
+                    })
                     .collect();
                 while placed < wanted {
-                    let Some(Reverse((count, rank, slot))) = heap.pop() else { break };
+                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
+                        break;
+                    };
                     adds[slot] += 1;
                     placed += 1;
                     if adds[slot] < slots[slot].1 {
@@ -170,8 +196,12 @@ impl Greedy<'_> {
         }
         let mut best: Option<Opening> = None;
         for t in self.problem.pool_types() {
-            let Some(Some(need)) = needs.get(t) else { continue };
-            let Some(info) = self.problem.types.get(t) else { continue };
+            let Some(Some(need)) = needs.get(t) else {
+                continue;
+            };
+            let Some(info) = self.problem.types.get(t) else {
+                continue;
+            };
             let per_instance = info.capacity.copies_of(need);
             if per_instance == 0 {
                 continue;
@@ -196,14 +226,18 @@ impl Greedy<'_> {
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64) -> u64 {
-        let slots = self.free_slots(needs, std::iter::once(az));
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
-            let Some(opening) = self.best_opening(needs, az, wanted - placed) else { break };
+            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+                break;
+            };
             let mut slots = Vec::new();
             for _ in 0..opening.instances {
-                let Some(index) = self.open(opening.type_index, az) else { break };
+                let Some(index) = self.open(opening.type_index, az) else {
+                    break;
+                };
                 slots.push(index);
             }
             if slots.is_empty() {
@@ -267,22 +301,19 @@ impl Greedy<'_> {
         let mut az_order: Vec<usize> = (0..az_count).collect();
         az_order.sort_by_key(|&z| self.az_rank[z]);
         while remaining > 0 {
-            let free: Vec<u64> = (0..az_count)
-                .map(|z| {
-                    if full[z] {
-                        0
-                    } else {
-                        self.free_slots(needs, std::iter::once(z)).iter().fold(0u64, |sum, s| sum.saturating_add(s.1))
-                    }
-                })
+            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
+                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
                 .collect();
+            let free: Vec<u64> =
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
             let adds = self.assign_azs(c, &full, &free, remaining, limit);
             let mut newly_full = false;
             for &z in &az_order {
                 if adds[z] == 0 {
                     continue;
                 }
-                let placed = self.place_in_az(c, needs, z, adds[z]);
+                let slots = std::mem::take(&mut slots_by_az[z]);
+                let placed = self.place_in_az(c, needs, z, adds[z], slots);
                 remaining -= placed;
                 if placed < adds[z] {
                     full[z] = true;
@@ -306,14 +337,17 @@ impl Greedy<'_> {
             let remaining = missing - placed;
             let mut best: Option<((OpeningKey, u64, usize), usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
-                let Some(opening) = self.best_opening(needs, z, remaining) else { continue };
+                let Some(opening) = self.best_opening(needs, z, remaining) else {
+                    continue;
+                };
                 let key = (opening.key, self.az_copies[c][z], self.az_rank[z]);
                 if best.as_ref().is_none_or(|(current, _)| key < *current) {
                     best = Some((key, z));
                 }
             }
             let Some((_, z)) = best else { break };
-            let got = self.place_in_az(c, needs, z, remaining);
+            // The free room everywhere is used up by now: only openings are left.
+            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
@@ -345,9 +379,49 @@ mod tests {
         };
         let one = build([("small", 1), ("big", 4), ("mid", 2)]);
         let two = build([("mid", 2), ("small", 1), ("big", 4)]);
-        let names = |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
+        let names =
+            |p: &Problem| component_order(p).into_iter().map(|c| p.components[c].name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&one), ["big", "mid", "small"]);
         assert_eq!(names(&one), names(&two));
+    }
+
+    fn priced(name: &str, accelerators: f64, price: f64) -> crate::model::InstanceTypeSpec {
+        crate::model::InstanceTypeSpec {
+            instance_type: name.into(),
+            accelerator_count: accelerators,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 48.0 * accelerators / 4.0,
+            memory_in_mb: 196_608.0 * accelerators / 4.0,
+            hourly_price: Some(price),
+        }
+    }
+
+    fn opening_type(priority_small: u8, priority_big: u8, remaining: u64) -> String {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(priced("ml.g6.12xlarge", 4.0, 4.6))
+            .instance_type(priced("ml.g6.48xlarge", 8.0, 13.35))
+            .pool("ml.g6.48xlarge", priority_big)
+            .pool("ml.g6.12xlarge", priority_small)
+            .component("x", 8, 1, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let planner = Greedy::new(&problem);
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| problem.components[0].placement_requirement(&problem, t).map(|r| r.resources))
+            .collect();
+        let opening = planner.best_opening(&needs, 0, remaining).unwrap();
+        problem.types[opening.type_index].name.clone()
+    }
+
+    #[test]
+    fn best_opening_is_priority_first_then_fewest_instances_then_cost() {
+        // Same priority: 8 copies fit one 8-accelerator instance (two of the 4-accelerator type).
+        assert_eq!(opening_type(1, 1, 8), "ml.g6.48xlarge");
+        // Same priority, 3 copies: one instance either way, the cheaper one wins.
+        assert_eq!(opening_type(1, 1, 3), "ml.g6.12xlarge");
+        // A more preferred type always wins, whatever the fit.
+        assert_eq!(opening_type(1, 2, 8), "ml.g6.12xlarge");
+        assert_eq!(opening_type(2, 1, 3), "ml.g6.48xlarge");
     }
 
     #[test]

@@ -56,8 +56,18 @@ impl Greedy<'_> {
     }
 
     /// Whether removing `count` copies of `component` from `az` keeps the best balance reachable.
-    fn removal_keeps_balance(&self, counts: &[u64], component: usize, az: usize, count: u64, excess: u64, target: u64) -> bool {
-        let Some(limit) = self.problem.components[component].max_imbalance else { return true };
+    fn removal_keeps_balance(
+        &self,
+        counts: &[u64],
+        component: usize,
+        az: usize,
+        count: u64,
+        excess: u64,
+        target: u64,
+    ) -> bool {
+        let Some(limit) = self.problem.components[component].max_imbalance else {
+            return true;
+        };
         let mut after = counts.to_vec();
         match after.get_mut(az) {
             Some(cell) if *cell >= count => *cell -= count,
@@ -108,11 +118,14 @@ impl Greedy<'_> {
             .components
             .iter()
             .enumerate()
-            .map(|(c, component)| component.max_imbalance.map_or(0, |limit| drained_excess(&counts[c], excess[c], limit)))
+            .map(|(c, component)| {
+                component.max_imbalance.map_or(0, |limit| drained_excess(&counts[c], excess[c], limit))
+            })
             .collect();
 
         // Stage A: empty whole instances, least preferred first, where every copy on them is excess.
-        let mut order: Vec<usize> = (0..self.instances.len()).filter(|&i| !self.instances[i].copies.is_empty()).collect();
+        let mut order: Vec<usize> =
+            (0..self.instances.len()).filter(|&i| !self.instances[i].copies.is_empty()).collect();
         order.sort_by_key(|&i| self.release_key(i));
         for index in order {
             let az = self.instances[index].az;
@@ -137,11 +150,13 @@ impl Greedy<'_> {
         let mut components: Vec<usize> = (0..problem.components.len()).filter(|&c| excess[c] > 0).collect();
         components.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
         for c in components {
-            let mut holders: Vec<usize> = (0..self.instances.len()).filter(|&i| self.instances[i].copies_of(c) > 0).collect();
+            let mut holders: Vec<usize> =
+                (0..self.instances.len()).filter(|&i| self.instances[i].copies_of(c) > 0).collect();
             holders.sort_by_key(|&i| self.release_key(i));
             while excess[c] > 0 {
-                let allowed: Vec<bool> =
-                    (0..az_count).map(|z| self.removal_keeps_balance(&counts[c], c, z, 1, excess[c], targets[c])).collect();
+                let allowed: Vec<bool> = (0..az_count)
+                    .map(|z| self.removal_keeps_balance(&counts[c], c, z, 1, excess[c], targets[c]))
+                    .collect();
                 let Some(&index) =
                     holders.iter().find(|&&i| allowed[self.instances[i].az] && self.instances[i].copies_of(c) > 0)
                 else {
@@ -179,7 +194,11 @@ mod tests {
             let total: u64 = counts.iter().sum();
             for remove in 0..=total {
                 for limit in 0..3 {
-                    assert_eq!(drained_excess(counts, remove, limit), slow(counts, remove, limit), "{counts:?} -{remove} k{limit}");
+                    assert_eq!(
+                        drained_excess(counts, remove, limit),
+                        slow(counts, remove, limit),
+                        "{counts:?} -{remove} k{limit}"
+                    );
                 }
             }
         }

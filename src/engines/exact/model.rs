@@ -1,0 +1,856 @@
+//! The master integer program (see `docs/formulation.md`).
+//!
+//! New instances of one (type, AZ) are interchangeable, so an *aggregated* group only has an
+//! instance count `y[t,z]` and per-component copy counts `x[c,t,z]`, with the resources summed
+//! over the group plus valid bin-packing cuts. That is a relaxation of the packing; the caller
+//! packs each group exactly afterwards and turns a group that does not pack into a *slot*
+//! group, which models each of its instances explicitly (exact). Existing instances are
+//! always modelled one by one (they are distinct: fixed copies, own type and AZ).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use microlp::{
+    ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, SolveOptions, TerminationReason, Variable,
+};
+
+use crate::problem::{Problem, Resources};
+
+/// A (type index, AZ index) group of new instances.
+pub(crate) type Group = (usize, usize);
+
+/// Largest integer bound handed to the solver (microlp integers are `i32`).
+const INTEGER_CAP: u64 = 1_000_000;
+
+/// One level of the lexicographic objective, always expressed as "minimise".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Goal {
+    /// L1: minimise minus the copies placed.
+    Unplaced,
+    /// L2: minimise the balance excess.
+    Balance,
+    /// L3: minimise the instances of one priority.
+    Priority(u8),
+    /// L4: minimise the cost, in one of the two cost regimes.
+    Cost(CostMode),
+}
+
+/// The cost definition is not linear: if any instance of the final fleet has no price, every
+/// non-reserved instance costs one unit. Each regime is linear, so L4 is solved once per regime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CostMode {
+    /// No unpriced instance in the fleet; cost is the sum of prices.
+    Priced,
+    /// At least one unpriced instance; every non-reserved instance costs 1.
+    Units,
+}
+
+/// How the groups of new instances are modelled.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Layout {
+    /// Groups modelled instance by instance (exact); the rest are aggregated.
+    pub slot_groups: BTreeSet<Group>,
+    /// Add the bin-packing cuts to aggregated groups.
+    pub cuts: bool,
+}
+
+/// A solution of the master problem, rounded to integers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MasterSolution {
+    /// New instances per group.
+    pub launches: BTreeMap<Group, u32>,
+    /// Copies per component in aggregated groups.
+    pub group_copies: BTreeMap<Group, Vec<(usize, u32)>>,
+    /// Contents of the used instances of slot groups.
+    pub slot_bins: BTreeMap<Group, Vec<Vec<(usize, u32)>>>,
+    /// Whether each existing instance is kept.
+    pub keep: Vec<bool>,
+    /// New copies on existing instances: (component, instance) → count.
+    pub add: BTreeMap<(usize, usize), u32>,
+    /// Removed existing copies: (component, instance) → count.
+    pub remove: BTreeMap<(usize, usize), u32>,
+    /// Value of the goal that was optimised.
+    pub value: f64,
+    /// Values of every integer variable, in creation order: a warm start for the next level
+    /// (a solution of level k satisfies level k+1's model, whose variables are the same).
+    pub integers: Vec<f64>,
+}
+
+/// Why a solve stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Wall clock.
+    Time,
+    /// Branch-and-bound nodes.
+    Nodes,
+}
+
+/// Outcome of one solve.
+#[derive(Debug)]
+pub(crate) enum Solved {
+    /// A solution; `proven` when the solver proved it optimal.
+    Solution { solution: MasterSolution, proven: bool, limit: Option<Limit>, best_bound: Option<f64> },
+    /// The model has no solution.
+    Infeasible,
+    /// A limit fired before any solution.
+    Interrupted { limit: Limit, best_bound: Option<f64> },
+    /// The solver failed.
+    Error(String),
+}
+
+/// A known plan (the greedy plan) as values of the master's variables, for warm starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hint {
+    /// New instances per group.
+    pub launches: BTreeMap<Group, u32>,
+    /// Contents of the non-empty new instances per group.
+    pub bins: BTreeMap<Group, Vec<BTreeMap<usize, u32>>>,
+    /// Whether each existing instance is kept.
+    pub keep: Vec<bool>,
+    /// New copies on existing instances.
+    pub add: BTreeMap<(usize, usize), u32>,
+    /// Removed existing copies.
+    pub remove: BTreeMap<(usize, usize), u32>,
+    /// Final copies per component and AZ.
+    pub per_az: Vec<Vec<u64>>,
+}
+
+impl Hint {
+    /// The hint for a plan's actions.
+    pub fn from_actions(problem: &Problem, actions: &[crate::plan::Action]) -> Hint {
+        let (fleet, _) = crate::fleet::FinalFleet::apply(problem, actions);
+        let mut hint =
+            Hint { keep: vec![false; problem.fleet().len()], per_az: fleet.copies_per_az(problem), ..Hint::default() };
+        for instance in &fleet.instances {
+            match instance.existing {
+                Some(i) => {
+                    if let Some(keep) = hint.keep.get_mut(i) {
+                        *keep = true;
+                    }
+                    for (&c, &n) in &instance.new_copies {
+                        hint.add.insert((c, i), n);
+                    }
+                }
+                None => {
+                    let group = (instance.type_index, instance.az_index);
+                    *hint.launches.entry(group).or_insert(0) += 1;
+                    if !instance.copies.is_empty() {
+                        hint.bins.entry(group).or_default().push(instance.copies.clone());
+                    }
+                }
+            }
+        }
+        for (i, existing) in problem.fleet().iter().enumerate() {
+            let left = fleet.instances.iter().find(|instance| instance.existing == Some(i));
+            for &(c, count) in &existing.copies {
+                let stays = left.map_or(0, |instance| {
+                    instance.copies_of(c).saturating_sub(instance.new_copies.get(&c).copied().unwrap_or(0))
+                });
+                if count > stays {
+                    hint.remove.insert((c, i), count - stays);
+                }
+            }
+        }
+        hint
+    }
+}
+
+/// Where a solve's warm start comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Warm<'a> {
+    /// No warm start.
+    None,
+    /// The previous level's integer values (same model, so same variable order).
+    Previous(&'a [f64]),
+    /// A known plan.
+    Plan(&'a Hint),
+}
+
+/// Variations of one solve used to shortcut the optimality proof of a level.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Extra {
+    /// Solve the LP relaxation only.
+    pub relax: bool,
+    /// Require the goal to be at most this (a probe at a known lower bound).
+    pub at_most: Option<f64>,
+    /// Require the goal to be at least this (a proven lower bound, as a cut).
+    pub at_least: Option<f64>,
+}
+
+/// Explicit limits for one solve.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// Wall-clock deadline.
+    pub deadline: Option<Instant>,
+    /// Branch-and-bound nodes per solve.
+    pub node_limit: Option<u64>,
+}
+
+/// Precomputed facts about the problem shared by every solve.
+pub(crate) struct Facts<'a> {
+    pub problem: &'a Problem,
+    /// Most new copies per component (0 for components with an excess).
+    pub need: Vec<u64>,
+    /// Existing copies above CopyCount per component (must be removed).
+    pub excess: Vec<u64>,
+    /// Groups that may launch, with their launch upper bound.
+    pub groups: BTreeMap<Group, u64>,
+    /// Instance types without a price that could appear in the final fleet.
+    pub unpriced_possible: bool,
+}
+
+impl<'a> Facts<'a> {
+    pub fn new(problem: &'a Problem) -> Facts<'a> {
+        let existing = problem.existing_copies_per_component();
+        let mut need = Vec::new();
+        let mut excess = Vec::new();
+        for (component, &have) in problem.components().iter().zip(&existing) {
+            let want = u64::from(component.copy_count);
+            need.push(want.saturating_sub(have));
+            excess.push(have.saturating_sub(want));
+        }
+        let scaling = problem.scaling();
+        let mut groups = BTreeMap::new();
+        for t in problem.pool_types() {
+            let Some(info) = problem.instance_types().get(t) else {
+                continue;
+            };
+            let items: u64 = problem
+                .components()
+                .iter()
+                .zip(&need)
+                .filter(|(component, _)| eligible_need(problem, component, t, &info.capacity).is_some())
+                .map(|(_, &n)| n)
+                .sum();
+            let mut upper = items.saturating_add(u64::from(scaling.min_instances));
+            if let Some(max) = scaling.max_instances {
+                upper = upper.min(u64::from(max));
+            }
+            for z in 0..problem.azs().len() {
+                let mut bound = upper;
+                if let Some(total) = problem.launch_limit(t, z).total() {
+                    bound = bound.min(u64::from(total));
+                }
+                let bound = bound.min(INTEGER_CAP);
+                if bound > 0 {
+                    groups.insert((t, z), bound);
+                }
+            }
+        }
+        let types = problem.instance_types();
+        let unpriced_possible = groups
+            .keys()
+            .any(|&(t, _)| types.get(t).is_some_and(|info| info.hourly_price.is_none()))
+            || problem.fleet().iter().any(|i| types.get(i.type_index).is_some_and(|info| info.hourly_price.is_none()));
+        Facts { problem, need, excess, groups, unpriced_possible }
+    }
+
+    /// Priorities that instances of the final fleet can have, worst first.
+    pub fn priorities(&self) -> Vec<u8> {
+        let types = self.problem.instance_types();
+        let mut set = BTreeSet::new();
+        for &(t, _) in self.groups.keys() {
+            if let Some(info) = types.get(t) {
+                set.insert(info.priority);
+            }
+        }
+        for instance in self.problem.fleet() {
+            if let Some(info) = types.get(instance.type_index) {
+                set.insert(info.priority);
+            }
+        }
+        set.into_iter().rev().collect()
+    }
+
+    /// True when the cost of a fleet is determined by its instance count per priority: every
+    /// type that can be in the fleet is priced, types of one priority share one price, and
+    /// nothing runs in or launches into a reservation.
+    pub fn cost_follows_from_priorities(&self) -> bool {
+        let problem = self.problem;
+        let types = problem.instance_types();
+        if self.unpriced_possible || problem.fleet().iter().any(|instance| instance.reserved) {
+            return false;
+        }
+        if self.groups.keys().any(|&(t, z)| problem.launch_limit(t, z).reserved > 0) {
+            return false;
+        }
+        let used = self.groups.keys().map(|&(t, _)| t).chain(problem.fleet().iter().map(|i| i.type_index));
+        let mut price_of: BTreeMap<u8, i64> = BTreeMap::new();
+        for t in used {
+            let Some(info) = types.get(t) else {
+                return false;
+            };
+            let Some(price) = info.hourly_price else {
+                return false;
+            };
+            let micros = (price * 1e6).round() as i64;
+            if *price_of.entry(info.priority).or_insert(micros) != micros {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// True when some component has a balance term that can be non-zero.
+    pub fn has_balance(&self) -> bool {
+        self.problem.azs().len() > 1 && self.problem.components().iter().any(|c| c.max_imbalance.is_some())
+    }
+}
+
+/// Requirement of a new copy of `component` on pool type `t`, if it may run there and fits.
+pub(crate) fn eligible_need(
+    problem: &Problem,
+    component: &crate::problem::Component,
+    t: usize,
+    capacity: &Resources,
+) -> Option<Resources> {
+    let requirement = component.placement_requirement(problem, t)?;
+    (capacity.copies_of(&requirement.resources) >= 1).then_some(requirement.resources)
+}
+
+fn resource(r: &Resources, index: usize) -> u64 {
+    match index {
+        0 => r.accelerators,
+        1 => r.milli_cpus,
+        _ => r.memory_mib,
+    }
+}
+
+/// A linear expression with a constant.
+#[derive(Default, Clone)]
+struct Expr {
+    terms: Vec<(Variable, f64)>,
+    constant: f64,
+}
+
+impl Expr {
+    fn add(&mut self, var: Variable, coefficient: f64) {
+        self.terms.push((var, coefficient));
+    }
+}
+
+struct Model {
+    lp: microlp::Problem,
+    /// Solve the LP relaxation (integers become continuous).
+    relax: bool,
+    /// Integer variables in creation order (the warm start is given for these).
+    ints: Vec<Variable>,
+}
+
+impl Model {
+    fn int(&mut self, upper: u64) -> Variable {
+        let upper = i32::try_from(upper.min(INTEGER_CAP)).unwrap_or(i32::MAX);
+        let var = if self.relax {
+            self.lp.add_var(0.0, (0.0, f64::from(upper)))
+        } else {
+            self.lp.add_integer_var(0.0, (0, upper))
+        };
+        self.ints.push(var);
+        var
+    }
+    fn constrain(&mut self, terms: &[(Variable, f64)], op: ComparisonOp, rhs: f64) {
+        let expr: LinearExpr = terms.iter().copied().collect();
+        self.lp.add_constraint(expr, op, rhs);
+    }
+}
+
+/// One instance slot of a slot group: its "used" variable and copies per component.
+type Slot = (Variable, Vec<(usize, Variable)>);
+
+/// Variables of one built model.
+struct Vars {
+    launches: BTreeMap<Group, Variable>,
+    group_copies: BTreeMap<Group, Vec<(usize, Variable)>>,
+    slots: BTreeMap<Group, Vec<Slot>>,
+    keep: Vec<Variable>,
+    add: BTreeMap<(usize, usize), Variable>,
+    remove: BTreeMap<(usize, usize), Variable>,
+}
+
+/// Conflict cuts for one aggregated group. Two copies *conflict* when they do not fit on one
+/// instance together. For a set `S` of components whose copies pairwise conflict (each also
+/// with itself), every instance holds at most one copy from `S`; the components `D` that
+/// conflict with every member of `S` only use the other instances. Hence, per resource r:
+/// `cap_r · Σ_S x + Σ_D need_r · x ≤ cap_r · y`. The sets are grown greedily from each seed.
+fn conflict_cuts(model: &mut Model, y: Variable, capacity: &Resources, copies: &[(usize, Variable, Resources)]) {
+    let conflict = |a: &Resources, b: &Resources| !a.plus(b).fits_in(capacity);
+    let lonely: Vec<usize> = (0..copies.len()).filter(|&i| conflict(&copies[i].2, &copies[i].2)).collect();
+    let mut seen: BTreeSet<Vec<usize>> = BTreeSet::new();
+    for &seed in &lonely {
+        let mut clique = vec![seed];
+        for &other in &lonely {
+            if other != seed && clique.iter().all(|&member| conflict(&copies[member].2, &copies[other].2)) {
+                clique.push(other);
+            }
+        }
+        clique.sort_unstable();
+        if !seen.insert(clique.clone()) {
+            continue;
+        }
+        let rest: Vec<usize> = (0..copies.len())
+            .filter(|d| !clique.contains(d))
+            .filter(|&d| clique.iter().all(|&member| conflict(&copies[member].2, &copies[d].2)))
+            .collect();
+        let mut plain = true;
+        for r in 0..3 {
+            let cap = resource(capacity, r);
+            if cap == 0 || rest.iter().all(|&d| resource(&copies[d].2, r) == 0) {
+                continue;
+            }
+            plain = false;
+            let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, cap as f64)).collect();
+            row.extend(rest.iter().map(|&d| (copies[d].1, resource(&copies[d].2, r) as f64)));
+            row.push((y, -(cap as f64)));
+            model.constrain(&row, ComparisonOp::Le, 0.0);
+        }
+        if plain && clique.len() > 1 {
+            let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, 1.0)).collect();
+            row.push((y, -1.0));
+            model.constrain(&row, ComparisonOp::Le, 0.0);
+        }
+    }
+}
+
+/// Solves the master problem for `goal` with earlier levels fixed to `fixed`.
+pub(crate) fn solve(
+    facts: &Facts<'_>,
+    layout: &Layout,
+    goal: Goal,
+    fixed: &[(Goal, f64)],
+    limits: Limits,
+    warm: Warm<'_>,
+    extra: Extra,
+) -> Solved {
+    let problem = facts.problem;
+    let types = problem.instance_types();
+    let components = problem.components();
+    let fleet = problem.fleet();
+    let zones = problem.azs().len();
+    let mut model =
+        Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
+    let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
+    let plan_hint = match warm {
+        Warm::Plan(hint) => Some(hint),
+        _ => None,
+    };
+    let mut hinted: Vec<(Variable, f64)> = Vec::new();
+    let mut hint = |var: Variable, value: Option<u64>| {
+        if let Some(value) = value {
+            hinted.push((var, value as f64));
+        }
+    };
+
+    let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
+    let key = |goal: Goal| format!("{goal:?}");
+    let mut per_az: Vec<Vec<Expr>> = vec![vec![Expr::default(); zones]; components.len()];
+    let mut new_per_component: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); components.len()];
+    let mut instances = Expr::default();
+    let mut by_priority: BTreeMap<u8, Expr> = BTreeMap::new();
+    let mut priced = Expr::default();
+    let mut units = Expr::default();
+    let mut unpriced = Expr::default();
+    let mut vars = Vars {
+        launches: BTreeMap::new(),
+        group_copies: BTreeMap::new(),
+        slots: BTreeMap::new(),
+        keep: Vec::new(),
+        add: BTreeMap::new(),
+        remove: BTreeMap::new(),
+    };
+    let cost_mode = match goal {
+        Goal::Cost(mode) => Some(mode),
+        _ => None,
+    };
+
+    // New instances, group by group.
+    for (&(t, z), &upper) in &facts.groups {
+        let Some(info) = types.get(t) else { continue };
+        let capacity = info.capacity;
+        let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
+        let y = model.int(upper);
+        hint(y, plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
+        vars.launches.insert((t, z), y);
+        instances.add(y, 1.0);
+        by_priority.entry(info.priority).or_default().add(y, 1.0);
+        if info.hourly_price.is_none() {
+            unpriced.add(y, 1.0);
+        }
+        // Paid launches: the first `reserved` launches are prepaid.
+        let reserved = problem.launch_limit(t, z).reserved;
+        let paid = if reserved > 0 {
+            let paid = model.lp.add_var(0.0, (0.0, f64::INFINITY));
+            model.constrain(&[(paid, 1.0), (y, -1.0)], ComparisonOp::Ge, -f64::from(reserved));
+            paid
+        } else {
+            y
+        };
+        priced.add(paid, info.hourly_price.unwrap_or(0.0));
+        units.add(paid, 1.0);
+
+        let eligible: Vec<(usize, Resources)> = components
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| facts.need.get(c).copied().unwrap_or(0) > 0)
+            .filter_map(|(c, component)| eligible_need(problem, component, t, &capacity).map(|need| (c, need)))
+            .collect();
+        if layout.slot_groups.contains(&(t, z)) {
+            let items: u64 = eligible.iter().map(|&(c, _)| facts.need[c]).sum();
+            let slots = upper.min(items);
+            let mut list = Vec::new();
+            let mut previous: Option<Variable> = None;
+            let mut used_sum = vec![(y, -1.0)];
+            let hint_bins = plan_hint.and_then(|h| h.bins.get(&(t, z)));
+            for slot in 0..slots {
+                let used = model.int(1);
+                let bin = hint_bins.and_then(|bins| bins.get(slot as usize));
+                hint(used, plan_hint.map(|_| u64::from(bin.is_some())));
+                used_sum.push((used, 1.0));
+                if let Some(previous) = previous {
+                    // Symmetry: slots are used in order.
+                    model.constrain(&[(previous, 1.0), (used, -1.0)], ComparisonOp::Ge, 0.0);
+                }
+                previous = Some(used);
+                let mut contents = Vec::new();
+                for &(c, need) in &eligible {
+                    let copies = model.int(facts.need[c].min(capacity.copies_of(&need)));
+                    hint(copies, plan_hint.map(|_| u64::from(bin.and_then(|b| b.get(&c)).copied().unwrap_or(0))));
+                    contents.push((c, copies));
+                    per_az[c][z].add(copies, 1.0);
+                    new_per_component[c].push((copies, 1.0));
+                }
+                for r in 0..3 {
+                    let mut row: Vec<(Variable, f64)> = contents
+                        .iter()
+                        .zip(&eligible)
+                        .map(|(&(_, v), (_, need))| (v, resource(need, r) as f64))
+                        .collect();
+                    row.push((used, -(resource(&capacity, r) as f64)));
+                    model.constrain(&row, ComparisonOp::Le, 0.0);
+                }
+                list.push((used, contents));
+            }
+            model.constrain(&used_sum, ComparisonOp::Le, 0.0);
+            vars.slots.insert((t, z), list);
+        } else {
+            let mut copies = Vec::new();
+            for &(c, need) in &eligible {
+                let per_instance = capacity.copies_of(&need);
+                let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
+                hint(
+                    x,
+                    plan_hint.map(|h| {
+                        h.bins
+                            .get(&(t, z))
+                            .map_or(0, |bins| bins.iter().map(|b| u64::from(b.get(&c).copied().unwrap_or(0))).sum())
+                    }),
+                );
+                model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
+                per_az[c][z].add(x, 1.0);
+                new_per_component[c].push((x, 1.0));
+                copies.push((c, x, need));
+            }
+            for r in 0..3 {
+                let cap = resource(&capacity, r);
+                let mut row: Vec<(Variable, f64)> =
+                    copies.iter().map(|&(_, x, need)| (x, resource(&need, r) as f64)).collect();
+                row.push((y, -(cap as f64)));
+                model.constrain(&row, ComparisonOp::Le, 0.0);
+                if layout.cuts && cap > 0 {
+                    // At most k copies whose need exceeds cap/(k+1) share one instance.
+                    let per: Vec<(Variable, u64)> = copies
+                        .iter()
+                        .filter(|(_, _, need)| resource(need, r) > 0)
+                        .map(|&(_, x, need)| (x, cap / resource(&need, r)))
+                        .collect();
+                    let thresholds: BTreeSet<u64> = per.iter().map(|&(_, k)| k).filter(|&k| k <= 32).collect();
+                    for k in thresholds {
+                        let mut row: Vec<(Variable, f64)> =
+                            per.iter().filter(|&&(_, kc)| kc <= k).map(|&(x, _)| (x, 1.0)).collect();
+                        if row.len() < 2 {
+                            continue;
+                        }
+                        row.push((y, -(k as f64)));
+                        model.constrain(&row, ComparisonOp::Le, 0.0);
+                    }
+                }
+            }
+            if layout.cuts {
+                conflict_cuts(&mut model, y, &capacity, &copies);
+            }
+            vars.group_copies.insert((t, z), copies.into_iter().map(|(c, x, _)| (c, x)).collect());
+        }
+    }
+
+    // Existing instances, one by one.
+    for (i, instance) in fleet.iter().enumerate() {
+        let Some(info) = types.get(instance.type_index) else {
+            continue;
+        };
+        let keep = model.int(1);
+        hint(keep, plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
+        vars.keep.push(keep);
+        instances.add(keep, 1.0);
+        by_priority.entry(info.priority).or_default().add(keep, 1.0);
+        if info.hourly_price.is_none() {
+            unpriced.add(keep, 1.0);
+            if cost_mode == Some(CostMode::Priced) {
+                model.constrain(&[(keep, 1.0)], ComparisonOp::Le, 0.0);
+            }
+        }
+        if !instance.reserved {
+            priced.add(keep, info.hourly_price.unwrap_or(0.0));
+            units.add(keep, 1.0);
+        }
+        let capacity = info.capacity;
+        let mut rows: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); 3];
+        let mut used = Resources::ZERO;
+        for &(c, count) in &instance.copies {
+            let Some(Some(requirement)) =
+                components.get(c).map(|component| component.requirements.get(instance.type_index).cloned().flatten())
+            else {
+                continue;
+            };
+            used = used.plus(&requirement.resources.times(u64::from(count)));
+            per_az[c][instance.az_index].constant += f64::from(count);
+            if facts.excess.get(c).copied().unwrap_or(0) > 0 {
+                let remove = model.int(u64::from(count));
+                hint(remove, plan_hint.map(|h| u64::from(h.remove.get(&(c, i)).copied().unwrap_or(0))));
+                vars.remove.insert((c, i), remove);
+                per_az[c][instance.az_index].add(remove, -1.0);
+                for (r, row) in rows.iter_mut().enumerate() {
+                    row.push((remove, -(resource(&requirement.resources, r) as f64)));
+                }
+                // Existing copies that stay keep the instance.
+                model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], ComparisonOp::Le, -f64::from(count));
+            } else {
+                model.constrain(&[(keep, 1.0)], ComparisonOp::Ge, 1.0);
+            }
+        }
+        for (c, component) in components.iter().enumerate() {
+            let need = facts.need.get(c).copied().unwrap_or(0);
+            if need == 0 {
+                continue;
+            }
+            let Some(requirement) = eligible_need(problem, component, instance.type_index, &capacity) else {
+                continue;
+            };
+            let upper = need.min(capacity.copies_of(&requirement));
+            let add = model.int(upper);
+            hint(add, plan_hint.map(|h| u64::from(h.add.get(&(c, i)).copied().unwrap_or(0))));
+            vars.add.insert((c, i), add);
+            per_az[c][instance.az_index].add(add, 1.0);
+            new_per_component[c].push((add, 1.0));
+            for (r, row) in rows.iter_mut().enumerate() {
+                row.push((add, resource(&requirement, r) as f64));
+            }
+            model.constrain(&[(add, 1.0), (keep, -(upper as f64))], ComparisonOp::Le, 0.0);
+        }
+        for (r, row) in rows.iter().enumerate() {
+            if !row.is_empty() {
+                let room = resource(&capacity, r) as f64 - resource(&used, r) as f64;
+                model.constrain(row, ComparisonOp::Le, room);
+            }
+        }
+    }
+
+    // Copy counts: new copies up to the need; an excess is removed exactly.
+    for (c, new_copies) in new_per_component.iter().enumerate() {
+        if !new_copies.is_empty() {
+            model.constrain(new_copies, ComparisonOp::Le, facts.need[c] as f64);
+        }
+        if facts.excess[c] > 0 {
+            let removes: Vec<(Variable, f64)> =
+                vars.remove.iter().filter(|(&(rc, _), _)| rc == c).map(|(_, &v)| (v, 1.0)).collect();
+            model.constrain(&removes, ComparisonOp::Eq, facts.excess[c] as f64);
+        }
+    }
+
+    // Instance bounds.
+    let scaling = problem.scaling();
+    if scaling.min_instances > 0 {
+        model.constrain(&instances.terms, ComparisonOp::Ge, f64::from(scaling.min_instances));
+    }
+    if let Some(max) = scaling.max_instances {
+        let size = fleet.len() as f64;
+        if fleet.len() as u64 <= u64::from(max) {
+            model.constrain(&instances.terms, ComparisonOp::Le, f64::from(max));
+        } else {
+            // Above the maximum already: either launch nothing, or end at most at the maximum.
+            let any_launch = model.int(1);
+            hint(any_launch, plan_hint.map(|h| u64::from(!h.launches.is_empty())));
+            for (&group, &y) in &vars.launches {
+                let upper = facts.groups.get(&group).copied().unwrap_or(0) as f64;
+                model.constrain(&[(y, 1.0), (any_launch, -upper)], ComparisonOp::Le, 0.0);
+            }
+            let mut row = instances.terms.clone();
+            row.push((any_launch, size - f64::from(max)));
+            model.constrain(&row, ComparisonOp::Le, size);
+        }
+    }
+
+    // Once L1 is fixed at "every copy placed", each component's total is known, so its
+    // balance excess has a constant lower bound (the most even split of n copies over the
+    // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
+    let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
+    let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+
+    // L1 and L2 expressions.
+    let mut unplaced = Expr::default();
+    let mut balance = Expr::default();
+    for (c, component) in components.iter().enumerate() {
+        for expr in &per_az[c] {
+            unplaced.constant -= expr.constant;
+            for &(v, coefficient) in &expr.terms {
+                unplaced.add(v, -coefficient);
+            }
+        }
+        if let (Some(limit), true) = (component.max_imbalance, zones > 1) {
+            // Integer extremes: the counts are integers, and branching on these gives the
+            // ceil/floor of the average that the LP relaxation lacks.
+            let most = u64::from(component.copy_count).max(facts.excess[c] + u64::from(component.copy_count));
+            let high = model.int(most);
+            let low = model.int(most);
+            let excess = model.int(most);
+            if let Some(counts) = plan_hint.and_then(|h| h.per_az.get(c)) {
+                let most_az = counts.iter().copied().max().unwrap_or(0);
+                let fewest_az = counts.iter().copied().min().unwrap_or(0);
+                hint(high, Some(most_az));
+                hint(low, Some(fewest_az));
+                hint(excess, Some((most_az - fewest_az).saturating_sub(u64::from(limit))));
+            }
+            for expr in &per_az[c] {
+                let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
+                row.push((high, 1.0));
+                model.constrain(&row, ComparisonOp::Ge, expr.constant);
+                let mut row: Vec<(Variable, f64)> = expr.terms.clone();
+                row.push((low, -1.0));
+                model.constrain(&row, ComparisonOp::Ge, -expr.constant);
+            }
+            model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], ComparisonOp::Ge, -f64::from(limit));
+            if all_placed {
+                let total = u64::from(component.copy_count);
+                let mut row: Vec<(Variable, f64)> = Vec::new();
+                let mut constant = 0.0;
+                for expr in &per_az[c] {
+                    row.extend(expr.terms.iter().copied());
+                    constant += expr.constant;
+                }
+                model.constrain(&row, ComparisonOp::Eq, total as f64 - constant);
+                let uneven = u64::from(total % zones as u64 != 0);
+                let floor = uneven.saturating_sub(u64::from(limit));
+                model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
+                model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
+                model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
+            }
+            balance.add(excess, 1.0);
+        }
+    }
+    if cost_mode == Some(CostMode::Units) {
+        model.constrain(&unpriced.terms, ComparisonOp::Ge, 1.0);
+    }
+    goal_exprs.insert(key(Goal::Unplaced), unplaced);
+    goal_exprs.insert(key(Goal::Balance), balance);
+    for (priority, expr) in by_priority {
+        goal_exprs.insert(key(Goal::Priority(priority)), expr);
+    }
+    goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), priced);
+    goal_exprs.insert(key(Goal::Cost(CostMode::Units)), units);
+
+    // Earlier levels fixed at their optimum (all integer-valued, hence the half-unit slack).
+    for &(level, value) in fixed {
+        if let Some(expr) = goal_exprs.get(&key(level)) {
+            model.constrain(&expr.terms, ComparisonOp::Le, value - expr.constant + 0.5);
+        } else if value < -0.5 {
+            return Solved::Infeasible;
+        }
+    }
+    let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
+    if let Some(cap) = extra.at_most {
+        model.constrain(&target.terms, ComparisonOp::Le, cap - target.constant + 0.5);
+    }
+    if let Some(floor) = extra.at_least {
+        model.constrain(&target.terms, ComparisonOp::Ge, floor - target.constant - 0.5);
+    }
+    let mut row = target.terms.clone();
+    row.push((objective, -1.0));
+    model.constrain(&row, ComparisonOp::Eq, -target.constant);
+
+    // Solve.
+    let mut options = SolveOptions::default();
+    if let Some(deadline) = limits.deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Solved::Interrupted { limit: Limit::Time, best_bound: None };
+        }
+        options.time_limit = Some(left);
+    }
+    options.node_limit = limits.node_limit;
+    match warm {
+        Warm::Previous(values) if values.len() == model.ints.len() => {
+            options.warm_start = Some(model.ints.iter().copied().zip(values.iter().copied()).collect());
+        }
+        Warm::Plan(_) if !hinted.is_empty() => options.warm_start = Some(hinted),
+        _ => {}
+    }
+    let outcome = match model.lp.solve_with(options) {
+        Ok(outcome) => outcome,
+        Err(microlp::Error::Infeasible) => return Solved::Infeasible,
+        Err(error) => return Solved::Error(error.to_string()),
+    };
+    let limit_of = |reason: TerminationReason| match reason {
+        TerminationReason::NodeLimit => Some(Limit::Nodes),
+        TerminationReason::TimeLimit => Some(Limit::Time),
+        TerminationReason::ProvenOptimal => None,
+        _ => Some(Limit::Time),
+    };
+    let solution = match outcome.into_solution() {
+        Ok(solution) => solution,
+        Err(interrupted) => {
+            return Solved::Interrupted {
+                limit: limit_of(interrupted.termination_reason()).unwrap_or(Limit::Time),
+                best_bound: interrupted.stats().best_bound,
+            }
+        }
+    };
+    let proven = solution.status() == SolutionStatus::Optimal;
+    let best_bound = if proven { Some(solution.objective()) } else { solution.stats().best_bound };
+    let limit = if proven { None } else { limit_of(solution.termination_reason()) };
+    let value = |v: Variable| -> u32 { solution.var_value(v).round().max(0.0) as u32 };
+    let mut result = MasterSolution { value: solution.objective(), ..MasterSolution::default() };
+    for (&group, &y) in &vars.launches {
+        let count = value(y);
+        if count > 0 {
+            result.launches.insert(group, count);
+        }
+    }
+    for (&group, copies) in &vars.group_copies {
+        let list: Vec<(usize, u32)> = copies.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect();
+        if !list.is_empty() {
+            result.group_copies.insert(group, list);
+        }
+    }
+    for (&group, slots) in &vars.slots {
+        let bins: Vec<Vec<(usize, u32)>> = slots
+            .iter()
+            .filter(|(used, _)| value(*used) > 0)
+            .map(|(_, contents)| contents.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect())
+            .collect();
+        if !bins.is_empty() {
+            result.slot_bins.insert(group, bins);
+        }
+    }
+    result.keep = vars.keep.iter().map(|&k| value(k) > 0).collect();
+    for (&key, &v) in &vars.add {
+        let n = value(v);
+        if n > 0 {
+            result.add.insert(key, n);
+        }
+    }
+    for (&key, &v) in &vars.remove {
+        let n = value(v);
+        if n > 0 {
+            result.remove.insert(key, n);
+        }
+    }
+    Solved::Solution { solution: result, proven, limit, best_bound }
+}

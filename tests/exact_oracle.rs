@@ -1,0 +1,417 @@
+//! The exact planner against a brute-force oracle on tiny scenarios.
+//!
+//! The oracle enumerates every final fleet (which copies go where, which new instances, which
+//! existing instance is released, which empty instances are launched for MinInstanceCount),
+//! keeps those that break no hard constraint (`check_fleet`, SPREAD excluded: it never trades
+//! against L1–L4) and takes the lexicographic minimum of `fleet::objective`.
+
+use std::collections::BTreeMap;
+
+use fleetplan::fleet::{objective, FinalFleet};
+use fleetplan::verify::check_fleet;
+use fleetplan::{verify, Action, ExactPlanner, Objective, Problem, Status, ViolationKind};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// One instance while enumerating.
+#[derive(Clone)]
+struct Bin {
+    type_index: usize,
+    az_index: usize,
+    existing: Option<usize>,
+    new_copies: BTreeMap<usize, u32>,
+    used: [u64; 3],
+}
+
+struct Oracle<'a> {
+    problem: &'a Problem,
+    /// One entry per new copy to consider, grouped by component.
+    copies: Vec<usize>,
+    best: Option<Objective>,
+}
+
+fn need(problem: &Problem, component: usize, type_index: usize) -> Option<[u64; 3]> {
+    let requirement = problem.components()[component].placement_requirement(problem, type_index)?;
+    let r = requirement.resources;
+    Some([r.accelerators, r.milli_cpus, r.memory_mib])
+}
+
+fn capacity(problem: &Problem, type_index: usize) -> [u64; 3] {
+    let c = problem.instance_types()[type_index].capacity;
+    [c.accelerators, c.milli_cpus, c.memory_mib]
+}
+
+fn fits(used: &[u64; 3], add: &[u64; 3], cap: &[u64; 3]) -> bool {
+    (0..3).all(|r| used[r] + add[r] <= cap[r])
+}
+
+impl Oracle<'_> {
+    fn launches(bins: &[Bin], type_index: usize, az_index: usize) -> u32 {
+        bins.iter().filter(|b| b.existing.is_none() && b.type_index == type_index && b.az_index == az_index).count()
+            as u32
+    }
+
+    fn can_launch(&self, bins: &[Bin], type_index: usize, az_index: usize) -> bool {
+        match self.problem.launch_limit(type_index, az_index).total() {
+            Some(total) => Self::launches(bins, type_index, az_index) < total,
+            None => true,
+        }
+    }
+
+    fn groups(&self) -> Vec<(usize, usize)> {
+        let mut groups = Vec::new();
+        for t in self.problem.pool_types() {
+            for z in 0..self.problem.azs().len() {
+                groups.push((t, z));
+            }
+        }
+        groups
+    }
+
+    /// Places copy `index` (and the following ones) in every way.
+    fn place(&mut self, index: usize, last_bin: usize, bins: &mut Vec<Bin>) {
+        let Some(&component) = self.copies.get(index) else {
+            self.finish(bins);
+            return;
+        };
+        let same_as_previous = index > 0 && self.copies[index - 1] == component;
+        let first = if same_as_previous { last_bin } else { 0 };
+        // Leave this copy and the rest of this component unplaced.
+        let next_component =
+            (index..self.copies.len()).find(|&k| self.copies[k] != component).unwrap_or(self.copies.len());
+        self.place(next_component, 0, bins);
+        for b in first..bins.len() {
+            let Some(add) = need(self.problem, component, bins[b].type_index) else {
+                continue;
+            };
+            let cap = capacity(self.problem, bins[b].type_index);
+            if !fits(&bins[b].used, &add, &cap) {
+                continue;
+            }
+            let saved = bins[b].clone();
+            for (used, more) in bins[b].used.iter_mut().zip(add) {
+                *used += more;
+            }
+            *bins[b].new_copies.entry(component).or_insert(0) += 1;
+            self.place(index + 1, b, bins);
+            bins[b] = saved;
+        }
+        for (t, z) in self.groups() {
+            let Some(add) = need(self.problem, component, t) else {
+                continue;
+            };
+            if !self.can_launch(bins, t, z) || !fits(&[0; 3], &add, &capacity(self.problem, t)) {
+                continue;
+            }
+            let mut new_copies = BTreeMap::new();
+            new_copies.insert(component, 1);
+            bins.push(Bin { type_index: t, az_index: z, existing: None, new_copies, used: add });
+            let at = bins.len() - 1;
+            self.place(index + 1, at, bins);
+            bins.pop();
+        }
+    }
+
+    /// Every way of releasing empty existing instances and launching empty ones for the minimum.
+    fn finish(&mut self, bins: &[Bin]) {
+        let fleet = self.problem.fleet();
+        let releasable: Vec<usize> = bins
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.existing.is_some() && b.used == [0; 3] && b.new_copies.is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        for mask in 0..(1u32 << releasable.len()) {
+            let kept: Vec<Bin> = bins
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| releasable.iter().position(|r| r == i).is_none_or(|bit| mask & (1 << bit) == 0))
+                .map(|(_, b)| b.clone())
+                .collect();
+            let min = self.problem.scaling().min_instances as usize;
+            let deficit = min.saturating_sub(kept.len());
+            let groups = self.groups();
+            // Multisets of `deficit` groups for the empty launches.
+            let mut choice = vec![0usize; deficit];
+            'choices: loop {
+                let mut all = kept.clone();
+                let mut ok = true;
+                for &g in &choice {
+                    let Some(&(t, z)) = groups.get(g) else {
+                        ok = false;
+                        break;
+                    };
+                    if !self.can_launch(&all, t, z) {
+                        ok = false;
+                        break;
+                    }
+                    all.push(Bin {
+                        type_index: t,
+                        az_index: z,
+                        existing: None,
+                        new_copies: BTreeMap::new(),
+                        used: [0; 3],
+                    });
+                }
+                if ok {
+                    self.evaluate(&all, fleet.len());
+                }
+                // Next non-decreasing choice.
+                let mut k = deficit;
+                loop {
+                    if k == 0 {
+                        break 'choices;
+                    }
+                    k -= 1;
+                    if choice[k] + 1 < groups.len() {
+                        choice[k] += 1;
+                        for j in k + 1..deficit {
+                            choice[j] = choice[k];
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn evaluate(&mut self, bins: &[Bin], fleet_size: usize) {
+        let problem = self.problem;
+        let mut actions = Vec::new();
+        let mut ids = Vec::new();
+        let mut per_group: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+        for bin in bins {
+            match bin.existing {
+                Some(i) => ids.push(problem.fleet()[i].id.clone()),
+                None => {
+                    let id = format!("new-{}", actions.len() + 1);
+                    let launched = per_group.entry((bin.type_index, bin.az_index)).or_insert(0);
+                    *launched += 1;
+                    actions.push(Action::LaunchInstance {
+                        instance_id: id.clone(),
+                        instance_type: problem.instance_types()[bin.type_index].name.clone(),
+                        availability_zone: problem.azs()[bin.az_index].clone(),
+                        reserved: *launched <= problem.launch_limit(bin.type_index, bin.az_index).reserved,
+                    });
+                    ids.push(id);
+                }
+            }
+        }
+        for (bin, id) in bins.iter().zip(&ids) {
+            for (&c, &n) in &bin.new_copies {
+                for _ in 0..n {
+                    actions.push(Action::PlaceCopy {
+                        component: problem.components()[c].name.clone(),
+                        instance_id: id.clone(),
+                        model_name: None,
+                    });
+                }
+            }
+        }
+        // Removals (the excess, taken from the single existing instance) and releases.
+        let existing = problem.existing_copies_per_component();
+        for (i, instance) in problem.fleet().iter().enumerate() {
+            for &(c, count) in &instance.copies {
+                let excess = existing[c].saturating_sub(u64::from(problem.components()[c].copy_count));
+                for _ in 0..excess.min(u64::from(count)) {
+                    actions.push(Action::RemoveCopy {
+                        component: problem.components()[c].name.clone(),
+                        instance_id: instance.id.clone(),
+                    });
+                }
+            }
+            if !bins.iter().any(|b| b.existing == Some(i)) {
+                actions.push(Action::TerminateInstance { instance_id: instance.id.clone() });
+            }
+        }
+        let _ = fleet_size;
+        let launches = actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count();
+        let (fleet, mut violations) = FinalFleet::apply(problem, &actions);
+        check_fleet(problem, &fleet, launches, &mut violations);
+        violations.retain(|v| v.kind != ViolationKind::Spread);
+        if violations.is_empty() {
+            let reached = objective(problem, &fleet);
+            if self.best.as_ref().is_none_or(|best| reached.key() < best.key()) {
+                self.best = Some(reached);
+            }
+        }
+    }
+}
+
+/// The lexicographic optimum by exhaustive enumeration; `None` when nothing is feasible.
+fn oracle(problem: &Problem) -> Option<Objective> {
+    let existing = problem.existing_copies_per_component();
+    let mut copies = Vec::new();
+    for (c, component) in problem.components().iter().enumerate() {
+        for _ in existing[c]..u64::from(component.copy_count) {
+            copies.push(c);
+        }
+    }
+    let mut bins = Vec::new();
+    for (i, instance) in problem.fleet().iter().enumerate() {
+        // Existing copies left after removing each component's excess (one existing instance).
+        let mut used = [0u64; 3];
+        for &(c, count) in &instance.copies {
+            let excess = existing[c].saturating_sub(u64::from(problem.components()[c].copy_count));
+            let left = u64::from(count) - excess.min(u64::from(count));
+            if let Some(Some(r)) = problem.components()[c].requirements.get(instance.type_index) {
+                used[0] += r.resources.accelerators * left;
+                used[1] += r.resources.milli_cpus * left;
+                used[2] += r.resources.memory_mib * left;
+            }
+        }
+        bins.push(Bin {
+            type_index: instance.type_index,
+            az_index: instance.az_index,
+            existing: Some(i),
+            new_copies: BTreeMap::new(),
+            used,
+        });
+    }
+    let mut oracle = Oracle { problem, copies, best: None };
+    oracle.place(0, 0, &mut bins);
+    oracle.best
+}
+
+/// A tiny random scenario as JSON.
+fn tiny_scenario() -> impl Strategy<Value = Value> {
+    let types = prop::collection::vec(
+        (
+            1u32..=4,
+            1u32..=4,
+            prop::sample::select(vec![2048u32, 4096, 8192]),
+            prop::option::weighted(0.9, 1u32..=3),
+            1u32..=2,
+        ),
+        1..=2,
+    );
+    let components = prop::collection::vec(
+        (
+            prop::sample::select(vec![0u32, 1, 2, 2, 3, 3]),
+            0u32..=2,
+            prop::sample::select(vec![0.5f64, 1.0, 2.0]),
+            prop::sample::select(vec![1024u32, 2048, 4096]),
+            prop::option::of(0u32..=1),
+            any::<bool>(),
+            any::<bool>(),
+        ),
+        1..=3,
+    );
+    let capacity = prop::collection::vec((prop::option::weighted(0.5, 0u32..=2), 0u32..=1), 4);
+    let fleet = prop::option::weighted(0.3, (0u32..=1, 0u32..=2));
+    (1usize..=2, types, components, capacity, 0u32..=2, prop::option::of(1u32..=4), fleet).prop_map(
+        |(zones, types, components, capacity, min, max, fleet)| {
+            let azs: Vec<String> = ["az-a", "az-b"][..zones].iter().map(|s| s.to_string()).collect();
+            let type_json: Vec<Value> = types
+                .iter()
+                .enumerate()
+                .map(|(t, &(acc, cpu, mem, price, _))| {
+                    let mut v = json!({"InstanceType": format!("ml.t{t}"), "AcceleratorCount": acc, "VCpuCount": cpu, "MemoryInMb": mem});
+                    if let Some(price) = price {
+                        v["HourlyPrice"] = json!(price);
+                    }
+                    v
+                })
+                .collect();
+            let pools: Vec<Value> =
+                types.iter().enumerate().map(|(t, &(.., priority))| json!({"InstanceType": format!("ml.t{t}"), "Priority": priority})).collect();
+            let mut cap = Vec::new();
+            for t in 0..types.len() {
+                for z in 0..zones {
+                    let (available, reserved) = capacity[t * 2 + z];
+                    if available.is_some() || reserved > 0 {
+                        cap.push(json!({"InstanceType": format!("ml.t{t}"), "AvailabilityZone": azs[z], "Available": available, "Reserved": reserved}));
+                    }
+                }
+            }
+            let mut total = 0;
+            let comps: Vec<Value> = components
+                .iter()
+                .enumerate()
+                .map(|(c, &(copies, acc, cpu, mem, balance, spread, only_first))| {
+                    let copies = copies.min(5 - total.min(5));
+                    total += copies;
+                    let mut sched = json!({"PlacementStrategy": if spread {"SPREAD"} else {"BINPACK"}});
+                    if let Some(limit) = balance {
+                        sched["AvailabilityZoneBalance"] = json!({"EnforcementMode": "PERMISSIVE", "MaxImbalance": limit});
+                    }
+                    let requirement = json!({"NumberOfAcceleratorDevicesRequired": acc, "NumberOfCpuCoresRequired": cpu, "MinMemoryRequiredInMb": mem});
+                    let mut v = json!({"InferenceComponentName": format!("ic{c}"), "RuntimeConfig": {"CopyCount": copies}});
+                    if only_first && types.len() > 1 {
+                        v["Specifications"] = json!([{"InstanceType": "ml.t0", "ComputeResourceRequirements": requirement, "SchedulingConfig": sched}]);
+                    } else {
+                        v["Specification"] = json!({"ComputeResourceRequirements": requirement, "SchedulingConfig": sched});
+                    }
+                    v
+                })
+                .collect();
+            let mut scaling = json!({"Status": "ENABLED", "MinInstanceCount": min});
+            if let Some(max) = max {
+                scaling["MaxInstanceCount"] = json!(max.max(min));
+            }
+            let mut scenario = json!({
+                "AvailabilityZones": azs,
+                "InstanceTypes": type_json,
+                "Capacity": cap,
+                "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": pools, "ManagedInstanceScaling": scaling},
+                "InferenceComponents": comps,
+            });
+            if let Some((copies0, copies_last)) = fleet {
+                let last = components.len() - 1;
+                scenario["Fleet"] = json!({
+                    "Instances": [{"InstanceId": "i-1", "InstanceType": "ml.t0", "AvailabilityZone": "az-a"}],
+                    "Copies": [
+                        {"InferenceComponentName": "ic0", "InstanceId": "i-1", "CopyCount": copies0},
+                        {"InferenceComponentName": format!("ic{last}"), "InstanceId": "i-1", "CopyCount": copies_last}
+                    ]
+                });
+            }
+            scenario
+        },
+    )
+}
+
+fn check_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
+    let plan = ExactPlanner::new().plan(problem);
+    match oracle(problem) {
+        None => prop_assert_eq!(plan.status, Status::Infeasible),
+        Some(best) => {
+            prop_assert!(verify(problem, &plan).is_empty(), "{:?}", verify(problem, &plan));
+            prop_assert_eq!(plan.status, Status::Optimal, "stop {:?}", plan.stop_reason);
+            prop_assert_eq!(plan.objective.key(), best.key(), "exact {:?} oracle {:?}", plan.objective, best);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exact_matches_the_oracle(scenario in tiny_scenario()) {
+        let text = scenario.to_string();
+        // A generated fleet may already break packing; such input is rejected by validation.
+        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
+        check_against_oracle(&problem).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    }
+}
+
+#[test]
+fn oracle_sees_a_trade_off_greedy_cannot() {
+    // Two AZs, one copy each way: the oracle balances 1/1 with two instances.
+    let text = json!({
+        "AvailabilityZones": ["az-a", "az-b"],
+        "InstanceTypes": [{"InstanceType": "ml.t0", "AcceleratorCount": 2, "VCpuCount": 4, "MemoryInMb": 8192, "HourlyPrice": 1}],
+        "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": [{"InstanceType": "ml.t0", "Priority": 1}]},
+        "InferenceComponents": [{"InferenceComponentName": "ic0", "RuntimeConfig": {"CopyCount": 2},
+            "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024},
+                "SchedulingConfig": {"AvailabilityZoneBalance": {"MaxImbalance": 0}}}}]
+    })
+    .to_string();
+    let problem = Problem::from_json(&text).unwrap();
+    let best = oracle(&problem).unwrap();
+    assert_eq!(best.placed_copies, 2);
+    assert_eq!(best.balance_excess, 0);
+    assert_eq!(best.instances_of_priority(1), 2);
+    check_against_oracle(&problem).unwrap();
+}
