@@ -150,10 +150,19 @@ fn malformed_json_missing_file_and_bad_usage_exit_2() {
 #[test]
 fn verify_accepts_what_plan_produces() {
     let small = TempFile::new("verify-ok-scenario.json", SMALL);
-    for path in
-        [small.path().to_string(), scenario("seed-multi-gpu-llm.json"), scenario("seed-fallback-single-model.json")]
-    {
-        let plan = run(&["plan", &path, "--json"], None);
+    let mut cases: Vec<(String, Vec<&str>)> = vec![(small.path().to_string(), vec![])];
+    let mut bundled: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
+        .expect("scenarios/")
+        .map(|entry| entry.expect("entry").path().to_string_lossy().into_owned())
+        .collect();
+    bundled.sort();
+    cases.extend(bundled.into_iter().map(|path| (path, vec![])));
+    // The exact planner's plans verify too, whether or not the limit stopped it.
+    cases.push((scenario("seed-az-balance.json"), vec!["--solver", "exact", "--time-limit-ms", "2000"]));
+    for (path, extra) in cases {
+        let mut args = vec!["plan", path.as_str(), "--json"];
+        args.extend(extra);
+        let plan = run(&args, None);
         assert_eq!(code(&plan), 0, "{path}: {}", stderr(&plan));
         let plan_file = TempFile::new("verify-ok-plan.json", &stdout(&plan));
         let output = run(&["verify", &path, plan_file.path()], None);
