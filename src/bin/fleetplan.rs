@@ -42,7 +42,8 @@ enum Command {
         /// Planning engine.
         #[arg(long, value_enum, default_value_t = Solver::Greedy)]
         solver: Solver,
-        /// Wall-clock limit for the exact solver, in milliseconds.
+        /// Wall-clock limit for the exact solver, in milliseconds (default 10000; 0 = no limit).
+        /// A run that hits it says so (`Stop: time limit`) and returns its best proven plan.
         #[arg(long, value_name = "N")]
         time_limit_ms: Option<u64>,
         /// Print the plan as JSON (spec §4) instead of a table.
@@ -105,6 +106,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// The exact planner's time limit when `--time-limit-ms` is not given.
+const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
+
 fn run(command: Command) -> Result<u8, BadInput> {
     match command {
         Command::Plan { scenario, solver, time_limit_ms, json } => {
@@ -117,9 +121,11 @@ fn run(command: Command) -> Result<u8, BadInput> {
                     fleetplan::plan_greedy(&problem)
                 }
                 Solver::Exact => {
+                    // A command line should come back: without an explicit limit, 10 s.
                     let mut planner = ExactPlanner::new();
-                    if let Some(limit) = time_limit_ms {
-                        planner = planner.time_limit(Duration::from_millis(limit));
+                    match time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS) {
+                        0 => {}
+                        limit => planner = planner.time_limit(Duration::from_millis(limit)),
                     }
                     planner.plan(&problem)
                 }
