@@ -64,6 +64,19 @@ impl Resources {
         })
     }
 
+    /// `copies need A accelerators, C milli-cores, M MiB; it has …`: `self` used against `capacity`.
+    pub fn overbooking_text(&self, capacity: &Resources) -> String {
+        format!(
+            "copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+            self.accelerators,
+            self.milli_cpus,
+            self.memory_mib,
+            capacity.accelerators,
+            capacity.milli_cpus,
+            capacity.memory_mib
+        )
+    }
+
     /// How many copies of `need` fit into `self` (`u64::MAX` if `need` is zero).
     pub fn copies_of(&self, need: &Resources) -> u64 {
         let per = |have: u64, want: u64| have.checked_div(want).unwrap_or(u64::MAX);
@@ -824,15 +837,10 @@ impl Validator {
                 self.error(
                     format!("Fleet.Instances[{index}]"),
                     format!(
-                        "instance {} ({}) already breaks packing: its copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                        "instance {} ({}) already breaks packing: its {}",
                         instance.id,
                         types[instance.type_index].name,
-                        used.accelerators,
-                        used.milli_cpus,
-                        used.memory_mib,
-                        capacity.accelerators,
-                        capacity.milli_cpus,
-                        capacity.memory_mib
+                        used.overbooking_text(&capacity)
                     ),
                 );
             }

@@ -109,15 +109,10 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
             push(
                 ViolationKind::Packing,
                 format!(
-                    "{} ({}): copies need {} accelerators, {} milli-cores, {} MiB; it has {}, {}, {}",
+                    "{} ({}): {}",
                     instance.id,
                     problem.types[instance.type_index].name,
-                    used.accelerators,
-                    used.milli_cpus,
-                    used.memory_mib,
-                    capacity.accelerators,
-                    capacity.milli_cpus,
-                    capacity.memory_mib
+                    used.overbooking_text(&capacity)
                 ),
             );
         }

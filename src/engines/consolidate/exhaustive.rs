@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{imbalance, ConsolidationScore, Planner};
+use super::{ConsolidationScore, Planner};
 use crate::fleet::objective;
-use crate::problem::PlacementStrategy;
 
 /// A release and the moves `(component, target)` that empty it.
 pub(super) type Release = (usize, Vec<(usize, usize)>);
@@ -77,13 +76,7 @@ impl Planner<'_> {
             if !self.nodes[candidate].alive {
                 continue;
             }
-            let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
-            let spread_before: Vec<(usize, u64)> = self.nodes[candidate]
-                .copies
-                .keys()
-                .filter(|&&component| self.problem.components()[component].strategy == PlacementStrategy::Spread)
-                .map(|&component| (component, self.spread_offenders_now(component)))
-                .collect();
+            let (balance_before, spread_before) = self.guards_before_release(candidate);
             let units: Vec<usize> = self.nodes[candidate]
                 .copies
                 .iter()

@@ -529,11 +529,9 @@ impl<'p> Planner<'p> {
         }
     }
 
-    /// Tries to re-home every copy of `candidate` and release it. On success the state is
-    /// committed and the moves `(component, target)` are returned; on failure nothing changes.
-    fn try_release(&mut self, candidate: usize) -> Option<Vec<(usize, usize)>> {
-        let source_az = self.nodes[candidate].az_index;
-        let source_type = self.nodes[candidate].type_index;
+    /// What a release of `candidate` must not make worse: every component's imbalance, and the
+    /// SPREAD offender count of each SPREAD component on it.
+    fn guards_before_release(&self, candidate: usize) -> (Vec<u64>, Vec<(usize, u64)>) {
         let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
         let spread_before: Vec<(usize, u64)> = self.nodes[candidate]
             .copies
@@ -541,6 +539,15 @@ impl<'p> Planner<'p> {
             .filter(|&&component| self.problem.components()[component].strategy == PlacementStrategy::Spread)
             .map(|&component| (component, self.spread_offenders_now(component)))
             .collect();
+        (balance_before, spread_before)
+    }
+
+    /// Tries to re-home every copy of `candidate` and release it. On success the state is
+    /// committed and the moves `(component, target)` are returned; on failure nothing changes.
+    fn try_release(&mut self, candidate: usize) -> Option<Vec<(usize, usize)>> {
+        let source_az = self.nodes[candidate].az_index;
+        let source_type = self.nodes[candidate].type_index;
+        let (balance_before, spread_before) = self.guards_before_release(candidate);
 
         // Largest copies first: they are the hardest to fit.
         let mut units: Vec<usize> = Vec::new();
