@@ -756,20 +756,23 @@ pub(crate) fn solve(
     goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), priced);
     goal_exprs.insert(key(Goal::Cost(CostMode::Units)), units);
 
-    // Earlier levels fixed at their optimum (all integer-valued, hence the half-unit slack).
+    // Earlier levels fixed at their optimum. L1–L3 are integer combinations (unit
+    // coefficients) of integer variables plus an integer constant, so the right-hand side is
+    // the exact integer: a half-unit slack would let the LP relaxation use half an instance of
+    // a fixed priority and weaken every later level's bound.
     for &(level, value) in fixed {
         if let Some(expr) = goal_exprs.get(&key(level)) {
-            model.constrain(&expr.terms, ComparisonOp::Le, value - expr.constant + 0.5);
+            model.constrain(&expr.terms, ComparisonOp::Le, value.round() - expr.constant);
         } else if value < -0.5 {
             return Solved::Infeasible;
         }
     }
     let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
     if let Some(cap) = extra.at_most {
-        model.constrain(&target.terms, ComparisonOp::Le, cap - target.constant + 0.5);
+        model.constrain(&target.terms, ComparisonOp::Le, cap.round() - target.constant);
     }
     if let Some(floor) = extra.at_least {
-        model.constrain(&target.terms, ComparisonOp::Ge, floor - target.constant - 0.5);
+        model.constrain(&target.terms, ComparisonOp::Ge, floor.round() - target.constant);
     }
     let mut row = target.terms.clone();
     row.push((objective, -1.0));
