@@ -795,7 +795,47 @@ pub(crate) fn solve(
         Warm::Plan(_) if !hinted.is_empty() => options.warm_start = Some(hinted),
         _ => {}
     }
-    let outcome = match model.lp.solve_with(options) {
+    // L1–L3 take integer values, so an incumbent within less than one unit of the best bound
+    // is optimal. microlp only knows relative gaps: with a warm start of value W > 0, every
+    // later incumbent is at most W (if microlp accepts the start), so a relative gap of
+    // 0.999 / W means an absolute gap below one. The stop is checked below all the same.
+    let integral = !matches!(goal, Goal::Cost(_)) && !extra.relax;
+    let start_value = options.warm_start.as_ref().and_then(|start| {
+        let values: BTreeMap<usize, f64> = start.iter().map(|&(v, value)| (v.idx(), value)).collect();
+        target
+            .terms
+            .iter()
+            .map(|&(v, coefficient)| values.get(&v.idx()).map(|value| coefficient * value))
+            .sum::<Option<f64>>()
+            .map(|sum| sum + target.constant)
+    });
+    if let Some(start) = start_value.filter(|&start| integral && start >= 1.0) {
+        options.mip_gap = 0.999 / start;
+    }
+    let retry = options.mip_gap > 0.0;
+    let first = model.lp.solve_with(options.clone());
+    // The proof for an integer-valued level: the best bound rounded up reaches the incumbent.
+    let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
+    let outcome = match first {
+        Ok(outcome)
+            if retry
+                && outcome.termination_reason() == TerminationReason::MipGap
+                && !outcome.solution().is_some_and(|s| closes(s.objective(), s.stats().best_bound)) =>
+        {
+            // The warm start was not used and the gap stop proved nothing: search to the end.
+            options.mip_gap = 0.0;
+            if let Some(deadline) = limits.deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Solved::Interrupted { limit: Limit::Time, best_bound: outcome.stats().best_bound };
+                }
+                options.time_limit = Some(left);
+            }
+            model.lp.solve_with(options)
+        }
+        other => other,
+    };
+    let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(microlp::Error::Infeasible) => return Solved::Infeasible,
         Err(error) => return Solved::Error(error.to_string()),
@@ -815,11 +855,20 @@ pub(crate) fn solve(
             }
         }
     };
-    let proven = solution.status() == SolutionStatus::Optimal;
-    let best_bound = if proven { Some(solution.objective()) } else { solution.stats().best_bound };
+    let proven = solution.status() == SolutionStatus::Optimal
+        || (integral && closes(solution.objective(), solution.stats().best_bound));
+    let best_bound = if solution.status() == SolutionStatus::Optimal {
+        Some(solution.objective())
+    } else {
+        solution.stats().best_bound
+    };
     let limit = if proven { None } else { limit_of(solution.termination_reason()) };
     let value = |v: Variable| -> u32 { solution.var_value(v).round().max(0.0) as u32 };
-    let mut result = MasterSolution { value: solution.objective(), ..MasterSolution::default() };
+    let mut result = MasterSolution {
+        value: solution.objective(),
+        integers: model.ints.iter().map(|&v| solution.var_value(v).round()).collect(),
+        ..MasterSolution::default()
+    };
     for (&group, &y) in &vars.launches {
         let count = value(y);
         if count > 0 {
