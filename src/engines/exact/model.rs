@@ -339,11 +339,15 @@ struct Model {
 
 impl Model {
     fn int(&mut self, upper: u64) -> Variable {
+        self.int_costing(upper, 0.0)
+    }
+    /// An integer variable with an objective coefficient.
+    fn int_costing(&mut self, upper: u64, cost: f64) -> Variable {
         let upper = i32::try_from(upper.min(INTEGER_CAP)).unwrap_or(i32::MAX);
         let var = if self.relax {
-            self.lp.add_var(0.0, (0.0, f64::from(upper)))
+            self.lp.add_var(cost, (0.0, f64::from(upper)))
         } else {
-            self.lp.add_integer_var(0.0, (0, upper))
+            self.lp.add_integer_var(cost, (0, upper))
         };
         self.ints.push(var);
         var
@@ -428,7 +432,16 @@ pub(crate) fn solve(
     let zones = problem.azs().len();
     let mut model =
         Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
-    let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
+    // An L3 level puts its objective on the instance variables themselves (not only on the
+    // auxiliary `objective` variable): microlp seeds its branching pseudocosts with the
+    // objective coefficients, so it then branches on the instance counts of that priority
+    // first, which is what closes the gap between the LP bound and the integer count.
+    let priority_goal = match goal {
+        Goal::Priority(priority) => Some(priority),
+        _ => None,
+    };
+    let objective =
+        model.lp.add_var(if priority_goal.is_some() { 0.0 } else { 1.0 }, (f64::NEG_INFINITY, f64::INFINITY));
     let plan_hint = match warm {
         Warm::Plan(hint) => Some(hint),
         _ => None,
@@ -467,7 +480,7 @@ pub(crate) fn solve(
         let Some(info) = types.get(t) else { continue };
         let capacity = info.capacity;
         let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
-        let y = model.int(upper);
+        let y = model.int_costing(upper, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
         hint(y, plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
         vars.launches.insert((t, z), y);
         instances.add(y, 1.0);
@@ -586,7 +599,7 @@ pub(crate) fn solve(
         let Some(info) = types.get(instance.type_index) else {
             continue;
         };
-        let keep = model.int(1);
+        let keep = model.int_costing(1, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
         hint(keep, plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
         vars.keep.push(keep);
         instances.add(keep, 1.0);
