@@ -75,7 +75,7 @@ fn benches(c: &mut Criterion) {
         ["seed-az-balance", "seed-fallback-single-model", "seed-multi-gpu-llm", "fragmented-fleet"]
             .iter()
             .map(|name| (name.to_string(), load(name)))
-            .chain(std::iter::once(("fifty-models-first-5".to_string(), first_components(5))))
+            .chain([5, 10].map(|count| (format!("fifty-models-first-{count}"), first_components(count))))
             .collect();
     for (name, problem) in &inputs {
         group.bench_function(format!("structured/{name}"), |b| b.iter(|| ExactPlanner::new().plan(black_box(problem))));

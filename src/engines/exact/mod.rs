@@ -28,7 +28,7 @@ use model::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSol
 use packing::{pack_group, Packing};
 
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
-const PROBE_NODES: u64 = 2_000;
+const PROBE_NODES: u64 = 100;
 
 /// Most variables the slot groups of a refinement round may add.
 const MAX_SLOT_VARIABLES: u64 = 50_000;

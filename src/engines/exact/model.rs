@@ -339,11 +339,15 @@ struct Model {
 
 impl Model {
     fn int(&mut self, upper: u64) -> Variable {
+        self.int_costing(upper, 0.0)
+    }
+    /// An integer variable with an objective coefficient.
+    fn int_costing(&mut self, upper: u64, cost: f64) -> Variable {
         let upper = i32::try_from(upper.min(INTEGER_CAP)).unwrap_or(i32::MAX);
         let var = if self.relax {
-            self.lp.add_var(0.0, (0.0, f64::from(upper)))
+            self.lp.add_var(cost, (0.0, f64::from(upper)))
         } else {
-            self.lp.add_integer_var(0.0, (0, upper))
+            self.lp.add_integer_var(cost, (0, upper))
         };
         self.ints.push(var);
         var
@@ -428,7 +432,16 @@ pub(crate) fn solve(
     let zones = problem.azs().len();
     let mut model =
         Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
-    let objective = model.lp.add_var(1.0, (f64::NEG_INFINITY, f64::INFINITY));
+    // An L3 level puts its objective on the instance variables themselves (not only on the
+    // auxiliary `objective` variable): microlp seeds its branching pseudocosts with the
+    // objective coefficients, so it then branches on the instance counts of that priority
+    // first, which is what closes the gap between the LP bound and the integer count.
+    let priority_goal = match goal {
+        Goal::Priority(priority) => Some(priority),
+        _ => None,
+    };
+    let objective =
+        model.lp.add_var(if priority_goal.is_some() { 0.0 } else { 1.0 }, (f64::NEG_INFINITY, f64::INFINITY));
     let plan_hint = match warm {
         Warm::Plan(hint) => Some(hint),
         _ => None,
@@ -467,7 +480,7 @@ pub(crate) fn solve(
         let Some(info) = types.get(t) else { continue };
         let capacity = info.capacity;
         let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
-        let y = model.int(upper);
+        let y = model.int_costing(upper, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
         hint(y, plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
         vars.launches.insert((t, z), y);
         instances.add(y, 1.0);
@@ -586,7 +599,7 @@ pub(crate) fn solve(
         let Some(info) = types.get(instance.type_index) else {
             continue;
         };
-        let keep = model.int(1);
+        let keep = model.int_costing(1, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
         hint(keep, plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
         vars.keep.push(keep);
         instances.add(keep, 1.0);
@@ -756,20 +769,23 @@ pub(crate) fn solve(
     goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), priced);
     goal_exprs.insert(key(Goal::Cost(CostMode::Units)), units);
 
-    // Earlier levels fixed at their optimum (all integer-valued, hence the half-unit slack).
+    // Earlier levels fixed at their optimum. L1–L3 are integer combinations (unit
+    // coefficients) of integer variables plus an integer constant, so the right-hand side is
+    // the exact integer: a half-unit slack would let the LP relaxation use half an instance of
+    // a fixed priority and weaken every later level's bound.
     for &(level, value) in fixed {
         if let Some(expr) = goal_exprs.get(&key(level)) {
-            model.constrain(&expr.terms, ComparisonOp::Le, value - expr.constant + 0.5);
+            model.constrain(&expr.terms, ComparisonOp::Le, value.round() - expr.constant);
         } else if value < -0.5 {
             return Solved::Infeasible;
         }
     }
     let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
     if let Some(cap) = extra.at_most {
-        model.constrain(&target.terms, ComparisonOp::Le, cap - target.constant + 0.5);
+        model.constrain(&target.terms, ComparisonOp::Le, cap.round() - target.constant);
     }
     if let Some(floor) = extra.at_least {
-        model.constrain(&target.terms, ComparisonOp::Ge, floor - target.constant - 0.5);
+        model.constrain(&target.terms, ComparisonOp::Ge, floor.round() - target.constant);
     }
     let mut row = target.terms.clone();
     row.push((objective, -1.0));
@@ -792,7 +808,47 @@ pub(crate) fn solve(
         Warm::Plan(_) if !hinted.is_empty() => options.warm_start = Some(hinted),
         _ => {}
     }
-    let outcome = match model.lp.solve_with(options) {
+    // L1–L3 take integer values, so an incumbent within less than one unit of the best bound
+    // is optimal. microlp only knows relative gaps: with a warm start of value W > 0, every
+    // later incumbent is at most W (if microlp accepts the start), so a relative gap of
+    // 0.999 / W means an absolute gap below one. The stop is checked below all the same.
+    let integral = !matches!(goal, Goal::Cost(_)) && !extra.relax;
+    let start_value = options.warm_start.as_ref().and_then(|start| {
+        let values: BTreeMap<usize, f64> = start.iter().map(|&(v, value)| (v.idx(), value)).collect();
+        target
+            .terms
+            .iter()
+            .map(|&(v, coefficient)| values.get(&v.idx()).map(|value| coefficient * value))
+            .sum::<Option<f64>>()
+            .map(|sum| sum + target.constant)
+    });
+    if let Some(start) = start_value.filter(|&start| integral && start >= 1.0) {
+        options.mip_gap = 0.999 / start;
+    }
+    let retry = options.mip_gap > 0.0;
+    let first = model.lp.solve_with(options.clone());
+    // The proof for an integer-valued level: the best bound rounded up reaches the incumbent.
+    let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
+    let outcome = match first {
+        Ok(outcome)
+            if retry
+                && outcome.termination_reason() == TerminationReason::MipGap
+                && !outcome.solution().is_some_and(|s| closes(s.objective(), s.stats().best_bound)) =>
+        {
+            // The warm start was not used and the gap stop proved nothing: search to the end.
+            options.mip_gap = 0.0;
+            if let Some(deadline) = limits.deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Solved::Interrupted { limit: Limit::Time, best_bound: outcome.stats().best_bound };
+                }
+                options.time_limit = Some(left);
+            }
+            model.lp.solve_with(options)
+        }
+        other => other,
+    };
+    let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(microlp::Error::Infeasible) => return Solved::Infeasible,
         Err(error) => return Solved::Error(error.to_string()),
@@ -812,11 +868,20 @@ pub(crate) fn solve(
             }
         }
     };
-    let proven = solution.status() == SolutionStatus::Optimal;
-    let best_bound = if proven { Some(solution.objective()) } else { solution.stats().best_bound };
+    let proven = solution.status() == SolutionStatus::Optimal
+        || (integral && closes(solution.objective(), solution.stats().best_bound));
+    let best_bound = if solution.status() == SolutionStatus::Optimal {
+        Some(solution.objective())
+    } else {
+        solution.stats().best_bound
+    };
     let limit = if proven { None } else { limit_of(solution.termination_reason()) };
     let value = |v: Variable| -> u32 { solution.var_value(v).round().max(0.0) as u32 };
-    let mut result = MasterSolution { value: solution.objective(), ..MasterSolution::default() };
+    let mut result = MasterSolution {
+        value: solution.objective(),
+        integers: model.ints.iter().map(|&v| solution.var_value(v).round()).collect(),
+        ..MasterSolution::default()
+    };
     for (&group, &y) in &vars.launches {
         let count = value(y);
         if count > 0 {
