@@ -29,11 +29,29 @@ const UNIT_COST_MICROS: i64 = 1_000_000;
 
 /// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
 /// MinInstanceCount cannot be reached with the capacity given.
+///
+/// Small problems are planned with several component orders (see `place::candidate_orders`)
+/// and the best plan by objective is kept: one greedy order can spend capacity on the wrong
+/// component, and the plans are cheap. Large problems get one order, so time stays linear.
 pub fn plan_greedy(problem: &Problem) -> Plan {
+    let mut best: Option<Plan> = None;
+    for order in place::candidate_orders(problem) {
+        let plan = plan_with_order(problem, &order);
+        // Reaching MinInstanceCount first, then the objective; the first order wins ties.
+        let rank = |p: &Plan| (p.status == Status::Infeasible, p.objective.key());
+        if best.as_ref().is_none_or(|current| rank(&plan) < rank(current)) {
+            best = Some(plan);
+        }
+    }
+    best.unwrap_or_else(|| plan_with_order(problem, &place::component_order(problem)))
+}
+
+/// One greedy pass placing components in `order`.
+fn plan_with_order(problem: &Problem, order: &[usize]) -> Plan {
     let mut planner = Greedy::new(problem);
     planner.scale_in();
     planner.index_fleet();
-    planner.place_all();
+    planner.place_all(order);
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
     let status = if min_reached { Status::Feasible } else { Status::Infeasible };

@@ -8,6 +8,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use itertools::Itertools;
+
 use super::{instance_cost, Greedy};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -79,13 +81,71 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
     order
 }
 
+/// Rough work one greedy pass does: copies wanted, fleet and components.
+fn pass_work(problem: &Problem) -> u64 {
+    let copies: u64 = problem.components.iter().map(|c| u64::from(c.copy_count)).sum();
+    copies + problem.fleet.len() as u64 + problem.components.len() as u64
+}
+
+/// Work allowed across all passes: small problems try many orders, a 100k-copy one only one.
+const WORK_BUDGET: u64 = 40_000;
+
+/// Components up to which every order is tried (4! = 24 passes).
+const ALL_ORDERS_UP_TO: usize = 4;
+
+/// Component orders to try, best guess first, without duplicates. Every order is derived from
+/// [`component_order`] and intrinsic keys, so input order does not matter.
+///
+/// Hardest first packs big copies while room is free; easiest first places the most copies
+/// when room is short (L1 counts copies, not size); balanced components first get AZs spread
+/// before unbalanced ones fill single AZs; fewest copies first finishes small components.
+pub(super) fn candidate_orders(problem: &Problem) -> Vec<Vec<usize>> {
+    let hardest = component_order(problem);
+    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
+    let mut orders: Vec<Vec<usize>> = vec![hardest.clone()];
+    if passes == 1 {
+        return orders;
+    }
+    let push = |order: Vec<usize>, orders: &mut Vec<Vec<usize>>| {
+        if orders.len() as u64 >= passes || orders.contains(&order) {
+            return;
+        }
+        orders.push(order);
+    };
+    let easiest: Vec<usize> = hardest.iter().rev().copied().collect();
+    push(easiest.clone(), &mut orders);
+    let position = |c: usize| hardest.iter().position(|&h| h == c).unwrap_or(usize::MAX);
+    let balanced = |c: usize| problem.components.get(c).is_some_and(|x| x.max_imbalance.is_some());
+    let copies = |c: usize| problem.components.get(c).map_or(0, |x| x.copy_count);
+    for base in [&hardest, &easiest] {
+        let mut order = base.clone();
+        order.sort_by_key(|&c| !balanced(c));
+        push(order, &mut orders);
+        let mut order = base.clone();
+        order.sort_by_key(|&c| balanced(c));
+        push(order, &mut orders);
+    }
+    let mut order = hardest.clone();
+    order.sort_by_key(|&c| (copies(c), position(c)));
+    push(order, &mut orders);
+    let mut order = hardest.clone();
+    order.sort_by_key(|&c| (Reverse(copies(c)), position(c)));
+    push(order, &mut orders);
+    if hardest.len() <= ALL_ORDERS_UP_TO {
+        for permutation in hardest.iter().copied().permutations(hardest.len()) {
+            push(permutation, &mut orders);
+        }
+    }
+    orders
+}
+
 fn as_count(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
 impl Greedy<'_> {
-    pub(super) fn place_all(&mut self) {
-        for component in component_order(self.problem) {
+    pub(super) fn place_all(&mut self, order: &[usize]) {
+        for &component in order {
             self.place_component(component);
         }
     }
