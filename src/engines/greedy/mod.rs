@@ -30,27 +30,46 @@ const UNIT_COST_MICROS: i64 = 1_000_000;
 /// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
 /// MinInstanceCount cannot be reached with the capacity given.
 ///
-/// Small problems are planned with several component orders (see `place::candidate_orders`)
-/// and the best plan by objective is kept: one greedy order can spend capacity on the wrong
-/// component, and the plans are cheap. Large problems get one order, so time stays linear.
+/// Small problems are planned several times (component orders and `Mode`s, see
+/// `place::candidate_passes`) and the best plan by objective is kept: one greedy pass can spend
+/// capacity or the MaxInstanceCount budget on the wrong component, and the passes are cheap.
+/// Large problems get one pass, so time stays linear.
 pub fn plan_greedy(problem: &Problem) -> Plan {
     let mut best: Option<Plan> = None;
-    for order in place::candidate_orders(problem) {
-        let plan = plan_with_order(problem, &order);
-        // Reaching MinInstanceCount first, then the objective; the first order wins ties.
+    for (order, mode) in place::candidate_passes(problem) {
+        let plan = plan_pass(problem, &order, mode);
+        // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
         let rank = |p: &Plan| (p.status == Status::Infeasible, p.objective.key());
         if best.as_ref().is_none_or(|current| rank(&plan) < rank(current)) {
             best = Some(plan);
         }
     }
-    best.unwrap_or_else(|| plan_with_order(problem, &place::component_order(problem)))
+    best.unwrap_or_else(|| plan_pass(problem, &place::component_order(problem), Mode::DEFAULT))
+}
+
+/// How one greedy pass trades the levels off when MaxInstanceCount is short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mode {
+    /// Open the type covering the most copies first, priority second (L1 before L3 when the
+    /// instance budget runs out).
+    coverage_first: bool,
+    /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
+    /// be kept (spec §3, constraint 4).
+    forbid_launches: bool,
+}
+
+impl Mode {
+    /// Priority first, launches allowed.
+    const DEFAULT: Mode = Mode { coverage_first: false, forbid_launches: false };
 }
 
 /// One greedy pass placing components in `order`.
-fn plan_with_order(problem: &Problem, order: &[usize]) -> Plan {
+fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
     let mut planner = Greedy::new(problem);
+    planner.coverage_first = mode.coverage_first;
     planner.scale_in();
     planner.index_fleet();
+    planner.no_launches |= mode.forbid_launches;
     planner.place_all(order);
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
@@ -150,6 +169,8 @@ struct Greedy<'a> {
     max_size: u64,
     /// The fleet that stays anyway already reaches MaxInstanceCount: the plan launches nothing.
     no_launches: bool,
+    /// See [`Mode::coverage_first`].
+    coverage_first: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -212,6 +233,7 @@ impl<'a> Greedy<'a> {
             fleet_size: 0,
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
             no_launches: false,
+            coverage_first: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),

@@ -10,14 +10,15 @@ use std::collections::BinaryHeap;
 
 use itertools::Itertools;
 
-use super::{instance_cost, Greedy};
+use super::{instance_cost, Greedy, Mode};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// What one copy of the component being placed needs, per type (`None` where it may not run).
 type Needs = [Option<Resources>];
 
-/// Smaller is better: priority, copies covered (more first), instances opened, cost, type name.
-type OpeningKey = (u8, Reverse<u64>, u64, i64, usize);
+/// Smaller is better: copies covered when covering comes first (else 0), priority, copies
+/// covered (more first), instances opened, cost, type name.
+type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,15 +94,37 @@ const WORK_BUDGET: u64 = 40_000;
 /// Components up to which every order is tried (4! = 24 passes).
 const ALL_ORDERS_UP_TO: usize = 4;
 
+/// The passes to try: component orders × modes, best guess first, within the work budget.
+/// The modes other than the default only matter under a MaxInstanceCount.
+pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
+    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
+    let mut modes = vec![Mode::DEFAULT];
+    if problem.scaling.max_instances.is_some() {
+        modes.push(Mode { coverage_first: true, forbid_launches: false });
+        if !problem.fleet.is_empty() {
+            modes.push(Mode { coverage_first: false, forbid_launches: true });
+        }
+    }
+    let orders = candidate_orders(problem, passes);
+    let mut out = Vec::new();
+    for order in &orders {
+        for &mode in &modes {
+            if (out.len() as u64) < passes {
+                out.push((order.clone(), mode));
+            }
+        }
+    }
+    out
+}
+
 /// Component orders to try, best guess first, without duplicates. Every order is derived from
 /// [`component_order`] and intrinsic keys, so input order does not matter.
 ///
 /// Hardest first packs big copies while room is free; easiest first places the most copies
 /// when room is short (L1 counts copies, not size); balanced components first get AZs spread
 /// before unbalanced ones fill single AZs; fewest copies first finishes small components.
-pub(super) fn candidate_orders(problem: &Problem) -> Vec<Vec<usize>> {
+fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
     let hardest = component_order(problem);
-    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
     let mut orders: Vec<Vec<usize>> = vec![hardest.clone()];
     if passes == 1 {
         return orders;
@@ -277,7 +300,8 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let key = (info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
+            let first = if self.coverage_first { Reverse(covered) } else { Reverse(0) };
+            let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
                 best = Some(Opening { key, type_index: t, instances });
             }
