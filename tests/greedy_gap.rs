@@ -86,3 +86,15 @@ fn greedy_gap_against_exact_optimum() {
 fn show(objective: &Objective) -> String {
     serde_json::to_string(objective).unwrap_or_default()
 }
+
+#[test]
+#[ignore = "debug one scenario from GAP_SCENARIO"]
+fn debug_one_scenario() {
+    let Ok(path) = std::env::var("GAP_SCENARIO") else { return };
+    let text = std::fs::read_to_string(path).expect("readable");
+    let problem = Problem::from_json(text.trim()).expect("valid");
+    let greedy = plan_greedy(&problem);
+    let exact = ExactPlanner::new().plan(&problem);
+    println!("greedy {}\n{:#?}", show(&greedy.objective), greedy.actions);
+    println!("exact {}\n{:#?}", show(&exact.objective), exact.actions);
+}

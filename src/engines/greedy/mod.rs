@@ -56,11 +56,14 @@ struct Mode {
     /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
     /// be kept (spec §3, constraint 4).
     forbid_launches: bool,
+    /// Place balanced components only as far as adds no balance excess, then place what is
+    /// still missing in a second, permissive pass over all components.
+    strict_balance: bool,
 }
 
 impl Mode {
-    /// Priority first, launches allowed.
-    const DEFAULT: Mode = Mode { coverage_first: false, forbid_launches: false };
+    /// Priority first, launches allowed, permissive balance.
+    const DEFAULT: Mode = Mode { coverage_first: false, forbid_launches: false, strict_balance: false };
 }
 
 /// One greedy pass placing components in `order`.
@@ -70,6 +73,11 @@ fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
+    if mode.strict_balance {
+        planner.strict_balance = true;
+        planner.place_all(order);
+        planner.strict_balance = false;
+    }
     planner.place_all(order);
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
@@ -171,6 +179,8 @@ struct Greedy<'a> {
     no_launches: bool,
     /// See [`Mode::coverage_first`].
     coverage_first: bool,
+    /// See [`Mode::strict_balance`] (true only during the strict pass).
+    strict_balance: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -234,6 +244,7 @@ impl<'a> Greedy<'a> {
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
             no_launches: false,
             coverage_first: false,
+            strict_balance: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),

@@ -82,6 +82,13 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
     order
 }
 
+/// Balance excess of copies per AZ `totals` under MaxImbalance `limit`.
+fn excess_of(totals: &[u64], limit: u32) -> u64 {
+    let most = totals.iter().copied().max().unwrap_or(0);
+    let fewest = totals.iter().copied().min().unwrap_or(0);
+    (most - fewest).saturating_sub(u64::from(limit))
+}
+
 /// Rough work one greedy pass does: copies wanted, fleet and components.
 fn pass_work(problem: &Problem) -> u64 {
     let copies: u64 = problem.components.iter().map(|c| u64::from(c.copy_count)).sum();
@@ -99,10 +106,18 @@ const ALL_ORDERS_UP_TO: usize = 4;
 pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
     let mut modes = vec![Mode::DEFAULT];
+    if problem.components.iter().any(|c| c.max_imbalance.is_some()) {
+        modes.push(Mode { strict_balance: true, ..Mode::DEFAULT });
+    }
     if problem.scaling.max_instances.is_some() {
-        modes.push(Mode { coverage_first: true, forbid_launches: false });
+        let strict: Vec<bool> = modes.iter().map(|m| m.strict_balance).collect();
+        for strict_balance in strict.iter().copied() {
+            modes.push(Mode { coverage_first: true, strict_balance, ..Mode::DEFAULT });
+        }
         if !problem.fleet.is_empty() {
-            modes.push(Mode { coverage_first: false, forbid_launches: true });
+            for strict_balance in strict {
+                modes.push(Mode { forbid_launches: true, strict_balance, ..Mode::DEFAULT });
+            }
         }
     }
     let orders = candidate_orders(problem, passes);
@@ -369,7 +384,12 @@ impl Greedy<'_> {
                     best = Some((key, z));
                 }
             }
-            let Some((_, z)) = best else { break };
+            let Some((key, z)) = best else { break };
+            if self.strict_balance && key.0 > excess_of(&totals, limit) {
+                // Strict: a copy that adds balance excess waits for the permissive pass, so
+                // the room goes to other components first (L2 before this component's L1 share).
+                break;
+            }
             adds[z] += 1;
             totals[z] += 1;
         }
@@ -390,7 +410,17 @@ impl Greedy<'_> {
                 .collect();
             let free: Vec<u64> =
                 slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
-            let adds = self.assign_azs(c, &full, &free, remaining, limit);
+            // Strict: a copy per open AZ at a time, so an AZ found full stops the others from
+            // running ahead of it by more than the balance allows.
+            let batch = if self.strict_balance {
+                remaining.min(full.iter().filter(|&&f| !f).count() as u64)
+            } else {
+                remaining
+            };
+            let adds = self.assign_azs(c, &full, &free, batch, limit);
+            if adds.iter().all(|&n| n == 0) {
+                break;
+            }
             let mut newly_full = false;
             for &z in &az_order {
                 if adds[z] == 0 {
@@ -404,7 +434,7 @@ impl Greedy<'_> {
                     newly_full = true;
                 }
             }
-            if !newly_full {
+            if !newly_full && !self.strict_balance {
                 break;
             }
         }
