@@ -78,7 +78,7 @@ fn greedy_gap_against_exact_optimum() {
             examples.push((level, size_of(&scenario), json, greedy.objective.clone(), exact.objective.clone()));
         }
     }
-    examples.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    examples.sort_by_key(|e| (e.0, e.1));
     for level in 1..=4 {
         for (_, _, json, greedy, exact) in examples.iter().filter(|e| e.0 == level).take(3) {
             println!("L{level} miss\n  greedy {}\n  exact  {}\n  {json}", show(greedy), show(exact));
