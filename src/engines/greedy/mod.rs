@@ -59,17 +59,23 @@ struct Mode {
     /// Place balanced components only as far as adds no balance excess, then place what is
     /// still missing in a second, permissive pass over all components.
     strict_balance: bool,
+    /// Balanced components: among AZs equally good for balance and without free room, prefer
+    /// the one whose next opening is most preferred, then cheapest (instead of the one with the
+    /// fewest copies).
+    az_by_opening: bool,
 }
 
 impl Mode {
-    /// Priority first, launches allowed, permissive balance.
-    const DEFAULT: Mode = Mode { coverage_first: false, forbid_launches: false, strict_balance: false };
+    /// Priority first, launches allowed, permissive balance, AZs by fewest copies.
+    const DEFAULT: Mode =
+        Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
 }
 
 /// One greedy pass placing components in `order`.
 fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
+    planner.az_by_opening = mode.az_by_opening;
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
@@ -181,6 +187,8 @@ struct Greedy<'a> {
     coverage_first: bool,
     /// See [`Mode::strict_balance`] (true only during the strict pass).
     strict_balance: bool,
+    /// See [`Mode::az_by_opening`].
+    az_by_opening: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -245,6 +253,7 @@ impl<'a> Greedy<'a> {
             no_launches: false,
             coverage_first: false,
             strict_balance: false,
+            az_by_opening: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),

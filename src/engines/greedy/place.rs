@@ -108,9 +108,11 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let mut modes = vec![Mode::DEFAULT];
     if problem.components.iter().any(|c| c.max_imbalance.is_some()) {
         modes.push(Mode { strict_balance: true, ..Mode::DEFAULT });
+        modes.push(Mode { az_by_opening: true, ..Mode::DEFAULT });
+        modes.push(Mode { az_by_opening: true, strict_balance: true, ..Mode::DEFAULT });
     }
     if problem.scaling.max_instances.is_some() {
-        let strict: Vec<bool> = modes.iter().map(|m| m.strict_balance).collect();
+        let strict: Vec<bool> = modes.iter().filter(|m| !m.az_by_opening).map(|m| m.strict_balance).collect();
         for strict_balance in strict.iter().copied() {
             modes.push(Mode { coverage_first: true, strict_balance, ..Mode::DEFAULT });
         }
@@ -367,19 +369,33 @@ impl Greedy<'_> {
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
     /// then AZs that still have free room, then fewest copies, then AZ name.
-    fn assign_azs(&self, c: usize, full: &[bool], free: &[u64], copies: u64, limit: u32) -> Vec<u64> {
+    fn assign_azs(
+        &self,
+        c: usize,
+        full: &[bool],
+        free: &[u64],
+        opening: &[(u8, i64)],
+        copies: u64,
+        limit: u32,
+    ) -> Vec<u64> {
         let az_count = full.len();
         let mut totals: Vec<u64> = self.az_copies[c].clone();
         let mut adds = vec![0u64; az_count];
         for _ in 0..copies {
-            let mut best: Option<((u64, bool, u64, usize), usize)> = None;
+            let mut best: Option<((u64, bool, u8, u64, i64, usize), usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
                 totals[z] += 1;
                 let most = totals.iter().copied().max().unwrap_or(0);
                 let fewest = totals.iter().copied().min().unwrap_or(0);
                 totals[z] -= 1;
                 let excess = (most - fewest).saturating_sub(u64::from(limit));
-                let key = (excess, free[z] <= adds[z], totals[z], self.az_rank[z]);
+                let no_room = free[z] <= adds[z];
+                let (priority, cost) = if no_room && self.az_by_opening {
+                    opening.get(z).copied().unwrap_or((u8::MAX, i64::MAX))
+                } else {
+                    (0, 0)
+                };
+                let key = (excess, no_room, priority, totals[z], cost, self.az_rank[z]);
                 if best.is_none_or(|(current, _)| key < current) {
                     best = Some((key, z));
                 }
@@ -417,7 +433,12 @@ impl Greedy<'_> {
             } else {
                 remaining
             };
-            let adds = self.assign_azs(c, &full, &free, batch, limit);
+            // What a copy beyond the free room costs per AZ: the best opening's priority (L3)
+            // and price (L4); nothing to open ranks last.
+            let opening: Vec<(u8, i64)> = (0..az_count)
+                .map(|z| self.best_opening(needs, z, 1).map_or((u8::MAX, i64::MAX), |o| (o.key.1, o.key.4)))
+                .collect();
+            let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
             if adds.iter().all(|&n| n == 0) {
                 break;
             }
@@ -548,10 +569,10 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1), vec![1, 1, 1]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 3, 1), vec![1, 1, 1]);
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2), vec![2, 0, 0]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0), vec![0, 2, 2]);
+        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(1, 0); 3], 4, 0), vec![0, 2, 2]);
     }
 }
