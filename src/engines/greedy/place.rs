@@ -20,6 +20,10 @@ type Needs = [Option<Resources>];
 /// covered (more first), instances opened, cost, type name.
 type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 
+/// Smaller is better: balance excess, no free room left, next opening's priority (when AZs are
+/// chosen by opening, else 0), copies already there, opening's price (likewise), AZ name.
+type AzKey = (u64, bool, u8, u64, i64, usize);
+
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Opening {
@@ -382,7 +386,7 @@ impl Greedy<'_> {
         let mut totals: Vec<u64> = self.az_copies[c].clone();
         let mut adds = vec![0u64; az_count];
         for _ in 0..copies {
-            let mut best: Option<((u64, bool, u8, u64, i64, usize), usize)> = None;
+            let mut best: Option<(AzKey, usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
                 totals[z] += 1;
                 let most = totals.iter().copied().max().unwrap_or(0);
