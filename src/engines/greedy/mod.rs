@@ -12,6 +12,9 @@
 //! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
+//! Small problems run these phases several times (component orders × modes, within a work
+//! budget) and keep the best plan by objective; large ones run them once.
+//!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
