@@ -12,6 +12,9 @@
 //! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
+//! Small problems run these phases several times (component orders × modes, within a work
+//! budget) and keep the best plan by objective; large ones run them once.
+//!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
@@ -29,11 +32,62 @@ const UNIT_COST_MICROS: i64 = 1_000_000;
 
 /// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
 /// MinInstanceCount cannot be reached with the capacity given.
+///
+/// Small problems are planned several times (component orders and `Mode`s, see
+/// `place::candidate_passes`) and the best plan by objective is kept: one greedy pass can spend
+/// capacity or the MaxInstanceCount budget on the wrong component, and the passes are cheap.
+/// Large problems get one pass, so time stays linear.
 pub fn plan_greedy(problem: &Problem) -> Plan {
+    let mut best: Option<Plan> = None;
+    for (order, mode) in place::candidate_passes(problem) {
+        let plan = plan_pass(problem, &order, mode);
+        // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
+        let rank = |p: &Plan| (p.status == Status::Infeasible, p.objective.key());
+        if best.as_ref().is_none_or(|current| rank(&plan) < rank(current)) {
+            best = Some(plan);
+        }
+    }
+    best.unwrap_or_else(|| plan_pass(problem, &place::component_order(problem), Mode::DEFAULT))
+}
+
+/// How one greedy pass trades the levels off when MaxInstanceCount is short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mode {
+    /// Open the type covering the most copies first, priority second (L1 before L3 when the
+    /// instance budget runs out).
+    coverage_first: bool,
+    /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
+    /// be kept (spec §3, constraint 4).
+    forbid_launches: bool,
+    /// Place balanced components only as far as adds no balance excess, then place what is
+    /// still missing in a second, permissive pass over all components.
+    strict_balance: bool,
+    /// Balanced components: among AZs equally good for balance and without free room, prefer
+    /// the one whose next opening is most preferred, then cheapest (instead of the one with the
+    /// fewest copies).
+    az_by_opening: bool,
+}
+
+impl Mode {
+    /// Priority first, launches allowed, permissive balance, AZs by fewest copies.
+    const DEFAULT: Mode =
+        Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
+}
+
+/// One greedy pass placing components in `order`.
+fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
     let mut planner = Greedy::new(problem);
+    planner.coverage_first = mode.coverage_first;
+    planner.az_by_opening = mode.az_by_opening;
     planner.scale_in();
     planner.index_fleet();
-    planner.place_all();
+    planner.no_launches |= mode.forbid_launches;
+    if mode.strict_balance {
+        planner.strict_balance = true;
+        planner.place_all(order);
+        planner.strict_balance = false;
+    }
+    planner.place_all(order);
     let min_reached = planner.release_and_meet_min();
     let actions = super::spread::rebalance_spread(problem, planner.into_actions());
     let status = if min_reached { Status::Feasible } else { Status::Infeasible };
@@ -132,6 +186,12 @@ struct Greedy<'a> {
     max_size: u64,
     /// The fleet that stays anyway already reaches MaxInstanceCount: the plan launches nothing.
     no_launches: bool,
+    /// See [`Mode::coverage_first`].
+    coverage_first: bool,
+    /// See [`Mode::strict_balance`] (true only during the strict pass).
+    strict_balance: bool,
+    /// See [`Mode::az_by_opening`].
+    az_by_opening: bool,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -194,6 +254,9 @@ impl<'a> Greedy<'a> {
             fleet_size: 0,
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
             no_launches: false,
+            coverage_first: false,
+            strict_balance: false,
+            az_by_opening: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),

@@ -8,14 +8,21 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{instance_cost, Greedy};
+use itertools::Itertools;
+
+use super::{instance_cost, Greedy, Mode};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// What one copy of the component being placed needs, per type (`None` where it may not run).
 type Needs = [Option<Resources>];
 
-/// Smaller is better: priority, copies covered (more first), instances opened, cost, type name.
-type OpeningKey = (u8, Reverse<u64>, u64, i64, usize);
+/// Smaller is better: copies covered when covering comes first (else 0), priority, copies
+/// covered (more first), instances opened, cost, type name.
+type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
+
+/// Smaller is better: balance excess, no free room left, next opening's priority (when AZs are
+/// chosen by opening, else 0), copies already there, opening's price (likewise), AZ name.
+type AzKey = (u64, bool, u8, u64, i64, usize);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,13 +86,110 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
     order
 }
 
+/// Balance excess of copies per AZ `totals` under MaxImbalance `limit`.
+fn excess_of(totals: &[u64], limit: u32) -> u64 {
+    let most = totals.iter().copied().max().unwrap_or(0);
+    let fewest = totals.iter().copied().min().unwrap_or(0);
+    (most - fewest).saturating_sub(u64::from(limit))
+}
+
+/// Rough work one greedy pass does: copies wanted, fleet and components.
+fn pass_work(problem: &Problem) -> u64 {
+    let copies: u64 = problem.components.iter().map(|c| u64::from(c.copy_count)).sum();
+    copies + problem.fleet.len() as u64 + problem.components.len() as u64
+}
+
+/// Work allowed across all passes: small problems try many orders, a 100k-copy one only one.
+const WORK_BUDGET: u64 = 40_000;
+
+/// Components up to which every order is tried (4! = 24 passes).
+const ALL_ORDERS_UP_TO: usize = 4;
+
+/// The passes to try: component orders × modes, best guess first, within the work budget.
+/// The modes other than the default only matter under a MaxInstanceCount.
+pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
+    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
+    let mut modes = vec![Mode::DEFAULT];
+    if problem.components.iter().any(|c| c.max_imbalance.is_some()) {
+        modes.push(Mode { strict_balance: true, ..Mode::DEFAULT });
+        modes.push(Mode { az_by_opening: true, ..Mode::DEFAULT });
+        modes.push(Mode { az_by_opening: true, strict_balance: true, ..Mode::DEFAULT });
+    }
+    if problem.scaling.max_instances.is_some() {
+        let strict: Vec<bool> = modes.iter().filter(|m| !m.az_by_opening).map(|m| m.strict_balance).collect();
+        for strict_balance in strict.iter().copied() {
+            modes.push(Mode { coverage_first: true, strict_balance, ..Mode::DEFAULT });
+        }
+        if !problem.fleet.is_empty() {
+            for strict_balance in strict {
+                modes.push(Mode { forbid_launches: true, strict_balance, ..Mode::DEFAULT });
+            }
+        }
+    }
+    let orders = candidate_orders(problem, passes);
+    let mut out = Vec::new();
+    for order in &orders {
+        for &mode in &modes {
+            if (out.len() as u64) < passes {
+                out.push((order.clone(), mode));
+            }
+        }
+    }
+    out
+}
+
+/// Component orders to try, best guess first, without duplicates. Every order is derived from
+/// [`component_order`] and intrinsic keys, so input order does not matter.
+///
+/// Hardest first packs big copies while room is free; easiest first places the most copies
+/// when room is short (L1 counts copies, not size); balanced components first get AZs spread
+/// before unbalanced ones fill single AZs; fewest copies first finishes small components.
+fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
+    let hardest = component_order(problem);
+    let mut orders: Vec<Vec<usize>> = vec![hardest.clone()];
+    if passes == 1 {
+        return orders;
+    }
+    let push = |order: Vec<usize>, orders: &mut Vec<Vec<usize>>| {
+        if orders.len() as u64 >= passes || orders.contains(&order) {
+            return;
+        }
+        orders.push(order);
+    };
+    let easiest: Vec<usize> = hardest.iter().rev().copied().collect();
+    push(easiest.clone(), &mut orders);
+    let position = |c: usize| hardest.iter().position(|&h| h == c).unwrap_or(usize::MAX);
+    let balanced = |c: usize| problem.components.get(c).is_some_and(|x| x.max_imbalance.is_some());
+    let copies = |c: usize| problem.components.get(c).map_or(0, |x| x.copy_count);
+    for base in [&hardest, &easiest] {
+        let mut order = base.clone();
+        order.sort_by_key(|&c| !balanced(c));
+        push(order, &mut orders);
+        let mut order = base.clone();
+        order.sort_by_key(|&c| balanced(c));
+        push(order, &mut orders);
+    }
+    let mut order = hardest.clone();
+    order.sort_by_key(|&c| (copies(c), position(c)));
+    push(order, &mut orders);
+    let mut order = hardest.clone();
+    order.sort_by_key(|&c| (Reverse(copies(c)), position(c)));
+    push(order, &mut orders);
+    if hardest.len() <= ALL_ORDERS_UP_TO {
+        for permutation in hardest.iter().copied().permutations(hardest.len()) {
+            push(permutation, &mut orders);
+        }
+    }
+    orders
+}
+
 fn as_count(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
 impl Greedy<'_> {
-    pub(super) fn place_all(&mut self) {
-        for component in component_order(self.problem) {
+    pub(super) fn place_all(&mut self, order: &[usize]) {
+        for &component in order {
             self.place_component(component);
         }
     }
@@ -217,7 +321,8 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let key = (info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
+            let first = if self.coverage_first { Reverse(covered) } else { Reverse(0) };
+            let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
                 best = Some(Opening { key, type_index: t, instances });
             }
@@ -268,24 +373,43 @@ impl Greedy<'_> {
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
     /// then AZs that still have free room, then fewest copies, then AZ name.
-    fn assign_azs(&self, c: usize, full: &[bool], free: &[u64], copies: u64, limit: u32) -> Vec<u64> {
+    fn assign_azs(
+        &self,
+        c: usize,
+        full: &[bool],
+        free: &[u64],
+        opening: &[(u8, i64)],
+        copies: u64,
+        limit: u32,
+    ) -> Vec<u64> {
         let az_count = full.len();
         let mut totals: Vec<u64> = self.az_copies[c].clone();
         let mut adds = vec![0u64; az_count];
         for _ in 0..copies {
-            let mut best: Option<((u64, bool, u64, usize), usize)> = None;
+            let mut best: Option<(AzKey, usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
                 totals[z] += 1;
                 let most = totals.iter().copied().max().unwrap_or(0);
                 let fewest = totals.iter().copied().min().unwrap_or(0);
                 totals[z] -= 1;
                 let excess = (most - fewest).saturating_sub(u64::from(limit));
-                let key = (excess, free[z] <= adds[z], totals[z], self.az_rank[z]);
+                let no_room = free[z] <= adds[z];
+                let (priority, cost) = if no_room && self.az_by_opening {
+                    opening.get(z).copied().unwrap_or((u8::MAX, i64::MAX))
+                } else {
+                    (0, 0)
+                };
+                let key = (excess, no_room, priority, totals[z], cost, self.az_rank[z]);
                 if best.is_none_or(|(current, _)| key < current) {
                     best = Some((key, z));
                 }
             }
-            let Some((_, z)) = best else { break };
+            let Some((key, z)) = best else { break };
+            if self.strict_balance && key.0 > excess_of(&totals, limit) {
+                // Strict: a copy that adds balance excess waits for the permissive pass, so
+                // the room goes to other components first (L2 before this component's L1 share).
+                break;
+            }
             adds[z] += 1;
             totals[z] += 1;
         }
@@ -306,7 +430,22 @@ impl Greedy<'_> {
                 .collect();
             let free: Vec<u64> =
                 slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
-            let adds = self.assign_azs(c, &full, &free, remaining, limit);
+            // Strict: a copy per open AZ at a time, so an AZ found full stops the others from
+            // running ahead of it by more than the balance allows.
+            let batch = if self.strict_balance {
+                remaining.min(full.iter().filter(|&&f| !f).count() as u64)
+            } else {
+                remaining
+            };
+            // What a copy beyond the free room costs per AZ: the best opening's priority (L3)
+            // and price (L4); nothing to open ranks last.
+            let opening: Vec<(u8, i64)> = (0..az_count)
+                .map(|z| self.best_opening(needs, z, 1).map_or((u8::MAX, i64::MAX), |o| (o.key.1, o.key.4)))
+                .collect();
+            let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
+            if adds.iter().all(|&n| n == 0) {
+                break;
+            }
             let mut newly_full = false;
             for &z in &az_order {
                 if adds[z] == 0 {
@@ -320,7 +459,7 @@ impl Greedy<'_> {
                     newly_full = true;
                 }
             }
-            if !newly_full {
+            if !newly_full && !self.strict_balance {
                 break;
             }
         }
@@ -434,10 +573,10 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 3, 1), vec![1, 1, 1]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 3, 1), vec![1, 1, 1]);
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], 2, 2), vec![2, 0, 0]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], 4, 0), vec![0, 2, 2]);
+        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(1, 0); 3], 4, 0), vec![0, 2, 2]);
     }
 }
