@@ -261,12 +261,17 @@ impl FinalFleet {
     }
 }
 
+/// Imbalance of one component: most minus fewest copies over all AZs (an empty AZ counts 0).
+pub fn imbalance(copies_per_az: &[u64]) -> u64 {
+    let most = copies_per_az.iter().copied().max().unwrap_or(0);
+    let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
+    most - fewest
+}
+
 /// Balance excess of one component: `max(0, (max − min) − MaxImbalance)` over all AZs.
 pub fn balance_excess(copies_per_az: &[u64], max_imbalance: Option<u32>) -> u64 {
     let Some(limit) = max_imbalance else { return 0 };
-    let most = copies_per_az.iter().copied().max().unwrap_or(0);
-    let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
-    (most - fewest).saturating_sub(u64::from(limit))
+    imbalance(copies_per_az).saturating_sub(u64::from(limit))
 }
 
 /// Hourly price of one instance in millionths; `None` when the type has no price.

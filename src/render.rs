@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 
 use crate::engines::consolidate::ConsolidationPlan;
 use crate::error::{ValidationError, Warning};
-use crate::fleet::FinalFleet;
+use crate::fleet::{imbalance, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, StopReason};
 use crate::problem::Problem;
 use crate::verify::Violation;
@@ -254,11 +254,9 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         let mut table = Table::new(&columns);
         for (component, counts) in problem.components().iter().zip(&per_az) {
             let placed: u64 = counts.iter().sum();
-            let most = counts.iter().copied().max().unwrap_or(0);
-            let fewest = counts.iter().copied().min().unwrap_or(0);
             let mut row = vec![component.name.clone(), component.copy_count.to_string(), placed.to_string()];
             row.extend(counts.iter().map(u64::to_string));
-            row.push((most - fewest).to_string());
+            row.push(imbalance(counts).to_string());
             row.push(component.max_imbalance.map_or_else(|| "-".to_string(), |limit| limit.to_string()));
             table.row(row);
         }

@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::fleet::{balance_excess, objective, FinalFleet};
+use crate::fleet::{balance_excess, imbalance, objective, FinalFleet};
 use crate::plan::Plan;
 use crate::problem::{PlacementStrategy, Problem};
 
@@ -172,7 +172,6 @@ impl ReliabilityReport {
             .map(|((index, component), copies_per_az)| {
                 let placed: u64 = copies_per_az.iter().sum();
                 let most = copies_per_az.iter().copied().max().unwrap_or(0);
-                let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
                 let worst_az = (placed > 0)
                     .then(|| copies_per_az.iter().position(|&c| c == most).and_then(|z| problem.azs.get(z).cloned()))
                     .flatten();
@@ -214,7 +213,7 @@ impl ReliabilityReport {
                     },
                     copy_count,
                     placed,
-                    imbalance: most - fewest,
+                    imbalance: imbalance(&copies_per_az),
                     max_imbalance: component.max_imbalance,
                     balance_excess: excess,
                     instances: holders,

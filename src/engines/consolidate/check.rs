@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{copy_resources, imbalance, spread_offenders, ConsolidationPlan, SpreadView};
-use crate::fleet::{objective, FinalFleet, FinalInstance};
+use super::{copy_resources, spread_offenders, ConsolidationPlan, SpreadView};
+use crate::fleet::{imbalance, objective, FinalFleet, FinalInstance};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 pub use check::verify_consolidation;
 
-use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
+use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
 use crate::plan::Objective;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -268,13 +268,6 @@ pub type ConsolidationScore = ([u32; 6], i64, usize);
 pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
     let key = plan.objective.key();
     (key.fallback_counts, key.cost_micros, plan.move_count())
-}
-
-/// Imbalance of one component: most minus fewest copies over all AZs.
-pub(crate) fn imbalance(copies_per_az: &[u64]) -> u64 {
-    let most = copies_per_az.iter().copied().max().unwrap_or(0);
-    let fewest = copies_per_az.iter().copied().min().unwrap_or(0);
-    most - fewest
 }
 
 /// One instance as [`spread_offenders`] sees it.

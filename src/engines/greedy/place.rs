@@ -11,6 +11,7 @@ use std::collections::BinaryHeap;
 use itertools::Itertools;
 
 use super::{instance_cost, Greedy, Mode};
+use crate::fleet::balance_excess;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// What one copy of the component being placed needs, per type (`None` where it may not run).
@@ -84,13 +85,6 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
             .then(problem.components[a].name.cmp(&problem.components[b].name))
     });
     order
-}
-
-/// Balance excess of copies per AZ `totals` under MaxImbalance `limit`.
-fn excess_of(totals: &[u64], limit: u32) -> u64 {
-    let most = totals.iter().copied().max().unwrap_or(0);
-    let fewest = totals.iter().copied().min().unwrap_or(0);
-    (most - fewest).saturating_sub(u64::from(limit))
 }
 
 /// Rough work one greedy pass does: copies wanted, fleet and components.
@@ -389,10 +383,8 @@ impl Greedy<'_> {
             let mut best: Option<(AzKey, usize)> = None;
             for z in (0..az_count).filter(|&z| !full[z]) {
                 totals[z] += 1;
-                let most = totals.iter().copied().max().unwrap_or(0);
-                let fewest = totals.iter().copied().min().unwrap_or(0);
+                let excess = balance_excess(&totals, Some(limit));
                 totals[z] -= 1;
-                let excess = (most - fewest).saturating_sub(u64::from(limit));
                 let no_room = free[z] <= adds[z];
                 let (priority, cost) = if no_room && self.az_by_opening {
                     opening.get(z).copied().unwrap_or((u8::MAX, i64::MAX))
@@ -405,7 +397,7 @@ impl Greedy<'_> {
                 }
             }
             let Some((key, z)) = best else { break };
-            if self.strict_balance && key.0 > excess_of(&totals, limit) {
+            if self.strict_balance && key.0 > balance_excess(&totals, Some(limit)) {
                 // Strict: a copy that adds balance excess waits for the permissive pass, so
                 // the room goes to other components first (L2 before this component's L1 share).
                 break;
