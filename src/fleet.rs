@@ -32,15 +32,7 @@ pub struct FinalInstance {
 impl FinalInstance {
     /// Resources the copies use (existing copies measured with their own type's requirement).
     pub fn used(&self, problem: &Problem) -> Resources {
-        let mut used = Resources::ZERO;
-        for (&component, &count) in &self.copies {
-            if let Some(Some(requirement)) =
-                problem.components.get(component).and_then(|c| c.requirements.get(self.type_index))
-            {
-                used = used.plus(&requirement.resources.times(u64::from(count)));
-            }
-        }
-        used
+        problem.copies_footprint(self.type_index, &self.copies)
     }
 
     /// Copies of one component.

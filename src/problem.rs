@@ -292,6 +292,17 @@ impl Problem {
     pub fn pool_types(&self) -> impl Iterator<Item = usize> + '_ {
         self.types.iter().enumerate().filter(|(_, info)| info.in_pool).map(|(index, _)| index)
     }
+    /// Resources that `copies` (component index → count) use on an instance of `type_index`,
+    /// each copy measured with that type's requirement (a copy with none counts as nothing).
+    pub fn copies_footprint(&self, type_index: usize, copies: &BTreeMap<usize, u32>) -> Resources {
+        copies.iter().fold(Resources::ZERO, |used, (&component, &count)| {
+            match self.components.get(component).and_then(|c| c.requirements.get(type_index)) {
+                Some(Some(requirement)) => used.plus(&requirement.resources.times(u64::from(count))),
+                _ => used,
+            }
+        })
+    }
+
     /// Existing copies of each component (index = component).
     pub fn existing_copies_per_component(&self) -> Vec<u64> {
         let mut counts = vec![0u64; self.components.len()];

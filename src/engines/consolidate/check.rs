@@ -22,9 +22,7 @@ struct Instance {
 
 impl Instance {
     fn used(&self, problem: &Problem) -> Resources {
-        self.copies.iter().fold(Resources::ZERO, |used, (&component, &count)| {
-            used.plus(&copy_resources(problem, component, self.type_index).times(u64::from(count)))
-        })
+        problem.copies_footprint(self.type_index, &self.copies)
     }
 }
 

@@ -411,15 +411,7 @@ struct Draft {
 
 impl Draft {
     fn used(&self, problem: &Problem) -> Resources {
-        let mut used = Resources::ZERO;
-        for (&c, &count) in &self.copies {
-            if let Some(Some(requirement)) =
-                problem.components().get(c).and_then(|component| component.requirements.get(self.type_index))
-            {
-                used = used.plus(&requirement.resources.times(u64::from(count)));
-            }
-        }
-        used
+        problem.copies_footprint(self.type_index, &self.copies)
     }
 }
 
