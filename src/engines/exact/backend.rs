@@ -117,7 +117,48 @@ impl Mip {
     pub fn objective_of(&self, values: &[f64]) -> f64 {
         self.variables.iter().zip(values).map(|(variable, value)| variable.cost * value).sum()
     }
+
+    /// Checks an assignment against the program: one value per variable, bounds and
+    /// integrality within `tolerance`, every row within `tolerance` (scaled by the row's size).
+    /// Solvers do return integer variables at 0.5 with status "optimal" (CBC after a MIP start,
+    /// for one), so the planner checks every answer before using it.
+    pub fn check(&self, values: &[f64], tolerance: f64) -> Result<(), String> {
+        if values.len() != self.variables.len() {
+            return Err(format!("{} values for {} variables", values.len(), self.variables.len()));
+        }
+        for (index, (variable, &value)) in self.variables.iter().zip(values).enumerate() {
+            if !value.is_finite() || value < variable.lower - tolerance || value > variable.upper + tolerance {
+                return Err(format!("variable {index} = {value} outside [{}, {}]", variable.lower, variable.upper));
+            }
+            if variable.integer && (value - value.round()).abs() > tolerance {
+                return Err(format!("integer variable {index} = {value}"));
+            }
+        }
+        for (index, row) in self.rows.iter().enumerate() {
+            let mut lhs = 0.0;
+            let mut scale = row.rhs.abs().max(1.0);
+            for &(var, coefficient) in &row.terms {
+                let value = values.get(var.0).copied().unwrap_or(0.0);
+                lhs += coefficient * value;
+                scale = scale.max((coefficient * value).abs());
+            }
+            let slack = tolerance * scale;
+            let holds = match row.sense {
+                Sense::AtMost => lhs <= row.rhs + slack,
+                Sense::AtLeast => lhs >= row.rhs - slack,
+                Sense::Equal => (lhs - row.rhs).abs() <= slack,
+            };
+            if !holds {
+                return Err(format!("row {index}: {lhs} {:?} {}", row.sense, row.rhs));
+            }
+        }
+        Ok(())
+    }
 }
+
+/// Tolerance of [`Mip::check`] on the planner's answers (integers are counts of copies and
+/// instances, so anything further than this from an integer is a wrong answer, not noise).
+pub(crate) const CHECK_TOLERANCE: f64 = 1e-6;
 
 /// What the planner asks of one solve.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -340,6 +381,26 @@ where
     }
 
     fn solve(&self, mip: &Mip, request: &SolveRequest) -> MipOutcome {
+        let outcome = self.solve_once(mip, request);
+        match &outcome {
+            // CBC returns fractional "optimal" answers after some MIP starts: try without one.
+            MipOutcome::Solution(solution)
+                if !request.warm_start.is_empty() && mip.check(&solution.values, CHECK_TOLERANCE).is_err() =>
+            {
+                let cold = SolveRequest { warm_start: Vec::new(), ..request.clone() };
+                self.solve_once(mip, &cold)
+            }
+            _ => outcome,
+        }
+    }
+}
+
+impl<S> GoodLp<S>
+where
+    S: good_lp::Solver + Clone + Send + Sync,
+    S::Model: good_lp::solvers::WithTimeLimit + good_lp::SolverModel<Error = good_lp::ResolutionError>,
+{
+    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> MipOutcome {
         use good_lp::solvers::{ResolutionError, Solution, SolutionStatus, SolverModel, WithTimeLimit};
         use good_lp::{variable, Expression, ProblemVariables};
         let started = Instant::now();
@@ -405,6 +466,16 @@ where
             Err(error) => MipOutcome::Error(error.to_string()),
         }
     }
+}
+
+/// good_lp's CBC solver with the LP solver's log silenced as well (CBC's own log is off in
+/// good_lp, but Clp's presolve still prints to standard output, which would corrupt the JSON of
+/// the command line). Use as `GoodLp::new(quiet_cbc)`.
+#[cfg(feature = "cbc")]
+pub fn quiet_cbc(problem: good_lp::variable::UnsolvedProblem) -> good_lp::solvers::coin_cbc::CoinCbcProblem {
+    let mut model = good_lp::coin_cbc(problem);
+    model.set_parameter("slogLevel", "0");
+    model
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::backend::{Mip, MipBackend, MipOutcome, Sense, SolveRequest, Termination, Var as Variable};
+use super::backend::{Mip, MipBackend, MipOutcome, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE};
 use crate::problem::{Problem, Resources};
 
 /// The comparison of a model row (the planner's short names for [`Sense`]).
@@ -873,7 +873,13 @@ pub(crate) fn solve(
         _ => Some(Limit::Time),
     };
     let solution = match outcome {
-        MipOutcome::Solution(solution) => solution,
+        MipOutcome::Solution(solution) => {
+            // Never trust a solver's answer unchecked: a wrong one costs optimality, not validity.
+            if let Err(why) = model.lp.check(&solution.values, CHECK_TOLERANCE) {
+                return Solved::Error(format!("{} returned an answer that breaks its program: {why}", backend.name()));
+            }
+            solution
+        }
         MipOutcome::Infeasible => return Solved::Infeasible,
         MipOutcome::Error(error) => return Solved::Error(format!("{}: {error}", backend.name())),
         MipOutcome::Interrupted { termination, best_bound } => {
