@@ -415,6 +415,25 @@ fn conflict_cuts(model: &mut Model, y: Variable, capacity: &Resources, copies: &
     }
 }
 
+/// The smallest balance excess of `total` copies over `zones` AZs with `MaxImbalance`
+/// `limit`: the most even split differs by one unless `zones` divides `total`.
+pub(crate) fn least_balance_excess(total: u64, zones: u64, limit: u64) -> u64 {
+    u64::from(zones > 0 && total % zones != 0).saturating_sub(limit)
+}
+
+/// The fewest and most copies one AZ can hold when `total` integer copies are split over
+/// `zones` AZs with max − min ≤ `spread`. If one AZ holds `h`, every other holds at least
+/// `h − spread`, so `h + (zones − 1)(h − spread) ≤ total`; symmetrically for the fewest.
+pub(crate) fn count_range(total: u64, zones: u64, spread: u64) -> (u64, u64) {
+    if zones == 0 {
+        return (0, total);
+    }
+    let slack = (zones - 1).saturating_mul(spread);
+    let most = total.saturating_add(slack) / zones;
+    let fewest = total.saturating_sub(slack).div_ceil(zones);
+    (fewest, most.min(total))
+}
+
 /// Solves the master problem for `goal` with earlier levels fixed to `fixed`.
 pub(crate) fn solve(
     facts: &Facts<'_>,
@@ -706,6 +725,24 @@ pub(crate) fn solve(
     // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
     let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
     let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+    // The smallest possible excess of each balanced component (its most even split), and the
+    // most total excess this solve allows (L2 fixed, or L2's own probe): together they bound
+    // how uneven each single component may be (see `count_range`).
+    let least_excess: Vec<Option<u64>> = components
+        .iter()
+        .map(|component| {
+            let limit = component.max_imbalance.filter(|_| zones > 1)?;
+            Some(least_balance_excess(u64::from(component.copy_count), zones as u64, u64::from(limit)))
+        })
+        .collect();
+    let excess_cap = fixed
+        .iter()
+        .filter(|&&(level, _)| level == Goal::Balance)
+        .map(|&(_, value)| value)
+        .chain(extra.at_most.filter(|_| goal == Goal::Balance))
+        .fold(None, |cap: Option<f64>, value| Some(cap.map_or(value, |cap| cap.min(value))))
+        .map(|value| value.round().max(0.0) as u64);
+    let least_total: u64 = least_excess.iter().flatten().sum();
 
     // L1 and L2 expressions.
     let mut unplaced = Expr::default();
@@ -754,6 +791,24 @@ pub(crate) fn solve(
                 model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
                 model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
                 model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
+                if let (Some(cap), Some(least)) = (excess_cap, least_excess[c]) {
+                    // This component's excess is at most the cap minus the others' least excess,
+                    // so its spread is bounded, and integer counts with that spread and this
+                    // total lie in a range the LP relaxation does not see.
+                    let spread = u64::from(limit) + cap.saturating_sub(least_total - least);
+                    let (fewest, most) = count_range(total, zones as u64, spread);
+                    model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
+                    model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
+                    for expr in &per_az[c] {
+                        if expr.terms.is_empty() {
+                            continue;
+                        }
+                        model.constrain(&expr.terms, ComparisonOp::Le, most as f64 - expr.constant);
+                        if fewest > 0 {
+                            model.constrain(&expr.terms, ComparisonOp::Ge, fewest as f64 - expr.constant);
+                        }
+                    }
+                }
             }
             balance.add(excess, 1.0);
         }
@@ -918,4 +973,66 @@ pub(crate) fn solve(
         }
     }
     Solved::Solution { solution: result, proven, limit, best_bound }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every split of `total` copies over `zones` AZs, as count vectors.
+    fn splits(total: u64, zones: u64) -> Vec<Vec<u64>> {
+        if zones == 1 {
+            return vec![vec![total]];
+        }
+        (0..=total)
+            .flat_map(|first| {
+                splits(total - first, zones - 1).into_iter().map(move |mut rest| {
+                    rest.push(first);
+                    rest
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn count_range_is_exactly_the_counts_of_splits_within_the_spread() {
+        for zones in 1..=4u64 {
+            for total in 0..=9u64 {
+                for spread in 0..=4u64 {
+                    let within: Vec<Vec<u64>> = splits(total, zones)
+                        .into_iter()
+                        .filter(|split| split.iter().max().unwrap_or(&0) - split.iter().min().unwrap_or(&0) <= spread)
+                        .collect();
+                    let fewest = within.iter().flatten().min().copied();
+                    let most = within.iter().flatten().max().copied();
+                    let (low, high) = count_range(total, zones, spread);
+                    if within.is_empty() {
+                        // No split is that even: the range is empty, so the model is infeasible.
+                        assert!(low > high, "{total} over {zones}, spread {spread}");
+                        continue;
+                    }
+                    // Valid: no split within the spread leaves the range, and tight.
+                    assert_eq!((fewest, most), (Some(low), Some(high)), "{total} over {zones}, spread {spread}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn least_excess_is_the_most_even_split() {
+        for zones in 1..=4u64 {
+            for total in 0..=9u64 {
+                for limit in 0..=2u64 {
+                    let least = splits(total, zones)
+                        .iter()
+                        .map(|split| {
+                            let spread = split.iter().max().unwrap_or(&0) - split.iter().min().unwrap_or(&0);
+                            spread.saturating_sub(limit)
+                        })
+                        .min();
+                    assert_eq!(least, Some(least_balance_excess(total, zones, limit)));
+                }
+            }
+        }
+    }
 }
