@@ -198,6 +198,14 @@ impl ExactPlanner {
                     {
                         let lower = (solution.value - 1e-6).ceil();
                         at_least = Some(lower);
+                        // The previous level's solution already reaches the bound: it is this
+                        // level's optimum too, and stays the warm start. No search needed.
+                        if let (Goal::Priority(priority), Some(previous)) = (goal, last.as_ref()) {
+                            if instances_of_priority(problem, previous, priority) as f64 <= lower {
+                                fixed.push((goal, lower));
+                                continue;
+                            }
+                        }
                         let probe = Extra { at_most: Some(lower), ..Extra::default() };
                         let probe_limits = Limits {
                             node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
@@ -338,6 +346,22 @@ impl ExactPlanner {
             _ => Outcome::NoPlan { stop, bound },
         }
     }
+}
+
+/// Instances of `priority` in a master solution: launches of that priority plus kept
+/// existing instances of it (the L3 count the master problem minimises for that level).
+fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority: u8) -> u64 {
+    let types = problem.instance_types();
+    let is_priority = |t: usize| types.get(t).is_some_and(|info| info.priority == priority);
+    let launched: u64 =
+        solution.launches.iter().filter(|(&(t, _), _)| is_priority(t)).map(|(_, &count)| u64::from(count)).sum();
+    let kept = problem
+        .fleet()
+        .iter()
+        .zip(&solution.keep)
+        .filter(|(instance, &keep)| keep && is_priority(instance.type_index))
+        .count() as u64;
+    launched + kept
 }
 
 /// The warm start for the next solve: the greedy plan when it reaches every fixed level's
