@@ -168,13 +168,36 @@ pub(crate) enum Warm<'a> {
 
 /// Variations of one solve used to shortcut the optimality proof of a level.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Extra {
+pub(crate) struct Extra<'a> {
     /// Solve the LP relaxation only.
     pub relax: bool,
     /// Require the goal to be at most this (a probe at a known lower bound).
     pub at_most: Option<f64>,
     /// Require the goal to be at least this (a proven lower bound, as a cut).
     pub at_least: Option<f64>,
+    /// Relax-and-fix, stage 1: the copy counts of aggregated groups are continuous, and one
+    /// integer per (component, AZ) holds its final copies there; these are created last, in
+    /// component-major order over every AZ, so they are the tail of `MasterSolution::integers`
+    /// (see [`counts_from_tail`]). A relaxation of the master problem.
+    pub relax_copies: bool,
+    /// Relax-and-fix, stage 2: every component's final copies per AZ fixed to these counts
+    /// (a restriction: a solution is feasible for the master, infeasibility proves nothing).
+    pub counts: Option<&'a BTreeMap<(usize, usize), u64>>,
+}
+
+/// The per-(component, AZ) counts of a stage-1 (`relax_copies`) solution: the last
+/// `components × AZs` integers, component-major.
+pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BTreeMap<(usize, usize), u64>> {
+    let zones = problem.azs().len();
+    let cells = problem.components().len() * zones;
+    let tail = integers.get(integers.len().checked_sub(cells)?..)?;
+    Some(
+        tail.iter()
+            .enumerate()
+            .filter(|(_, &value)| value > 0.5)
+            .map(|(index, &value)| ((index / zones, index % zones), value.round() as u64))
+            .collect(),
+    )
 }
 
 /// Explicit limits for one solve.
@@ -442,7 +465,7 @@ pub(crate) fn solve(
     fixed: &[(Goal, f64)],
     limits: Limits,
     warm: Warm<'_>,
-    extra: Extra,
+    extra: Extra<'_>,
 ) -> Solved {
     let problem = facts.problem;
     let types = problem.instance_types();
@@ -567,7 +590,10 @@ pub(crate) fn solve(
             let mut copies = Vec::new();
             for &(c, need) in &eligible {
                 let per_instance = capacity.copies_of(&need);
+                // Stage 1 of relax-and-fix: this group's copy counts are continuous.
+                model.relax = extra.relax || extra.relax_copies;
                 let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
+                model.relax = extra.relax;
                 hint(
                     x,
                     plan_hint.map(|h| {
@@ -811,6 +837,32 @@ pub(crate) fn solve(
                 }
             }
             balance.add(excess, 1.0);
+        }
+    }
+    if extra.relax_copies {
+        // Integer final copies per (component, AZ), created last (see `counts_from_tail`).
+        for (c, per_zone) in per_az.iter().enumerate() {
+            let most = u64::from(components[c].copy_count) + facts.excess.get(c).copied().unwrap_or(0);
+            for expr in per_zone {
+                let count = model.int(most);
+                let mut row = expr.terms.clone();
+                row.push((count, -1.0));
+                model.constrain(&row, ComparisonOp::Eq, -expr.constant);
+            }
+        }
+    }
+    if let Some(counts) = extra.counts {
+        for (c, per_zone) in per_az.iter().enumerate() {
+            for (z, expr) in per_zone.iter().enumerate() {
+                let count = counts.get(&(c, z)).copied().unwrap_or(0) as f64;
+                if expr.terms.is_empty() {
+                    if (count - expr.constant).abs() > 0.5 {
+                        return Solved::Infeasible;
+                    }
+                    continue;
+                }
+                model.constrain(&expr.terms, ComparisonOp::Eq, count - expr.constant);
+            }
         }
     }
     if cost_mode == Some(CostMode::Units) {
