@@ -231,6 +231,18 @@ impl ExactPlanner {
                                 Heuristic::Unknown => {}
                             },
                         }
+                        // The bound moved up by one: try relax-and-fix once more at the new bound.
+                        if at_least == Some(lower + 1.0) {
+                            match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower + 1.0) {
+                                Heuristic::Found(solution) => {
+                                    fixed.push((goal, lower + 1.0));
+                                    last = Some(solution);
+                                    continue;
+                                }
+                                Heuristic::Impossible => at_least = Some(lower + 2.0),
+                                Heuristic::Unknown => {}
+                            }
+                        }
                     }
                 }
                 let extra = Extra { at_least, ..Extra::default() };
