@@ -590,7 +590,9 @@ pub(crate) fn solve(
             let mut copies = Vec::new();
             for &(c, need) in &eligible {
                 let per_instance = capacity.copies_of(&need);
-                // Stage 1 of relax-and-fix: this group's copy counts are continuous.
+                // Stage 1 of relax-and-fix: this group's copy counts are continuous (the same
+                // switch `Extra::relax` uses for the whole model; a backend needs per-variable
+                // "continuous in this solve" for it).
                 model.relax = extra.relax || extra.relax_copies;
                 let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
                 model.relax = extra.relax;
@@ -817,11 +819,11 @@ pub(crate) fn solve(
                 model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
                 model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
                 model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
-                if let (Some(cap), Some(least)) = (excess_cap, least_excess[c]) {
+                if let (Some(cap), Some(least)) = (excess_cap, least_excess.get(c).copied().flatten()) {
                     // This component's excess is at most the cap minus the others' least excess,
                     // so its spread is bounded, and integer counts with that spread and this
                     // total lie in a range the LP relaxation does not see.
-                    let spread = u64::from(limit) + cap.saturating_sub(least_total - least);
+                    let spread = u64::from(limit) + cap.saturating_sub(least_total.saturating_sub(least));
                     let (fewest, most) = count_range(total, zones as u64, spread);
                     model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
                     model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
@@ -842,7 +844,8 @@ pub(crate) fn solve(
     if extra.relax_copies {
         // Integer final copies per (component, AZ), created last (see `counts_from_tail`).
         for (c, per_zone) in per_az.iter().enumerate() {
-            let most = u64::from(components[c].copy_count) + facts.excess.get(c).copied().unwrap_or(0);
+            let copy_count = components.get(c).map_or(0, |component| u64::from(component.copy_count));
+            let most = copy_count + facts.excess.get(c).copied().unwrap_or(0);
             for expr in per_zone {
                 let count = model.int(most);
                 let mut row = expr.terms.clone();
