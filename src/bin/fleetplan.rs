@@ -1,7 +1,7 @@
 //! The `fleetplan` command line (spec §5).
 //!
 //! ```text
-//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--json]
+//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json]
 //! fleetplan consolidate SCENARIO [--json]
 //! fleetplan report SCENARIO [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
@@ -46,6 +46,9 @@ enum Command {
         /// A run that hits it says so (`Stop: time limit`) and returns its best proven plan.
         #[arg(long, value_name = "N")]
         time_limit_ms: Option<u64>,
+        /// Integer-programming backend of the exact solver.
+        #[arg(long, value_enum, default_value_t = Backend::Microlp)]
+        backend: Backend,
         /// Print the plan as JSON (spec §4) instead of a table.
         #[arg(long)]
         json: bool,
@@ -89,6 +92,18 @@ enum Solver {
     Exact,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    /// microlp called directly: node limits and proven bounds after a time limit.
+    Microlp,
+    /// microlp through good_lp (no bound after a time limit).
+    #[value(name = "good_lp-microlp")]
+    GoodLpMicrolp,
+    /// CBC through good_lp (needs the `cbc` feature and the system CBC library).
+    #[cfg(feature = "cbc")]
+    Cbc,
+}
+
 /// A failure that ends the run with exit code 2; the message goes to standard error.
 struct BadInput(String);
 
@@ -111,18 +126,30 @@ const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
 fn run(command: Command) -> Result<u8, BadInput> {
     match command {
-        Command::Plan { scenario, solver, time_limit_ms, json } => {
+        Command::Plan { scenario, solver, time_limit_ms, backend, json } => {
             let problem = load_problem(&scenario)?;
             let plan = match solver {
                 Solver::Greedy => {
                     if time_limit_ms.is_some() {
                         eprintln!("warning: --time-limit-ms only applies to --solver exact; ignored");
                     }
+                    if backend != Backend::Microlp {
+                        eprintln!("warning: --backend only applies to --solver exact; ignored");
+                    }
                     fleetplan::plan_greedy(&problem)
                 }
                 Solver::Exact => {
                     // A command line should come back: without an explicit limit, 10 s.
+                    use fleetplan::engines::exact::backend::{good_lp, GoodLp};
                     let mut planner = ExactPlanner::new();
+                    match backend {
+                        Backend::Microlp => {}
+                        Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),
+                        #[cfg(feature = "cbc")]
+                        Backend::Cbc => {
+                            planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))
+                        }
+                    }
                     match time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS) {
                         0 => {}
                         limit => planner = planner.time_limit(Duration::from_millis(limit)),

@@ -13,10 +13,12 @@
 //! branch-and-bound node limit per solve. A stopped search returns its best plan as
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
 
+pub mod backend;
 mod model;
 mod packing;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engines::finish;
@@ -24,6 +26,7 @@ use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
+use backend::{Microlp, MipBackend};
 use model::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
 use packing::{pack_group, Packing};
 
@@ -39,13 +42,16 @@ const MAX_SLOT_VARIABLES: u64 = 50_000;
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
-/// Builder for the exact planner, with explicit limits.
+/// Builder for the exact planner, with explicit limits and a pluggable solver backend.
 ///
 /// ```
 /// # use std::time::Duration;
 /// # use fleetplan::ExactPlanner;
+/// use fleetplan::engines::exact::backend::{good_lp, GoodLp};
 /// let planner = ExactPlanner::new().time_limit(Duration::from_secs(2)).node_limit(100_000);
-/// # let _ = planner;
+/// // Any good_lp solver can replace the default (microlp called directly):
+/// let through_good_lp = ExactPlanner::new().backend(GoodLp::new(good_lp::microlp));
+/// # let _ = (planner, through_good_lp);
 /// ```
 #[derive(Debug, Clone)]
 pub struct ExactPlanner {
@@ -53,11 +59,18 @@ pub struct ExactPlanner {
     node_limit: Option<u64>,
     max_rounds: usize,
     slot_model: bool,
+    backend: Arc<dyn MipBackend>,
 }
 
 impl Default for ExactPlanner {
     fn default() -> Self {
-        ExactPlanner { time_limit: None, node_limit: None, max_rounds: 16, slot_model: false }
+        ExactPlanner {
+            time_limit: None,
+            node_limit: None,
+            max_rounds: 16,
+            slot_model: false,
+            backend: Arc::new(Microlp),
+        }
     }
 }
 
@@ -96,6 +109,21 @@ impl ExactPlanner {
     pub fn max_rounds(mut self, rounds: usize) -> Self {
         self.max_rounds = rounds.max(1);
         self
+    }
+
+    /// Solves the integer programs with this backend instead of the default [`Microlp`]. A
+    /// backend without node limits or best bounds (e.g. [`backend::GoodLp`]) ignores
+    /// [`node_limit`](Self::node_limit) and cannot give a proven `Bound` for a level a time limit
+    /// interrupted; its answers are checked like any other (packing, `verify`, never worse than
+    /// greedy).
+    pub fn backend(mut self, backend: impl MipBackend + 'static) -> Self {
+        self.backend = Arc::new(backend);
+        self
+    }
+
+    /// The name of the solver backend, e.g. `"microlp"`.
+    pub fn backend_name(&self) -> String {
+        self.backend.name()
     }
 
     /// Uses the plain slot formulation for every group (one variable per instance slot and
@@ -173,7 +201,9 @@ impl ExactPlanner {
     }
 
     fn search(&self, problem: &Problem, limits: Limits, hint: Option<&(Hint, Objective)>) -> Outcome {
-        let facts = Facts::new(problem);
+        let facts = Facts::new(problem, self.backend.as_ref());
+        // A node-limited probe is only cheap when the backend honours node limits.
+        let probes = self.backend.capabilities().node_limit;
         let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
         if self.slot_model {
             layout.slot_groups = facts.groups.keys().copied().collect();
@@ -209,38 +239,43 @@ impl ExactPlanner {
                                 continue;
                             }
                         }
-                        let probe = Extra { at_most: Some(lower), ..Extra::default() };
-                        let probe_limits = Limits {
-                            node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
-                            ..limits
-                        };
-                        match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
-                            Solved::Solution { solution, .. } => {
-                                fixed.push((goal, lower));
-                                last = Some(solution);
-                                continue;
-                            }
-                            Solved::Infeasible => at_least = Some(lower + 1.0),
-                            _ => match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower) {
-                                Heuristic::Found(solution) => {
+                        if !probes {
+                            // The LP bound still helps as a cut; the probe and relax-and-fix (both
+                            // node-limited) are skipped.
+                        } else {
+                            let probe = Extra { at_most: Some(lower), ..Extra::default() };
+                            let probe_limits = Limits {
+                                node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
+                                ..limits
+                            };
+                            match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
+                                Solved::Solution { solution, .. } => {
                                     fixed.push((goal, lower));
                                     last = Some(solution);
                                     continue;
                                 }
-                                Heuristic::Impossible => at_least = Some(lower + 1.0),
-                                Heuristic::Unknown => {}
-                            },
-                        }
-                        // The bound moved up by one: try relax-and-fix once more at the new bound.
-                        if at_least == Some(lower + 1.0) {
-                            match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower + 1.0) {
-                                Heuristic::Found(solution) => {
-                                    fixed.push((goal, lower + 1.0));
-                                    last = Some(solution);
-                                    continue;
+                                Solved::Infeasible => at_least = Some(lower + 1.0),
+                                _ => match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower) {
+                                    Heuristic::Found(solution) => {
+                                        fixed.push((goal, lower));
+                                        last = Some(solution);
+                                        continue;
+                                    }
+                                    Heuristic::Impossible => at_least = Some(lower + 1.0),
+                                    Heuristic::Unknown => {}
+                                },
+                            }
+                            // The bound moved up by one: try relax-and-fix once more at the new bound.
+                            if at_least == Some(lower + 1.0) {
+                                match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower + 1.0) {
+                                    Heuristic::Found(solution) => {
+                                        fixed.push((goal, lower + 1.0));
+                                        last = Some(solution);
+                                        continue;
+                                    }
+                                    Heuristic::Impossible => at_least = Some(lower + 2.0),
+                                    Heuristic::Unknown => {}
                                 }
-                                Heuristic::Impossible => at_least = Some(lower + 2.0),
-                                Heuristic::Unknown => {}
                             }
                         }
                     }

@@ -10,11 +10,26 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use microlp::{
-    ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, SolveOptions, TerminationReason, Variable,
-};
-
+use super::backend::{Mip, MipBackend, MipOutcome, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE};
 use crate::problem::{Problem, Resources};
+
+/// The comparison of a model row (the planner's short names for [`Sense`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ComparisonOp {
+    Le,
+    Ge,
+    Eq,
+}
+
+impl From<ComparisonOp> for Sense {
+    fn from(op: ComparisonOp) -> Sense {
+        match op {
+            ComparisonOp::Le => Sense::AtMost,
+            ComparisonOp::Ge => Sense::AtLeast,
+            ComparisonOp::Eq => Sense::Equal,
+        }
+    }
+}
 
 /// A (type index, AZ index) group of new instances.
 pub(crate) type Group = (usize, usize);
@@ -212,6 +227,8 @@ pub(crate) struct Limits {
 /// Precomputed facts about the problem shared by every solve.
 pub(crate) struct Facts<'a> {
     pub problem: &'a Problem,
+    /// The solver every level is handed to.
+    pub backend: &'a dyn MipBackend,
     /// Most new copies per component (0 for components with an excess).
     pub need: Vec<u64>,
     /// Existing copies above CopyCount per component (must be removed).
@@ -223,7 +240,7 @@ pub(crate) struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    pub fn new(problem: &'a Problem) -> Facts<'a> {
+    pub fn new(problem: &'a Problem, backend: &'a dyn MipBackend) -> Facts<'a> {
         let existing = problem.existing_copies_per_component();
         let mut need = Vec::new();
         let mut excess = Vec::new();
@@ -265,7 +282,7 @@ impl<'a> Facts<'a> {
             .keys()
             .any(|&(t, _)| types.get(t).is_some_and(|info| info.hourly_price.is_none()))
             || problem.fleet().iter().any(|i| types.get(i.type_index).is_some_and(|info| info.hourly_price.is_none()));
-        Facts { problem, need, excess, groups, unpriced_possible }
+        Facts { problem, backend, need, excess, groups, unpriced_possible }
     }
 
     /// Priorities that instances of the final fleet can have, worst first.
@@ -353,7 +370,7 @@ impl Expr {
 }
 
 struct Model {
-    lp: microlp::Problem,
+    lp: Mip,
     /// Solve the LP relaxation (integers become continuous).
     relax: bool,
     /// Integer variables in creation order (the warm start is given for these).
@@ -376,8 +393,7 @@ impl Model {
         var
     }
     fn constrain(&mut self, terms: &[(Variable, f64)], op: ComparisonOp, rhs: f64) {
-        let expr: LinearExpr = terms.iter().copied().collect();
-        self.lp.add_constraint(expr, op, rhs);
+        self.lp.add_row(terms.to_vec(), op.into(), rhs);
     }
 }
 
@@ -472,8 +488,7 @@ pub(crate) fn solve(
     let components = problem.components();
     let fleet = problem.fleet();
     let zones = problem.azs().len();
-    let mut model =
-        Model { lp: microlp::Problem::new(OptimizationDirection::Minimize), ints: Vec::new(), relax: extra.relax };
+    let mut model = Model { lp: Mip::new(), ints: Vec::new(), relax: extra.relax };
     // An L3 level puts its objective on the instance variables themselves (not only on the
     // auxiliary `objective` variable): microlp seeds its branching pseudocosts with the
     // objective coefficients, so it then branches on the instance counts of that priority
@@ -902,94 +917,95 @@ pub(crate) fn solve(
     model.constrain(&row, ComparisonOp::Eq, -target.constant);
 
     // Solve.
-    let mut options = SolveOptions::default();
+    let mut request = SolveRequest::default();
     if let Some(deadline) = limits.deadline {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Solved::Interrupted { limit: Limit::Time, best_bound: None };
         }
-        options.time_limit = Some(left);
+        request.time_limit = Some(left);
     }
-    options.node_limit = limits.node_limit;
+    request.node_limit = limits.node_limit;
     match warm {
         Warm::Previous(values) if values.len() == model.ints.len() => {
-            options.warm_start = Some(model.ints.iter().copied().zip(values.iter().copied()).collect());
+            request.warm_start = model.ints.iter().copied().zip(values.iter().copied()).collect();
         }
-        Warm::Plan(_) if !hinted.is_empty() => options.warm_start = Some(hinted),
+        Warm::Plan(_) if !hinted.is_empty() => request.warm_start = hinted,
         _ => {}
     }
     // L1–L3 take integer values, so an incumbent within less than one unit of the best bound
-    // is optimal. microlp only knows relative gaps: with a warm start of value W > 0, every
-    // later incumbent is at most W (if microlp accepts the start), so a relative gap of
+    // is optimal. Solvers only know relative gaps: with a warm start of value W > 0, every
+    // later incumbent is at most W (if the solver accepts the start), so a relative gap of
     // 0.999 / W means an absolute gap below one. The stop is checked below all the same.
     let integral = !matches!(goal, Goal::Cost(_)) && !extra.relax;
-    let start_value = options.warm_start.as_ref().and_then(|start| {
-        let values: BTreeMap<usize, f64> = start.iter().map(|&(v, value)| (v.idx(), value)).collect();
-        target
-            .terms
-            .iter()
-            .map(|&(v, coefficient)| values.get(&v.idx()).map(|value| coefficient * value))
-            .sum::<Option<f64>>()
-            .map(|sum| sum + target.constant)
-    });
+    let start_value = (!request.warm_start.is_empty())
+        .then(|| {
+            let values: BTreeMap<usize, f64> =
+                request.warm_start.iter().map(|&(v, value)| (v.index(), value)).collect();
+            target
+                .terms
+                .iter()
+                .map(|&(v, coefficient)| values.get(&v.index()).map(|value| coefficient * value))
+                .sum::<Option<f64>>()
+                .map(|sum| sum + target.constant)
+        })
+        .flatten();
     if let Some(start) = start_value.filter(|&start| integral && start >= 1.0) {
-        options.mip_gap = 0.999 / start;
+        request.mip_gap = 0.999 / start;
     }
-    let retry = options.mip_gap > 0.0;
-    let first = model.lp.solve_with(options.clone());
+    let retry = request.mip_gap > 0.0;
+    let backend = facts.backend;
+    let first = backend.solve(&model.lp, &request);
     // The proof for an integer-valued level: the best bound rounded up reaches the incumbent.
     let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
     let outcome = match first {
-        Ok(outcome)
+        MipOutcome::Solution(ref solution)
             if retry
-                && outcome.termination_reason() == TerminationReason::MipGap
-                && !outcome.solution().is_some_and(|s| closes(s.objective(), s.stats().best_bound)) =>
+                && solution.termination == Termination::Gap
+                && !closes(solution.objective, solution.best_bound) =>
         {
             // The warm start was not used and the gap stop proved nothing: search to the end.
-            options.mip_gap = 0.0;
+            request.mip_gap = 0.0;
             if let Some(deadline) = limits.deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Solved::Interrupted { limit: Limit::Time, best_bound: outcome.stats().best_bound };
+                    return Solved::Interrupted { limit: Limit::Time, best_bound: solution.best_bound };
                 }
-                options.time_limit = Some(left);
+                request.time_limit = Some(left);
             }
-            model.lp.solve_with(options)
+            backend.solve(&model.lp, &request)
         }
         other => other,
     };
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(microlp::Error::Infeasible) => return Solved::Infeasible,
-        Err(error) => return Solved::Error(error.to_string()),
-    };
-    let limit_of = |reason: TerminationReason| match reason {
-        TerminationReason::NodeLimit => Some(Limit::Nodes),
-        TerminationReason::TimeLimit => Some(Limit::Time),
-        TerminationReason::ProvenOptimal => None,
+    let limit_of = |termination: Termination| match termination {
+        Termination::NodeLimit => Some(Limit::Nodes),
+        Termination::Optimal => None,
         _ => Some(Limit::Time),
     };
-    let solution = match outcome.into_solution() {
-        Ok(solution) => solution,
-        Err(interrupted) => {
-            return Solved::Interrupted {
-                limit: limit_of(interrupted.termination_reason()).unwrap_or(Limit::Time),
-                best_bound: interrupted.stats().best_bound,
+    let solution = match outcome {
+        MipOutcome::Solution(solution) => {
+            // Never trust a solver's answer unchecked: a wrong one costs optimality, not validity.
+            if let Err(why) = model.lp.check(&solution.values, CHECK_TOLERANCE) {
+                return Solved::Error(format!("{} returned an answer that breaks its program: {why}", backend.name()));
             }
+            solution
+        }
+        MipOutcome::Infeasible => return Solved::Infeasible,
+        MipOutcome::Error(error) => return Solved::Error(format!("{}: {error}", backend.name())),
+        MipOutcome::Interrupted { termination, best_bound } => {
+            return Solved::Interrupted { limit: limit_of(termination).unwrap_or(Limit::Time), best_bound }
         }
     };
-    let proven = solution.status() == SolutionStatus::Optimal
-        || (integral && closes(solution.objective(), solution.stats().best_bound));
-    let best_bound = if solution.status() == SolutionStatus::Optimal {
-        Some(solution.objective())
-    } else {
-        solution.stats().best_bound
-    };
-    let limit = if proven { None } else { limit_of(solution.termination_reason()) };
-    let value = |v: Variable| -> u32 { solution.var_value(v).round().max(0.0) as u32 };
+    let proven =
+        solution.termination == Termination::Optimal || (integral && closes(solution.objective, solution.best_bound));
+    let best_bound =
+        if solution.termination == Termination::Optimal { Some(solution.objective) } else { solution.best_bound };
+    let limit = if proven { None } else { limit_of(solution.termination) };
+    let raw = |v: Variable| solution.values.get(v.index()).copied().unwrap_or(0.0);
+    let value = |v: Variable| -> u32 { raw(v).round().max(0.0) as u32 };
     let mut result = MasterSolution {
-        value: solution.objective(),
-        integers: model.ints.iter().map(|&v| solution.var_value(v).round()).collect(),
+        value: solution.objective,
+        integers: model.ints.iter().map(|&v| raw(v).round()).collect(),
         ..MasterSolution::default()
     };
     for (&group, &y) in &vars.launches {

@@ -1,0 +1,129 @@
+//! One harness, every solver backend: the exact planner must reach the same proven optimum
+//! whichever integer-programming backend solves its levels. With the `cbc` feature this
+//! cross-checks microlp against an independent solver (CBC), on the bundled scenarios and on
+//! random small scenarios, also through the plain slot formulation (another model of the same
+//! problem), so a wrong cut or a wrong solver answer shows up as a disagreement.
+
+mod common;
+
+use std::time::Duration;
+
+use fleetplan::engines::exact::backend::{good_lp, GoodLp, Microlp, MipBackend};
+use fleetplan::{verify, ExactPlanner, Plan, Problem, Status};
+use proptest::prelude::*;
+
+/// Every backend this build has, by name.
+fn backends() -> Vec<(&'static str, ExactPlanner)> {
+    #[allow(unused_mut)]
+    let mut list = vec![
+        ("microlp", ExactPlanner::new().backend(Microlp)),
+        ("good_lp/microlp", ExactPlanner::new().backend(GoodLp::new(good_lp::microlp))),
+    ];
+    #[cfg(feature = "cbc")]
+    list.push(("good_lp/cbc", ExactPlanner::new().backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))));
+    list
+}
+
+/// A plan is valid unless the problem has none (`Infeasible`: MinInstanceCount unreachable).
+fn assert_valid(problem: &Problem, plan: &Plan, what: &str) {
+    if plan.status == Status::Infeasible {
+        return;
+    }
+    let violations = verify(problem, plan);
+    assert!(violations.is_empty(), "{what}: {violations:?}");
+    if let Some(bound) = &plan.bound {
+        assert!(bound.key() <= plan.objective.key(), "{what}: bound {bound:?} above {:?}", plan.objective);
+    }
+}
+
+#[test]
+fn every_backend_proves_the_same_optimum_on_bundled_scenarios() {
+    let scenarios = common::bundled_scenarios();
+    assert!(scenarios.len() >= 5);
+    for (name, _) in &scenarios {
+        let problem = common::bundled_problem(name);
+        let mut optimum = None;
+        for (backend, planner) in backends() {
+            let plan = planner.clone().time_limit(Duration::from_secs(30)).plan(&problem);
+            let what = format!("{name} with {backend}");
+            assert_valid(&problem, &plan, &what);
+            assert_eq!(plan.status, Status::Optimal, "{what}: {:?}", plan.stop_reason);
+            match &optimum {
+                None => optimum = Some(plan.objective.clone()),
+                Some(first) => assert_eq!(&plan.objective, first, "{what} disagrees with microlp"),
+            }
+        }
+    }
+}
+
+#[test]
+fn backend_names_say_which_solver_ran() {
+    let names: Vec<String> = backends().iter().map(|(_, planner)| planner.backend_name()).collect();
+    assert_eq!(names[0], "microlp");
+    assert_eq!(names[1], "good_lp/Microlp");
+    assert_eq!(Microlp.name(), "microlp");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 60, ..ProptestConfig::default() })]
+
+    /// Two proven optima of the same problem have the same objective, whichever backend and
+    /// whichever formulation (aggregated with cuts, or the plain slot model) proved them.
+    #[test]
+    fn backends_and_formulations_agree_on_proven_optima(problem in common::problem(common::Size::SMALL)) {
+        agree_on_proven_optima(&problem)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The same on medium scenarios (8 components, 5 pool types, 8 existing instances).
+    #[test]
+    fn backends_agree_on_medium_scenarios(problem in common::problem(common::Size::MEDIUM)) {
+        agree_on_proven_optima(&problem)?;
+    }
+}
+
+fn agree_on_proven_optima(problem: &Problem) -> Result<(), TestCaseError> {
+    let reference = ExactPlanner::new().node_limit(200_000).plan(problem);
+    assert_valid(problem, &reference, "microlp");
+    #[allow(unused_mut)]
+    let mut others: Vec<(String, Plan)> = backends()
+        .into_iter()
+        .skip(1)
+        .map(|(name, planner)| (name.to_string(), planner.time_limit(Duration::from_secs(20)).plan(problem)))
+        .collect();
+    #[cfg(feature = "cbc")]
+    others.push((
+        "plain slot model on cbc".to_string(),
+        ExactPlanner::new()
+            .plain_slot_model()
+            .backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))
+            .time_limit(Duration::from_secs(20))
+            .plan(problem),
+    ));
+    for (name, plan) in &others {
+        assert_valid(problem, plan, name);
+        prop_assert_eq!(
+            plan.status == Status::Infeasible,
+            reference.status == Status::Infeasible,
+            "{} and microlp disagree on feasibility",
+            name
+        );
+        if reference.status == Status::Infeasible {
+            continue;
+        }
+        if reference.status == Status::Optimal && plan.status == Status::Optimal {
+            prop_assert_eq!(&plan.objective, &reference.objective, "{} disagrees with microlp", name);
+        }
+        // A proven optimum is never beaten by another backend's plan, proven or not.
+        if reference.status == Status::Optimal {
+            prop_assert!(reference.objective.key() <= plan.objective.key(), "{} beat a proven optimum", name);
+        }
+        if plan.status == Status::Optimal {
+            prop_assert!(plan.objective.key() <= reference.objective.key(), "microlp beat {}'s proven optimum", name);
+        }
+    }
+    Ok(())
+}
