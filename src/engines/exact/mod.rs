@@ -33,6 +33,9 @@ use packing::{pack_group, Packing};
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
 const PROBE_NODES: u64 = 100;
 
+/// Branch-and-bound nodes for each stage of the relax-and-fix heuristic.
+const HEURISTIC_NODES: u64 = 300;
+
 /// Most variables the slot groups of a refinement round may add.
 const MAX_SLOT_VARIABLES: u64 = 50_000;
 
@@ -228,8 +231,17 @@ impl ExactPlanner {
                     {
                         let lower = (solution.value - 1e-6).ceil();
                         at_least = Some(lower);
+                        // The previous level's solution already reaches the bound: it is this
+                        // level's optimum too, and stays the warm start. No search needed.
+                        if let (Goal::Priority(priority), Some(previous)) = (goal, last.as_ref()) {
+                            if instances_of_priority(problem, previous, priority) as f64 <= lower {
+                                fixed.push((goal, lower));
+                                continue;
+                            }
+                        }
                         if !probes {
-                            // The LP bound still helps as a cut; the probe is skipped.
+                            // The LP bound still helps as a cut; the probe and relax-and-fix (both
+                            // node-limited) are skipped.
                         } else {
                             let probe = Extra { at_most: Some(lower), ..Extra::default() };
                             let probe_limits = Limits {
@@ -243,7 +255,27 @@ impl ExactPlanner {
                                     continue;
                                 }
                                 Solved::Infeasible => at_least = Some(lower + 1.0),
-                                _ => {}
+                                _ => match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower) {
+                                    Heuristic::Found(solution) => {
+                                        fixed.push((goal, lower));
+                                        last = Some(solution);
+                                        continue;
+                                    }
+                                    Heuristic::Impossible => at_least = Some(lower + 1.0),
+                                    Heuristic::Unknown => {}
+                                },
+                            }
+                            // The bound moved up by one: try relax-and-fix once more at the new bound.
+                            if at_least == Some(lower + 1.0) {
+                                match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower + 1.0) {
+                                    Heuristic::Found(solution) => {
+                                        fixed.push((goal, lower + 1.0));
+                                        last = Some(solution);
+                                        continue;
+                                    }
+                                    Heuristic::Impossible => at_least = Some(lower + 2.0),
+                                    Heuristic::Unknown => {}
+                                }
                             }
                         }
                     }
@@ -371,6 +403,62 @@ impl ExactPlanner {
             Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
             _ => Outcome::NoPlan { stop, bound },
         }
+    }
+}
+
+/// Instances of `priority` in a master solution: launches of that priority plus kept
+/// existing instances of it (the L3 count the master problem minimises for that level).
+fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority: u8) -> u64 {
+    let types = problem.instance_types();
+    let is_priority = |t: usize| types.get(t).is_some_and(|info| info.priority == priority);
+    let launched: u64 =
+        solution.launches.iter().filter(|(&(t, _), _)| is_priority(t)).map(|(_, &count)| u64::from(count)).sum();
+    let kept = problem
+        .fleet()
+        .iter()
+        .zip(&solution.keep)
+        .filter(|(instance, &keep)| keep && is_priority(instance.type_index))
+        .count() as u64;
+    launched + kept
+}
+
+/// What the relax-and-fix heuristic learned about a level at its LP bound.
+enum Heuristic {
+    /// A master solution reaching the bound (so it is optimal for the level).
+    Found(MasterSolution),
+    /// Even with continuous copy counts the bound is out of reach: the level is ≥ bound + 1.
+    Impossible,
+    /// Nothing proven.
+    Unknown,
+}
+
+/// Relax-and-fix at a level's LP bound `lower`: stage 1 solves the master with the copy
+/// counts of aggregated groups continuous (instance counts and per-AZ copies stay integer),
+/// which microlp does in few nodes; stage 2 fixes every component's copies per AZ to stage 1's
+/// and solves the exact master. See `docs/formulation.md` ("Relax-and-fix").
+fn relax_and_fix(
+    facts: &Facts<'_>,
+    layout: &Layout,
+    goal: Goal,
+    fixed: &[(Goal, f64)],
+    limits: Limits,
+    warm: Warm<'_>,
+    lower: f64,
+) -> Heuristic {
+    let budget = Limits { node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(HEURISTIC_NODES)), ..limits };
+    // At most and at least the bound: the first solution found ends the solve.
+    let relaxed = Extra { at_most: Some(lower), at_least: Some(lower), relax_copies: true, ..Extra::default() };
+    let counts = match model::solve(facts, layout, goal, fixed, budget, Warm::None, relaxed) {
+        Solved::Solution { solution, .. } => model::counts_from_tail(facts.problem, &solution.integers),
+        // Stage 1 is a relaxation of the master: no solution there, none in the master.
+        Solved::Infeasible => return Heuristic::Impossible,
+        _ => None,
+    };
+    let Some(counts) = counts else { return Heuristic::Unknown };
+    let restricted = Extra { at_most: Some(lower), at_least: Some(lower), counts: Some(&counts), ..Extra::default() };
+    match model::solve(facts, layout, goal, fixed, budget, warm, restricted) {
+        Solved::Solution { solution, .. } => Heuristic::Found(solution),
+        _ => Heuristic::Unknown,
     }
 }
 

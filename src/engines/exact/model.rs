@@ -183,13 +183,36 @@ pub(crate) enum Warm<'a> {
 
 /// Variations of one solve used to shortcut the optimality proof of a level.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Extra {
+pub(crate) struct Extra<'a> {
     /// Solve the LP relaxation only.
     pub relax: bool,
     /// Require the goal to be at most this (a probe at a known lower bound).
     pub at_most: Option<f64>,
     /// Require the goal to be at least this (a proven lower bound, as a cut).
     pub at_least: Option<f64>,
+    /// Relax-and-fix, stage 1: the copy counts of aggregated groups are continuous, and one
+    /// integer per (component, AZ) holds its final copies there; these are created last, in
+    /// component-major order over every AZ, so they are the tail of `MasterSolution::integers`
+    /// (see [`counts_from_tail`]). A relaxation of the master problem.
+    pub relax_copies: bool,
+    /// Relax-and-fix, stage 2: every component's final copies per AZ fixed to these counts
+    /// (a restriction: a solution is feasible for the master, infeasibility proves nothing).
+    pub counts: Option<&'a BTreeMap<(usize, usize), u64>>,
+}
+
+/// The per-(component, AZ) counts of a stage-1 (`relax_copies`) solution: the last
+/// `components × AZs` integers, component-major.
+pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BTreeMap<(usize, usize), u64>> {
+    let zones = problem.azs().len();
+    let cells = problem.components().len() * zones;
+    let tail = integers.get(integers.len().checked_sub(cells)?..)?;
+    Some(
+        tail.iter()
+            .enumerate()
+            .filter(|(_, &value)| value > 0.5)
+            .map(|(index, &value)| ((index / zones, index % zones), value.round() as u64))
+            .collect(),
+    )
 }
 
 /// Explicit limits for one solve.
@@ -448,6 +471,25 @@ fn value_range(mip: &Mip, expr: &Expr) -> (f64, f64) {
     (low, high)
 }
 
+/// The smallest balance excess of `total` copies over `zones` AZs with `MaxImbalance`
+/// `limit`: the most even split differs by one unless `zones` divides `total`.
+pub(crate) fn least_balance_excess(total: u64, zones: u64, limit: u64) -> u64 {
+    u64::from(zones > 0 && total % zones != 0).saturating_sub(limit)
+}
+
+/// The fewest and most copies one AZ can hold when `total` integer copies are split over
+/// `zones` AZs with max − min ≤ `spread`. If one AZ holds `h`, every other holds at least
+/// `h − spread`, so `h + (zones − 1)(h − spread) ≤ total`; symmetrically for the fewest.
+pub(crate) fn count_range(total: u64, zones: u64, spread: u64) -> (u64, u64) {
+    if zones == 0 {
+        return (0, total);
+    }
+    let slack = (zones - 1).saturating_mul(spread);
+    let most = total.saturating_add(slack) / zones;
+    let fewest = total.saturating_sub(slack).div_ceil(zones);
+    (fewest, most.min(total))
+}
+
 /// Solves the master problem for `goal` with earlier levels fixed to `fixed`.
 pub(crate) fn solve(
     facts: &Facts<'_>,
@@ -456,7 +498,7 @@ pub(crate) fn solve(
     fixed: &[(Goal, f64)],
     limits: Limits,
     warm: Warm<'_>,
-    extra: Extra,
+    extra: Extra<'_>,
 ) -> Solved {
     let problem = facts.problem;
     let types = problem.instance_types();
@@ -580,7 +622,12 @@ pub(crate) fn solve(
             let mut copies = Vec::new();
             for &(c, need) in &eligible {
                 let per_instance = capacity.copies_of(&need);
+                // Stage 1 of relax-and-fix: this group's copy counts are continuous (the same
+                // switch `Extra::relax` uses for the whole model; a backend needs per-variable
+                // "continuous in this solve" for it).
+                model.relax = extra.relax || extra.relax_copies;
                 let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
+                model.relax = extra.relax;
                 hint(
                     x,
                     plan_hint.map(|h| {
@@ -738,6 +785,24 @@ pub(crate) fn solve(
     // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
     let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
     let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+    // The smallest possible excess of each balanced component (its most even split), and the
+    // most total excess this solve allows (L2 fixed, or L2's own probe): together they bound
+    // how uneven each single component may be (see `count_range`).
+    let least_excess: Vec<Option<u64>> = components
+        .iter()
+        .map(|component| {
+            let limit = component.max_imbalance.filter(|_| zones > 1)?;
+            Some(least_balance_excess(u64::from(component.copy_count), zones as u64, u64::from(limit)))
+        })
+        .collect();
+    let excess_cap = fixed
+        .iter()
+        .filter(|&&(level, _)| level == Goal::Balance)
+        .map(|&(_, value)| value)
+        .chain(extra.at_most.filter(|_| goal == Goal::Balance))
+        .fold(None, |cap: Option<f64>, value| Some(cap.map_or(value, |cap| cap.min(value))))
+        .map(|value| value.round().max(0.0) as u64);
+    let least_total: u64 = least_excess.iter().flatten().sum();
 
     // L1 and L2 expressions.
     let mut unplaced = Expr::default();
@@ -786,8 +851,53 @@ pub(crate) fn solve(
                 model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
                 model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
                 model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
+                if let (Some(cap), Some(least)) = (excess_cap, least_excess.get(c).copied().flatten()) {
+                    // This component's excess is at most the cap minus the others' least excess,
+                    // so its spread is bounded, and integer counts with that spread and this
+                    // total lie in a range the LP relaxation does not see.
+                    let spread = u64::from(limit) + cap.saturating_sub(least_total.saturating_sub(least));
+                    let (fewest, most) = count_range(total, zones as u64, spread);
+                    model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
+                    model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
+                    for expr in &per_az[c] {
+                        if expr.terms.is_empty() {
+                            continue;
+                        }
+                        model.constrain(&expr.terms, ComparisonOp::Le, most as f64 - expr.constant);
+                        if fewest > 0 {
+                            model.constrain(&expr.terms, ComparisonOp::Ge, fewest as f64 - expr.constant);
+                        }
+                    }
+                }
             }
             balance.add(excess, 1.0);
+        }
+    }
+    if extra.relax_copies {
+        // Integer final copies per (component, AZ), created last (see `counts_from_tail`).
+        for (c, per_zone) in per_az.iter().enumerate() {
+            let copy_count = components.get(c).map_or(0, |component| u64::from(component.copy_count));
+            let most = copy_count + facts.excess.get(c).copied().unwrap_or(0);
+            for expr in per_zone {
+                let count = model.int(most);
+                let mut row = expr.terms.clone();
+                row.push((count, -1.0));
+                model.constrain(&row, ComparisonOp::Eq, -expr.constant);
+            }
+        }
+    }
+    if let Some(counts) = extra.counts {
+        for (c, per_zone) in per_az.iter().enumerate() {
+            for (z, expr) in per_zone.iter().enumerate() {
+                let count = counts.get(&(c, z)).copied().unwrap_or(0) as f64;
+                if expr.terms.is_empty() {
+                    if (count - expr.constant).abs() > 0.5 {
+                        return Solved::Infeasible;
+                    }
+                    continue;
+                }
+                model.constrain(&expr.terms, ComparisonOp::Eq, count - expr.constant);
+            }
         }
     }
     if cost_mode == Some(CostMode::Units) {
@@ -1010,4 +1120,66 @@ pub(crate) fn solve(
         }
     }
     Solved::Solution { solution: result, proven, limit, best_bound }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every split of `total` copies over `zones` AZs, as count vectors.
+    fn splits(total: u64, zones: u64) -> Vec<Vec<u64>> {
+        if zones == 1 {
+            return vec![vec![total]];
+        }
+        (0..=total)
+            .flat_map(|first| {
+                splits(total - first, zones - 1).into_iter().map(move |mut rest| {
+                    rest.push(first);
+                    rest
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn count_range_is_exactly_the_counts_of_splits_within_the_spread() {
+        for zones in 1..=4u64 {
+            for total in 0..=9u64 {
+                for spread in 0..=4u64 {
+                    let within: Vec<Vec<u64>> = splits(total, zones)
+                        .into_iter()
+                        .filter(|split| split.iter().max().unwrap_or(&0) - split.iter().min().unwrap_or(&0) <= spread)
+                        .collect();
+                    let fewest = within.iter().flatten().min().copied();
+                    let most = within.iter().flatten().max().copied();
+                    let (low, high) = count_range(total, zones, spread);
+                    if within.is_empty() {
+                        // No split is that even: the range is empty, so the model is infeasible.
+                        assert!(low > high, "{total} over {zones}, spread {spread}");
+                        continue;
+                    }
+                    // Valid: no split within the spread leaves the range, and tight.
+                    assert_eq!((fewest, most), (Some(low), Some(high)), "{total} over {zones}, spread {spread}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn least_excess_is_the_most_even_split() {
+        for zones in 1..=4u64 {
+            for total in 0..=9u64 {
+                for limit in 0..=2u64 {
+                    let least = splits(total, zones)
+                        .iter()
+                        .map(|split| {
+                            let spread = split.iter().max().unwrap_or(&0) - split.iter().min().unwrap_or(&0);
+                            spread.saturating_sub(limit)
+                        })
+                        .min();
+                    assert_eq!(least, Some(least_balance_excess(total, zones, limit)));
+                }
+            }
+        }
+    }
 }
