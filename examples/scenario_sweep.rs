@@ -483,9 +483,12 @@ fn generate(seed: u64, index: u64) -> Generated {
     if rng.chance(80) {
         let fleet_len = scenario.fleet.instances.len() as u32;
         let mut min = if rng.chance(70) { 0 } else { rng.range(1, 4) };
+        // Copies a scenario wants, as a rough scale for a generous maximum.
+        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count as u32).sum();
         let max = match rng.below(100) {
             0..=39 => None,
-            40..=84 => Some(rng.range(min.max(1), 40)),
+            40..=74 => Some(rng.range(fleet_len + wanted / 4, fleet_len + wanted.max(4))),
+            75..=84 => Some(rng.range(min.max(1), 10)),
             _ if fleet_len > 1 => Some(rng.range(0, fleet_len - 1)),
             _ => Some(rng.range(0, 3)),
         };
@@ -730,8 +733,12 @@ fn facts(scenario: &Scenario) -> Facts {
 
 /// What the checker found: violations, and the objective it recomputed.
 struct Checked {
+    /// Broken hard constraints and structural errors.
     violations: Vec<String>,
-    objective: Option<Objective>,
+    /// Where the plan's own `Objective` and `Unplaced` disagree with the recomputation.
+    accounting: Vec<String>,
+    /// L1–L4 recomputed from the actions.
+    objective: Objective,
 }
 
 fn check(scenario: &Scenario, plan: &Plan) -> Checked {
@@ -939,10 +946,24 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
         })
         .sum();
     let objective = Objective { placed_copies: placed, balance_excess, instances_by_priority, cost_micros };
+    let mut accounting = Vec::new();
     if objective != plan.objective {
-        violations.push(format!("reported objective {:?} differs from recomputed {:?}", plan.objective, objective));
+        accounting.push(format!("reported objective {:?} differs from recomputed {:?}", plan.objective, objective));
     }
-    Checked { violations, objective: Some(objective) }
+    // `Unplaced`: one entry per component short of its CopyCount, with that many copies.
+    for (name, desired, ..) in &facts.components {
+        let have: u64 = instances.values().map(|i| i.3.get(name).copied().unwrap_or(0)).sum();
+        let missing = desired.saturating_sub(have);
+        let reported: u64 =
+            plan.unplaced.iter().filter(|u| u.inference_component_name == *name).map(|u| u.copy_count).sum();
+        if missing != reported {
+            accounting.push(format!("{name}: {missing} copies missing, Unplaced says {reported}"));
+        }
+        if missing > 0 && plan.unplaced.iter().any(|u| u.inference_component_name == *name && u.reasons.is_empty()) {
+            accounting.push(format!("{name}: unplaced without a reason"));
+        }
+    }
+    Checked { violations, accounting, objective }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1023,7 +1044,7 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
     let limit = time_limit_ms.to_string();
     let mut tsv = String::from(
         "scenario\tcomponents\tcopies\tazs\tpools\tfleet\tgreedy_exit\tgreedy_s\tgreedy_objective\texact_exit\t\
-         exact_status\texact_stop\texact_wall_s\texact_cpu_s\texact_objective\tbound\tverify_greedy\tverify_exact\t\
+         exact_status\texact_stop\texact_wall_s\texact_cpu_s\texact_objective\tbound\twitness\tverify_greedy\tverify_exact\t\
          problems\n",
     );
     let mut problems_total = 0;
@@ -1073,17 +1094,36 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
             if let (Some(plan), Some(scenario)) = (&plan, &scenario) {
                 let checked = check(scenario, plan);
                 // An Infeasible plan is expected to break a hard constraint; report only the rest.
-                for violation in checked.violations {
+                for violation in checked.violations.iter().chain(&checked.accounting) {
                     if plan.status == Status::Infeasible && violation.contains("MinInstanceCount") {
                         continue;
                     }
                     problems.push(format!("{label}: independent check: {violation}"));
                 }
-                let _ = checked.objective;
             }
             parsed.push(plan);
         }
         let (greedy_plan, exact_plan) = (parsed[0].as_ref(), parsed[1].as_ref());
+        // A quick exact run must be deterministic too.
+        if exact.wall < 1.0 && exact.code == 0 {
+            let again = run_cli(bin, &["plan", &path, "--solver", "exact", "--time-limit-ms", &limit, "--json"]);
+            if again.stdout != exact.stdout {
+                problems.push("exact output differs between two runs".into());
+            }
+        }
+        // A witness: greedy on the same scenario with every pool at priority 1. Its plan is
+        // feasible for the original (priorities only rank); scored on the original, it is a known
+        // objective the exact planner should not lose to.
+        let witness = scenario.as_ref().and_then(|scenario| {
+            let mut flat = scenario.clone();
+            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1.0);
+            let flat_path = out.join(format!("{name}.flat-scenario.json"));
+            std::fs::write(&flat_path, serde_json::to_string_pretty(&flat).ok()?).ok()?;
+            let ran = run_cli(bin, &["plan", &flat_path.to_string_lossy(), "--json"]);
+            let plan: Plan = serde_json::from_str(&ran.stdout).ok()?;
+            let checked = check(scenario, &plan);
+            (checked.violations.is_empty() && plan.status != Status::Infeasible).then_some(checked.objective)
+        });
         if let (Some(g), Some(e)) = (greedy_plan, exact_plan) {
             if e.objective.key() > g.objective.key() {
                 problems.push(format!(
@@ -1100,6 +1140,19 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
                     problems.push(format!("Optimal claimed with bound {} below the objective", objective_text(bound)));
                 }
             }
+            if let Some(witness) = &witness {
+                if witness.key() < e.objective.key() {
+                    let worse = if e.status == Status::Optimal { "BUG: Optimal " } else { "quality: " };
+                    problems.push(format!(
+                        "{worse}exact {} loses to greedy-with-flat-priorities {}",
+                        objective_text(&e.objective),
+                        objective_text(witness)
+                    ));
+                }
+                if e.bound.as_ref().is_some_and(|bound| bound.key() > witness.key()) {
+                    problems.push("bound is above the flat-priority witness".into());
+                }
+            }
             if e.status == Status::Optimal && e.stop_reason != StopReason::Completed {
                 problems.push(format!("Optimal claimed with stop reason {}", stop_text(&e.stop_reason)));
             }
@@ -1113,13 +1166,14 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
             }
         });
         let bound = exact_plan.and_then(|p| p.bound.as_ref()).map_or("-".into(), objective_text);
+        let witness_text = witness.as_ref().map_or("-".into(), objective_text);
         let status = exact_plan.map_or("-".into(), |p| format!("{:?}", p.status));
         let stop = exact_plan.map_or("-".into(), |p| stop_text(&p.stop_reason));
         problems_total += problems.len();
         let _ = writeln!(
             tsv,
             "{name}\t{components}\t{copies}\t{azs}\t{pools}\t{fleet}\t{}\t{:.3}\t{greedy_objective}\t{}\t{status}\t\
-             {stop}\t{:.3}\t{:.2}\t{exact_objective}\t{bound}\t{}\t{}\t{}",
+             {stop}\t{:.3}\t{:.2}\t{exact_objective}\t{bound}\t{witness_text}\t{}\t{}\t{}",
             greedy.code,
             greedy.wall,
             exact.code,
@@ -1157,13 +1211,11 @@ fn check_command(scenario_path: &str, plan_path: &str) -> ExitCode {
     });
     match result {
         Ok(checked) => {
-            if let Some(objective) = &checked.objective {
-                println!("recomputed: {}", objective_text(objective));
-            }
-            for violation in &checked.violations {
+            println!("recomputed: {}", objective_text(&checked.objective));
+            for violation in checked.violations.iter().chain(&checked.accounting) {
                 println!("! {violation}");
             }
-            ExitCode::from(u8::from(!checked.violations.is_empty()))
+            ExitCode::from(u8::from(!checked.violations.is_empty() || !checked.accounting.is_empty()))
         }
         Err(message) => {
             eprintln!("{message}");
