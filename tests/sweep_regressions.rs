@@ -1,0 +1,81 @@
+//! Regression cases found by the scenario sweep (`examples/scenario_sweep.rs`, `docs/sweep.md`).
+//! Each scenario is under `tests/data/sweep/`.
+
+use fleetplan::fleet::{objective, FinalFleet};
+use fleetplan::verify::check_fleet;
+use fleetplan::*;
+
+fn load(name: &str) -> (String, Problem) {
+    let path = format!("{}/tests/data/sweep/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("sweep scenario exists");
+    let problem = Problem::from_json(&text).expect("sweep scenario is valid");
+    (text, problem)
+}
+
+/// Greedy on the same scenario with every pool at priority 1, scored on the original problem.
+/// Priorities only rank plans, so the plan stays feasible; it is a known objective that an
+/// optimal planner cannot lose to. Returns the objective and the hard-constraint violations.
+fn flat_priority_witness(text: &str, problem: &Problem) -> (Objective, Vec<Violation>) {
+    let mut flat = fleetplan::json::scenario_from_json(text).expect("scenario parses");
+    for pool in &mut flat.endpoint.instance_pools {
+        pool.priority = 1.0;
+    }
+    let flat_problem = Problem::new(&flat).expect("flattened scenario is valid");
+    let actions = plan_greedy(&flat_problem).actions;
+    let (fleet, mut violations) = FinalFleet::apply(problem, &actions);
+    let launches = actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count();
+    check_fleet(problem, &fleet, launches, &mut violations);
+    (objective(problem, &fleet), violations)
+}
+
+/// 13 components, 57 copies, 2 AZs, pools g5.xlarge (1) / inf2.xlarge (3) / p5.48xlarge (5),
+/// MaxInstanceCount 30: the maximum binds, so L1 wants the big fallback type. Greedy fills the
+/// maximum with priority-1 g5.xlarge and places 53; a flat-priority greedy places 56, which is the
+/// exact planner's own bound, so 56 is the L1 optimum.
+#[test]
+fn max_instances_l1_gap_witness_places_the_bound() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(witness.placed_copies, 56);
+    assert!(witness.better_than(&plan_greedy(&problem).objective));
+}
+
+/// The exact planner should not return less than a feasible plan it can get as cheaply as its
+/// own greedy warm start. With the CLI's default 10 s limit (and with 3 s or 5 s) it returns
+/// `Feasible` with 53 placed (bound 56). Measured on this case: `node_limit(1000)` proves the
+/// optimum (56 placed) in 0.2 s, no limit at all proves it in ~180 s, while a time limit alone
+/// stays in one long solve and ends at greedy's 53. A node limit of 100 reproduces the 53
+/// deterministically; a flat-priority greedy warm start (or a per-solve node cap that is raised
+/// until the time runs out) would fix it.
+#[test]
+#[ignore = "bug (src/engines/exact): with a binding MaxInstanceCount and a time limit the exact planner stays at greedy's 53 placed copies; 56 are feasible"]
+fn exact_is_not_worse_than_the_flat_priority_witness() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    let exact = ExactPlanner::new().node_limit(100).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(
+        !witness.better_than(&exact.objective),
+        "exact {:?} ({:?}, {:?}) loses to the witness {witness:?}",
+        exact.objective,
+        exact.status,
+        exact.stop_reason
+    );
+}
+
+/// With a generous node limit the exact planner proves the optimum of the same case quickly;
+/// this pins the optimum (56 placed, 5 balance excess) the ignored test above should reach.
+#[test]
+fn exact_with_a_node_limit_proves_the_max_instances_optimum() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, _) = flat_priority_witness(&text, &problem);
+    let exact = ExactPlanner::new().node_limit(10_000).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(!witness.better_than(&exact.objective));
+    assert_eq!((exact.objective.placed_copies, exact.objective.balance_excess), (56, 5));
+    if exact.status == Status::Optimal {
+        assert_eq!(exact.bound, None);
+    }
+}
