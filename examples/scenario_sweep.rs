@@ -515,7 +515,9 @@ fn tidy(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.retain(|key, v| {
-                !(v.is_null() && key != "Available") && !matches!(v, Value::Array(items) if items.is_empty())
+                let dropped_null = v.is_null() && key != "Available";
+                let empty_list = matches!(v, Value::Array(items) if items.is_empty());
+                !dropped_null && !empty_list
             });
             for v in map.values_mut() {
                 tidy(v);
@@ -600,12 +602,21 @@ struct TypeFacts {
     in_pool: bool,
 }
 
+/// Accelerators, milli-cores, MiB.
+type Need = (u64, u64, u64);
+
+/// Name, copy count, requirement per type (absent = may not run there), SPREAD, MaxImbalance.
+type ComponentFacts = (String, u64, BTreeMap<String, Need>, bool, Option<u64>);
+
+/// An instance of the final fleet: type, AZ, reserved, copies per component, existing.
+type CheckedInstance = (String, String, bool, BTreeMap<String, u64>, bool);
+
 struct Facts {
     azs: Vec<String>,
     types: BTreeMap<String, TypeFacts>,
     /// Per component: name, copy count, requirement per type (None = may not run there),
     /// SPREAD, MaxImbalance.
-    components: Vec<(String, u64, BTreeMap<String, (u64, u64, u64)>, bool, Option<u64>)>,
+    components: Vec<ComponentFacts>,
     /// (type, az) → (reserved, available).
     limits: BTreeMap<(String, String), (u64, Option<u64>)>,
     min: u64,
@@ -745,7 +756,7 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
     let facts = facts(scenario);
     let mut violations = Vec::new();
     // Instances: id → (type, az, reserved, copies, existing).
-    let mut instances: BTreeMap<String, (String, String, bool, BTreeMap<String, u64>, bool)> = facts
+    let mut instances: BTreeMap<String, CheckedInstance> = facts
         .fleet
         .iter()
         .map(|(id, (t, z, r, c))| (id.clone(), (t.clone(), z.clone(), *r, c.clone(), true)))
@@ -899,8 +910,7 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
         // eligible instance there with room for one more copy.
         if *spread && facts.empty_start {
             for az in &facts.azs {
-                let here: Vec<(&String, &(String, String, bool, BTreeMap<String, u64>, bool))> =
-                    instances.iter().filter(|(_, i)| i.1 == *az).collect();
+                let here: Vec<(&String, &CheckedInstance)> = instances.iter().filter(|(_, i)| i.1 == *az).collect();
                 for (id_high, high) in &here {
                     let high_count = high.3.get(name).copied().unwrap_or(0);
                     for (id_low, low) in &here {
@@ -1181,7 +1191,7 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
             exact.cpu,
             verified[0],
             verified[1],
-            problems.join("; ").replace('\t', " ").replace('\n', " ")
+            problems.join("; ").replace(['\t', '\n'], " ")
         );
         println!(
             "{name}: {components} components, {copies} copies, {azs} AZs, {pools} pools, fleet {fleet}: exact {status} \
