@@ -18,8 +18,11 @@
 //! `Problem::new` before it is written; a rejected one is reported (a generator or validator bug).
 //!
 //! `run` plans each scenario with the CLI (greedy, and exact with a time limit), verifies both
-//! plans with `fleetplan verify`, re-checks both with the independent checker below, and writes
-//! `results.tsv` plus a Markdown table. `check` runs the independent checker on one plan.
+//! plans with `fleetplan verify`, re-checks both with the independent checker below, compares
+//! the exact plan with greedy, with its own bound, with a flat-priority greedy witness and (when
+//! `Optimal`) with the exact answer on the same scenario with every list reversed, checks that
+//! outputs repeat byte for byte, and writes `results.tsv`. `check` runs the independent checker
+//! on one plan.
 //!
 //! The independent checker re-derives spec §2 from the scenario JSON alone (serde structs, the
 //! built-in catalogue) without `Problem`, `fleet` or `verify`, so a bug shared by those cannot
@@ -979,6 +982,25 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
 // ---------------------------------------------------------------------------------------------
 // The run.
 
+/// The scenario with AZs, types, capacity, pools, components, specifications and fleet listed
+/// in reverse order: the same problem.
+fn reversed(scenario: &Scenario) -> Scenario {
+    let mut out = scenario.clone();
+    out.availability_zones.reverse();
+    out.instance_types.reverse();
+    out.capacity.reverse();
+    out.endpoint.instance_pools.reverse();
+    out.inference_components.reverse();
+    for component in &mut out.inference_components {
+        if let Some(specs) = &mut component.specifications {
+            specs.reverse();
+        }
+    }
+    out.fleet.instances.reverse();
+    out.fleet.copies.reverse();
+    out
+}
+
 /// CPU seconds (user + system) of this process's waited-for children, from /proc/self/stat.
 fn children_cpu_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
@@ -1119,6 +1141,44 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
             let again = run_cli(bin, &["plan", &path, "--solver", "exact", "--time-limit-ms", &limit, "--json"]);
             if again.stdout != exact.stdout {
                 problems.push("exact output differs between two runs".into());
+            }
+        }
+        // Metamorphic: the same scenario with every list reversed has the same optimum, so two
+        // `Optimal` answers must agree (a disagreement means a false proof).
+        if exact_plan.is_some_and(|p| p.status == Status::Optimal) {
+            let reordered = scenario.as_ref().and_then(|scenario| {
+                let reversed_path = out.join(format!("{name}.reversed-scenario.json"));
+                std::fs::write(&reversed_path, serde_json::to_string_pretty(&reversed(scenario)).ok()?).ok()?;
+                let ran = run_cli(
+                    bin,
+                    &[
+                        "plan",
+                        &reversed_path.to_string_lossy(),
+                        "--solver",
+                        "exact",
+                        "--time-limit-ms",
+                        &limit,
+                        "--json",
+                    ],
+                );
+                serde_json::from_str::<Plan>(&ran.stdout).ok()
+            });
+            match (reordered, exact_plan) {
+                (Some(other), Some(first)) if other.status == Status::Optimal && other.objective != first.objective => {
+                    problems.push(format!(
+                        "BUG: two Optimal answers differ: {} vs {} (lists reversed)",
+                        objective_text(&first.objective),
+                        objective_text(&other.objective)
+                    ));
+                }
+                (Some(other), Some(first)) if other.objective.better_than(&first.objective) => {
+                    problems.push(format!(
+                        "BUG: Optimal {} beaten by {} with lists reversed",
+                        objective_text(&first.objective),
+                        objective_text(&other.objective)
+                    ));
+                }
+                _ => {}
             }
         }
         // A witness: greedy on the same scenario with every pool at priority 1. Its plan is
