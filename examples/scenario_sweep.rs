@@ -628,6 +628,9 @@ struct Facts {
     fleet: BTreeMap<String, (String, String, bool, BTreeMap<String, u64>)>,
     /// Whether the starting fleet has any copy (the SPREAD rule is judged only without).
     empty_start: bool,
+    /// (component, type) → model names some reading of the contract runs there: the
+    /// specification's `ModelName`, the pool's `ModelNameOverride`, the endpoint's `ModelName`.
+    builds: BTreeMap<(String, String), BTreeSet<String>>,
 }
 
 fn need_of(requirements: &ComputeResourceRequirements) -> (u64, u64, u64) {
@@ -733,6 +736,31 @@ fn facts(scenario: &Scenario) -> Facts {
         }
     }
     let empty_start = fleet.values().all(|entry| entry.3.is_empty());
+    let mut builds: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let overrides: BTreeMap<&str, &str> = scenario
+        .endpoint
+        .instance_pools
+        .iter()
+        .filter_map(|p| p.model_name_override.as_deref().map(|m| (p.instance_type.as_str(), m)))
+        .collect();
+    for (name, _, requirements, ..) in &components {
+        let specs: Vec<&ComponentSpecification> = scenario
+            .inference_components
+            .iter()
+            .filter(|c| c.inference_component_name == *name)
+            .flat_map(|c| c.specification.iter().chain(c.specifications.iter().flatten()))
+            .collect();
+        for type_name in requirements.keys() {
+            let entry = builds.entry((name.clone(), type_name.clone())).or_default();
+            for spec in &specs {
+                if spec.instance_type.as_ref().is_none_or(|t| t == type_name) {
+                    entry.extend(spec.model_name.clone());
+                }
+            }
+            entry.extend(overrides.get(type_name.as_str()).map(|m| m.to_string()));
+            entry.extend(scenario.endpoint.model_name.clone());
+        }
+    }
     Facts {
         azs: scenario.availability_zones.clone(),
         types,
@@ -742,6 +770,7 @@ fn facts(scenario: &Scenario) -> Facts {
         max: scaling.max_instance_count.map(|m| m as u64),
         fleet,
         empty_start,
+        builds,
     }
 }
 
@@ -753,6 +782,8 @@ struct Checked {
     accounting: Vec<String>,
     /// L1–L4 recomputed from the actions.
     objective: Objective,
+    /// Copies short of CopyCount, per component (only components short of it).
+    missing: BTreeMap<String, u64>,
 }
 
 fn check(scenario: &Scenario, plan: &Plan) -> Checked {
@@ -795,10 +826,24 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
                     violations.push(format!("{instance_id} launched twice or clashes with the fleet"));
                 }
             }
-            Action::PlaceCopy { component, instance_id, model_name: _ } => {
+            Action::PlaceCopy { component, instance_id, model_name } => {
                 *placed_per_component.entry(component.clone()).or_default() += 1;
                 match instances.get_mut(instance_id) {
                     Some(instance) => {
+                        // Which build runs is the project's choice where the contract is
+                        // silent; only a name that no rule gives for this type is wrong.
+                        if let Some(name) = model_name {
+                            if !facts
+                                .builds
+                                .get(&(component.clone(), instance.0.clone()))
+                                .is_some_and(|b| b.contains(name))
+                            {
+                                violations.push(format!(
+                                    "{component} on {instance_id}: model {name:?} is no build for {}",
+                                    instance.0
+                                ));
+                            }
+                        }
                         let eligible = facts.types.get(&instance.0).is_some_and(|t| t.in_pool)
                             && facts.components.iter().any(|c| c.0 == *component && c.2.contains_key(&instance.0));
                         if !eligible {
@@ -824,7 +869,9 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
                 if !facts.fleet.contains_key(instance_id) {
                     violations.push(format!("terminates {instance_id}, not an existing instance"));
                 }
-                terminated.insert(instance_id.clone());
+                if !terminated.insert(instance_id.clone()) {
+                    violations.push(format!("terminates {instance_id} twice"));
+                }
             }
         }
     }
@@ -960,6 +1007,7 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
         .sum();
     let objective = Objective { placed_copies: placed, balance_excess, instances_by_priority, cost_micros };
     let mut accounting = Vec::new();
+    let mut missing_per_component = BTreeMap::new();
     if objective != plan.objective {
         accounting.push(format!("reported objective {:?} differs from recomputed {:?}", plan.objective, objective));
     }
@@ -967,6 +1015,9 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
     for (name, desired, ..) in &facts.components {
         let have: u64 = instances.values().map(|i| i.3.get(name).copied().unwrap_or(0)).sum();
         let missing = desired.saturating_sub(have);
+        if missing > 0 {
+            missing_per_component.insert(name.clone(), missing);
+        }
         let reported: u64 =
             plan.unplaced.iter().filter(|u| u.inference_component_name == *name).map(|u| u.copy_count).sum();
         if missing != reported {
@@ -976,7 +1027,7 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
             accounting.push(format!("{name}: unplaced without a reason"));
         }
     }
-    Checked { violations, accounting, objective }
+    Checked { violations, accounting, objective, missing: missing_per_component }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1272,6 +1323,199 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
     ExitCode::from(u8::from(problems_total > 0))
 }
 
+/// One deterministic corruption of a plan, or `None` when it does not apply.
+fn mutate(rng: &mut Rng, scenario: &Scenario, plan: &Plan, kind: usize) -> Option<(String, Vec<Action>)> {
+    let mut actions = plan.actions.clone();
+    let places: Vec<usize> =
+        actions.iter().enumerate().filter(|(_, a)| matches!(a, Action::PlaceCopy { .. })).map(|(i, _)| i).collect();
+    let launches: Vec<usize> = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Action::LaunchInstance { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let existing: Vec<&FleetInstance> = scenario.fleet.instances.iter().collect();
+    let components: Vec<String> = if scenario.inference_components.is_empty() {
+        vec![scenario.endpoint.variant_name.clone()]
+    } else {
+        scenario.inference_components.iter().map(|c| c.inference_component_name.clone()).collect()
+    };
+    let label = match kind {
+        0 if !places.is_empty() => {
+            actions.remove(places[rng.below(places.len())]);
+            "drop a PlaceCopy"
+        }
+        1 if !places.is_empty() => {
+            let copy = actions[places[rng.below(places.len())]].clone();
+            actions.push(copy);
+            "duplicate a PlaceCopy"
+        }
+        2 if !launches.is_empty() && scenario.availability_zones.len() > 1 => {
+            if let Action::LaunchInstance { availability_zone, .. } = &mut actions[launches[rng.below(launches.len())]]
+            {
+                let others: Vec<&String> =
+                    scenario.availability_zones.iter().filter(|z| *z != availability_zone).collect();
+                *availability_zone = rng.pick(&others).clone();
+            }
+            "move a launch to another AZ"
+        }
+        3 if !launches.is_empty() => {
+            if let Action::LaunchInstance { reserved, .. } = &mut actions[launches[rng.below(launches.len())]] {
+                *reserved = !*reserved;
+            }
+            "flip Reserved on a launch"
+        }
+        4 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::TerminateInstance { instance_id: instance.instance_id.clone() });
+            "terminate an existing instance"
+        }
+        5 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::RemoveCopy {
+                component: rng.pick(&components),
+                instance_id: instance.instance_id.clone(),
+            });
+            "remove a copy from an existing instance"
+        }
+        6 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::PlaceCopy {
+                component: rng.pick(&components),
+                instance_id: instance.instance_id.clone(),
+                model_name: None,
+            });
+            "place a copy on an existing instance"
+        }
+        7 => {
+            let pools: Vec<String> = scenario
+                .endpoint
+                .instance_pools
+                .iter()
+                .map(|p| p.instance_type.clone())
+                .chain(scenario.endpoint.instance_type.clone())
+                .collect();
+            actions.insert(
+                0,
+                Action::LaunchInstance {
+                    instance_id: String::new(),
+                    instance_type: rng.pick(&pools),
+                    availability_zone: rng.pick(&scenario.availability_zones),
+                    reserved: rng.chance(30),
+                },
+            );
+            // Keep ids in launch order: the inserted launch becomes new-1 and every old new-K,
+            // with the copies placed on it, becomes new-(K+1).
+            let mut next = 0;
+            for action in &mut actions {
+                if let Action::LaunchInstance { instance_id, .. } = action {
+                    next += 1;
+                    *instance_id = format!("new-{next}");
+                }
+            }
+            let mut shifted = Vec::new();
+            for action in actions {
+                shifted.push(match action {
+                    Action::PlaceCopy { component, instance_id, model_name } => {
+                        Action::PlaceCopy { component, instance_id: shift(&instance_id), model_name }
+                    }
+                    other => other,
+                });
+            }
+            actions = shifted;
+            "launch one more instance (empty)"
+        }
+        8 if !places.is_empty() && !launches.is_empty() => {
+            let target = match &actions[launches[rng.below(launches.len())]] {
+                Action::LaunchInstance { instance_id, .. } => instance_id.clone(),
+                _ => return None,
+            };
+            if let Action::PlaceCopy { instance_id, .. } = &mut actions[places[rng.below(places.len())]] {
+                *instance_id = target;
+            }
+            "move a new copy to another new instance"
+        }
+        9 if launches.len() > 1 => {
+            if let Action::LaunchInstance { instance_id, .. } = &mut actions[launches[0]] {
+                *instance_id = "new-0".to_string();
+            }
+            "misnumber a launch id"
+        }
+        _ => return None,
+    };
+    Some((label.to_string(), actions))
+}
+
+/// `new-K` → `new-(K+1)`; other ids unchanged.
+fn shift(id: &str) -> String {
+    match id.strip_prefix("new-").and_then(|n| n.parse::<u32>().ok()) {
+        Some(n) => format!("new-{}", n + 1),
+        None => id.to_string(),
+    }
+}
+
+/// Corrupts each greedy plan of a results directory in several ways, makes the reported
+/// objective and `Unplaced` consistent with the corrupted actions (so only hard constraints
+/// differ), and compares `verify` with the independent checker: any disagreement is printed.
+fn mutate_command(scenarios: &Path, results: &Path) -> ExitCode {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(scenarios) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(error) => {
+            eprintln!("{}: {error}", scenarios.display());
+            return ExitCode::from(2);
+        }
+    };
+    files.sort();
+    let (mut tried, mut disagreements) = (0, 0);
+    for (index, file) in files.iter().enumerate() {
+        let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let (Ok(scenario), Ok(problem)) = (serde_json::from_str::<Scenario>(&text), Problem::from_json(&text)) else {
+            continue;
+        };
+        for label in ["greedy", "exact"] {
+            let Ok(plan_text) = std::fs::read_to_string(results.join(format!("{name}.{label}.json"))) else { continue };
+            let Ok(plan) = serde_json::from_str::<Plan>(&plan_text) else { continue };
+            let mut rng = Rng::new(7, index as u64);
+            for kind in 0..10 {
+                let Some((what, actions)) = mutate(&mut rng, &scenario, &plan, kind) else { continue };
+                let mut corrupted = Plan { actions, ..plan.clone() };
+                let recomputed = check(&scenario, &corrupted);
+                corrupted.objective = recomputed.objective.clone();
+                corrupted.bound = None;
+                corrupted.unplaced = recomputed
+                    .missing
+                    .iter()
+                    .map(|(component, &missing)| Unplaced {
+                        inference_component_name: component.clone(),
+                        copy_count: missing,
+                        reasons: vec!["mutated".into()],
+                    })
+                    .collect();
+                let mine = check(&scenario, &corrupted);
+                let theirs = verify(&problem, &corrupted);
+                // SPREAD is a quality rule that `verify` reports and the checker reports too.
+                let mine_bad = !mine.violations.is_empty() || !mine.accounting.is_empty();
+                let theirs_bad = !theirs.is_empty();
+                tried += 1;
+                if mine_bad != theirs_bad {
+                    disagreements += 1;
+                    println!("{name} {label}: {what}: checker {:?} | verify {:?}", mine.violations, theirs);
+                    let _ = std::fs::write(
+                        results.join(format!("{name}.{label}.mutated-{kind}.json")),
+                        corrupted.to_json(),
+                    );
+                }
+            }
+        }
+    }
+    println!("{tried} corrupted plans, {disagreements} disagreements between verify and the independent checker");
+    ExitCode::from(u8::from(disagreements > 0))
+}
+
 fn check_command(scenario_path: &str, plan_path: &str) -> ExitCode {
     let read = |path: &str| std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"));
     let result = read(scenario_path).and_then(|s| read(plan_path).map(|p| (s, p))).and_then(|(s, p)| {
@@ -1313,6 +1557,10 @@ fn main() -> ExitCode {
             let limit = flag(&args, "--time-limit-ms").and_then(|n| n.parse().ok()).unwrap_or(5000);
             let out = flag(&args, "--out").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);
             run_command(Path::new(dir), &bin, limit, &out)
+        }
+        (Some("mutate"), Some(dir)) => {
+            let results = flag(&args, "--results").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);
+            mutate_command(Path::new(dir), &results)
         }
         (Some("check"), Some(scenario)) => match args.get(2) {
             Some(plan) => check_command(scenario, plan),
