@@ -24,7 +24,7 @@ pub enum ViolationKind {
     Eligibility,
     /// More launches of a (type, AZ) than `Reserved + Available`.
     Capacity,
-    /// Min/MaxInstanceCount broken.
+    /// Min/MaxInstanceCount broken, or an existing instance kept empty that they do not require.
     InstanceBounds,
     /// More copies than `CopyCount`.
     CopyCount,
@@ -169,6 +169,29 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
                     );
                 }
             }
+        }
+    }
+
+    // Existing instances that end up empty are released unless MinInstanceCount needs them
+    // (spec §2). Above MaxInstanceCount without launches they are reported just above.
+    let above_max_unlaunched = launches == 0 && scaling.max_instances.is_some_and(|max| size > u64::from(max));
+    if size > u64::from(scaling.min_instances) && !above_max_unlaunched {
+        let idle: Vec<&str> = fleet
+            .instances
+            .iter()
+            .filter(|instance| instance.existing.is_some() && instance.copies.values().all(|&count| count == 0))
+            .map(|instance| instance.id.as_str())
+            .collect();
+        if !idle.is_empty() {
+            push(
+                ViolationKind::InstanceBounds,
+                format!(
+                    "existing instance(s) {} end up empty and are kept, although the fleet ({size}) is above \
+                     MinInstanceCount {}: release them",
+                    idle.join(", "),
+                    scaling.min_instances
+                ),
+            );
         }
     }
 
@@ -336,6 +359,40 @@ mod tests {
         plan.unplaced.clear();
         let found: Vec<ViolationKind> = verify(&problem, &plan).into_iter().map(|v| v.kind).collect();
         assert_eq!(found, vec![ViolationKind::Accounting, ViolationKind::Accounting]);
+    }
+
+    #[test]
+    fn an_existing_instance_left_empty_is_released_unless_min_needs_it() {
+        let build = |min: u32| {
+            let scenario = ScenarioBuilder::new(["a"])
+                .pool("ml.g6.12xlarge", 1)
+                .component("llm", 1, 4, 0.0, 1024)
+                .instance_limits(min, None)
+                .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
+                .fleet_instance("idle", "ml.g6.12xlarge", "a", false)
+                .fleet_copies("llm", "busy", 1)
+                .build();
+            Problem::new(&scenario).unwrap()
+        };
+        let terminate = Action::TerminateInstance { instance_id: "idle".into() };
+        // Keeping the idle instance is a violation; releasing it is not.
+        assert_eq!(kinds(&build(0), vec![]), vec![ViolationKind::InstanceBounds]);
+        assert_eq!(kinds(&build(0), vec![terminate.clone()]), vec![]);
+        // MinInstanceCount 2 needs it: keeping it is right, releasing it breaks the minimum.
+        assert_eq!(kinds(&build(2), vec![]), vec![]);
+        assert_eq!(kinds(&build(2), vec![terminate]), vec![ViolationKind::InstanceBounds]);
+        // Removing the last copy without releasing the instance leaves it empty too.
+        let remove = Action::RemoveCopy { component: "llm".into(), instance_id: "busy".into() };
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("llm", 0, 4, 0.0, 1024)
+            .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("llm", "busy", 1)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        assert_eq!(kinds(&problem, vec![remove.clone()]), vec![ViolationKind::InstanceBounds]);
+        let release = Action::TerminateInstance { instance_id: "busy".into() };
+        assert_eq!(kinds(&problem, vec![remove, release]), vec![]);
     }
 
     #[test]

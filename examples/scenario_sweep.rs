@@ -1,0 +1,1577 @@
+//! A reproducible sweep of realistic scenarios through the `fleetplan` command line.
+//!
+//! ```text
+//! cargo build --release --features cli --example scenario_sweep
+//! target/release/examples/scenario_sweep generate DIR [--count 40] [--seed 1]
+//! target/release/examples/scenario_sweep run DIR --bin target/release/fleetplan \
+//!     [--time-limit-ms 5000] [--out DIR/results]
+//! target/release/examples/scenario_sweep check SCENARIO PLAN
+//! ```
+//!
+//! `generate` writes `N` spec-valid scenario JSON files (seeded xorshift, no other randomness):
+//! 5–60 components or a single-model endpoint, 1–4 AZs, 1–5 pool types from the built-in
+//! catalogue and custom `InstanceTypes`, with or without prices, capacity limits (incl.
+//! `Available: 0` and reservations), existing fleets (incl. types outside the pool, reserved
+//! instances, components above their desired count), Min/Max (incl. a fleet already above Max),
+//! SPREAD/BINPACK, MaxImbalance 0–2, `Specification` or `Specifications`, multi-GPU copies,
+//! CopyCount 0 and 1, and unknown keys that must be ignored. Every file is validated with
+//! `Problem::new` before it is written; a rejected one is reported (a generator or validator bug).
+//!
+//! `run` plans each scenario with the CLI (greedy, and exact with a time limit), verifies both
+//! plans with `fleetplan verify`, re-checks both with the independent checker below, compares
+//! the exact plan with greedy, with its own bound, with a flat-priority greedy witness and (when
+//! `Optimal`) with the exact answer on the same scenario with every list reversed, checks that
+//! outputs repeat byte for byte, and writes `results.tsv`. `check` runs the independent checker
+//! on one plan.
+//!
+//! The independent checker re-derives spec §2 from the scenario JSON alone (serde structs, the
+//! built-in catalogue) without `Problem`, `fleet` or `verify`, so a bug shared by those cannot
+//! hide itself: packing, eligibility, capacity and reservations, Min/Max, copy counts, removals,
+//! terminations, launch ids, the SPREAD rule from an empty fleet, and L1–L4 against `Objective`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use fleetplan::catalogue::builtin_instance_types;
+use fleetplan::*;
+use serde_json::Value;
+
+// ---------------------------------------------------------------------------------------------
+// Randomness: xorshift64*, seeded through splitmix64 so each scenario has its own stream.
+
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64, index: u64) -> Rng {
+        let mut z = seed.wrapping_add(index.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_add(0x632B_E59B_D9B4_E019);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        Rng(if z == 0 { 0x2545_F491_4F6C_DD1D } else { z })
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u32, hi: u32) -> u32 {
+        if hi <= lo {
+            lo
+        } else {
+            lo + self.below((hi - lo + 1) as usize) as u32
+        }
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())].clone()
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Instance types: the built-in catalogue, list prices (approximate public on-demand, us-east-1),
+// and a few custom types a user would add.
+
+const PRICES: &[(&str, f64)] = &[
+    ("ml.p5.48xlarge", 113.07),
+    ("ml.p5e.48xlarge", 120.0),
+    ("ml.p5en.48xlarge", 124.0),
+    ("ml.p4d.24xlarge", 37.69),
+    ("ml.p4de.24xlarge", 47.11),
+    ("ml.g5.xlarge", 1.408),
+    ("ml.g5.2xlarge", 1.515),
+    ("ml.g5.4xlarge", 2.03),
+    ("ml.g5.8xlarge", 3.06),
+    ("ml.g5.12xlarge", 7.09),
+    ("ml.g5.16xlarge", 5.12),
+    ("ml.g5.24xlarge", 10.18),
+    ("ml.g5.48xlarge", 20.36),
+    ("ml.g6.xlarge", 1.167),
+    ("ml.g6.2xlarge", 1.222),
+    ("ml.g6.4xlarge", 1.6),
+    ("ml.g6.8xlarge", 2.5),
+    ("ml.g6.12xlarge", 5.752),
+    ("ml.g6.16xlarge", 4.2),
+    ("ml.g6.24xlarge", 8.3),
+    ("ml.g6.48xlarge", 13.35),
+    ("ml.g6e.xlarge", 2.24),
+    ("ml.g6e.2xlarge", 2.71),
+    ("ml.g6e.4xlarge", 3.6),
+    ("ml.g6e.8xlarge", 5.45),
+    ("ml.g6e.12xlarge", 13.12),
+    ("ml.g6e.16xlarge", 9.1),
+    ("ml.g6e.24xlarge", 16.4),
+    ("ml.g6e.48xlarge", 30.13),
+    ("ml.inf2.xlarge", 0.99),
+    ("ml.inf2.8xlarge", 2.36),
+    ("ml.inf2.24xlarge", 7.79),
+    ("ml.inf2.48xlarge", 15.58),
+];
+
+/// Custom types: (name, accelerators, accelerator GiB, vCPUs, MiB, price).
+const CUSTOM: &[(&str, u32, u32, u32, u32, f64)] = &[
+    ("ml.trn1.32xlarge", 16, 32, 128, 524_288, 24.78),
+    ("ml.g4dn.12xlarge", 4, 16, 48, 196_608, 4.89),
+    ("ml.c7i.8xlarge", 0, 0, 32, 65_536, 1.71),
+];
+
+#[derive(Clone)]
+struct Shape {
+    name: String,
+    accelerators: u32,
+    vcpus: u32,
+    memory_mib: u32,
+    price: f64,
+    custom: Option<InstanceTypeSpec>,
+}
+
+fn shapes() -> Vec<Shape> {
+    let mut out: Vec<Shape> = builtin_instance_types()
+        .into_iter()
+        .map(|spec| Shape {
+            price: PRICES.iter().find(|(n, _)| *n == spec.instance_type).map_or(1.0, |&(_, p)| p),
+            name: spec.instance_type.clone(),
+            accelerators: spec.accelerator_count as u32,
+            vcpus: spec.v_cpu_count as u32,
+            memory_mib: spec.memory_in_mb as u32,
+            custom: None,
+        })
+        .collect();
+    for &(name, accelerators, gib, vcpus, memory_mib, price) in CUSTOM {
+        out.push(Shape {
+            name: name.into(),
+            accelerators,
+            vcpus,
+            memory_mib,
+            price,
+            custom: Some(InstanceTypeSpec {
+                instance_type: name.into(),
+                accelerator_count: f64::from(accelerators),
+                accelerator_memory_gib: f64::from(gib),
+                v_cpu_count: f64::from(vcpus),
+                memory_in_mb: f64::from(memory_mib),
+                hourly_price: None,
+            }),
+        });
+    }
+    out
+}
+
+/// The family a type belongs to, so pools hold types a user would really list together.
+fn family(shape: &Shape) -> usize {
+    match shape.accelerators {
+        0 | 1 => 0,
+        2..=6 => 1,
+        _ => 2,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The generator.
+
+/// Requirement (accelerators, cores (None = absent), MiB) that fits `shape` (or, rarely, nothing).
+fn requirement_for(rng: &mut Rng, shape: &Shape, oversized: bool) -> (u32, Option<f64>, u32) {
+    if oversized {
+        return (shape.accelerators + rng.range(1, 8), Some(4.0), 65_536);
+    }
+    let accelerators = if shape.accelerators == 0 || rng.chance(10) {
+        0
+    } else {
+        let options: Vec<u32> = [1, 1, 1, 2, 2, 4, 8].into_iter().filter(|&a| a <= shape.accelerators).collect();
+        rng.pick(&options)
+    };
+    let cores = [None, Some(0.25), Some(0.5), Some(1.0), Some(2.0), Some(4.0), Some(8.0), Some(16.0)];
+    let cores: Vec<Option<f64>> =
+        cores.into_iter().filter(|c| c.is_none_or(|c| c <= f64::from(shape.vcpus) / 2.0)).collect();
+    let memory = [512u32, 2_048, 4_096, 8_192, 16_384, 24_576, 32_768, 65_536, 131_072, 262_144];
+    let memory: Vec<u32> = memory.into_iter().filter(|&m| m <= shape.memory_mib / 2).collect();
+    (accelerators, rng.pick(&cores), if memory.is_empty() { 128 } else { rng.pick(&memory) })
+}
+
+fn specification(
+    requirement: (u32, Option<f64>, u32),
+    instance_type: Option<String>,
+    model_name: Option<String>,
+    scheduling: Option<SchedulingConfig>,
+) -> ComponentSpecification {
+    let (accelerators, cores, memory) = requirement;
+    ComponentSpecification {
+        instance_type,
+        model_name,
+        compute_resource_requirements: ComputeResourceRequirements {
+            number_of_accelerator_devices_required: Some(f64::from(accelerators)),
+            number_of_cpu_cores_required: cores,
+            min_memory_required_in_mb: f64::from(memory),
+        },
+        scheduling_config: scheduling,
+    }
+}
+
+/// What a generated scenario is, in a few words (for the results table).
+struct Generated {
+    scenario: Scenario,
+    /// Rename `DesiredInstanceCount` to its alias `InitialInstanceCount`.
+    alias: bool,
+    /// Add unknown keys that must be ignored.
+    extra_keys: bool,
+}
+
+fn generate(seed: u64, index: u64) -> Generated {
+    let mut rng = Rng::new(seed, index);
+    let all = shapes();
+    let az_count = rng.range(1, 4) as usize;
+    let region = rng.pick(&["us-east-1", "us-west-2", "eu-west-1"]);
+    let azs: Vec<String> = (0..az_count).map(|z| format!("{region}{}", (b'a' + z as u8) as char)).collect();
+    let single_model = rng.chance(12);
+    let family_wanted = rng.below(3);
+
+    // Pool types: mostly one family, sometimes a neighbour; custom types now and then.
+    let pool_count = rng.range(1, 5) as usize;
+    let mut pool: Vec<Shape> = Vec::new();
+    while pool.len() < pool_count {
+        let wanted = if rng.chance(20) { rng.below(3) } else { family_wanted };
+        let candidates: Vec<&Shape> = all
+            .iter()
+            .filter(|s| family(s) == wanted && !pool.iter().any(|p| p.name == s.name))
+            .filter(|s| s.custom.is_none() || rng.chance(30))
+            .collect();
+        if candidates.is_empty() {
+            continue;
+        }
+        pool.push(candidates[rng.below(candidates.len())].clone());
+    }
+    let mut scenario = Scenario { availability_zones: azs.clone(), ..Default::default() };
+    scenario.endpoint.endpoint_name = format!("endpoint-{index}");
+    scenario.endpoint.variant_name = rng.pick(&["AllTraffic", "primary", "blue"]).to_string();
+
+    // Priorities: 1, 2, 3 … usually; sometimes ties or gaps.
+    let mut priority = 1u32;
+    let shorthand = pool.len() == 1 && rng.chance(40);
+    for (position, shape) in pool.iter().enumerate() {
+        if position > 0 {
+            priority = (priority + if rng.chance(15) { 0 } else { rng.range(1, 2) }).min(5);
+        }
+        if shorthand {
+            scenario.endpoint.instance_type = Some(shape.name.clone());
+        } else {
+            scenario.endpoint.instance_pools.push(InstancePool {
+                instance_type: shape.name.clone(),
+                priority: f64::from(priority),
+                model_name_override: rng.chance(25).then(|| format!("build-{}", shape.name.trim_start_matches("ml."))),
+            });
+        }
+    }
+
+    // Fleet-only types: same family as the pool, not in it.
+    let outside: Vec<Shape> =
+        all.iter().filter(|s| family(s) == family_wanted && !pool.iter().any(|p| p.name == s.name)).cloned().collect();
+    let fleet_size = if rng.chance(45) { 0 } else { rng.range(1, if single_model { 6 } else { 12 }) as usize };
+    let mut fleet_shapes: Vec<(Shape, bool)> = Vec::new();
+    for _ in 0..fleet_size {
+        if !outside.is_empty() && rng.chance(15) {
+            fleet_shapes.push((rng.pick(&outside), false));
+        } else {
+            fleet_shapes.push((rng.pick(&pool), true));
+        }
+    }
+
+    // Prices: all, some, or none. Custom types must be declared either way.
+    let pricing = rng.below(100);
+    let mut declared: BTreeSet<String> = BTreeSet::new();
+    for shape in pool.iter().chain(fleet_shapes.iter().map(|(s, _)| s)) {
+        if !declared.insert(shape.name.clone()) {
+            continue;
+        }
+        let priced = pricing < 65 || (pricing < 80 && rng.chance(50));
+        let price = priced.then_some(shape.price);
+        match &shape.custom {
+            Some(spec) => scenario.instance_types.push(InstanceTypeSpec { hourly_price: price, ..spec.clone() }),
+            None if priced => {
+                let builtin = builtin_instance_types().into_iter().find(|t| t.instance_type == shape.name);
+                if let Some(spec) = builtin {
+                    scenario.instance_types.push(InstanceTypeSpec { hourly_price: price, ..spec });
+                }
+            }
+            None => {}
+        }
+    }
+
+    // Capacity per (pool type, AZ); the big types are scarcer.
+    for shape in &pool {
+        for az in &azs {
+            let roll = rng.below(100) + if family(shape) == 2 { 20 } else { 0 };
+            let (available, reserved) = match roll {
+                0..=49 => continue,
+                50..=64 => (Some(0), 0),
+                65..=72 => (Some(0), rng.range(1, 2)),
+                73..=89 => (Some(rng.range(1, 6)), if rng.chance(20) { 1 } else { 0 }),
+                _ => {
+                    if rng.chance(50) {
+                        (None, rng.range(1, 3))
+                    } else {
+                        (Some(rng.range(0, 2)), rng.range(0, 1))
+                    }
+                }
+            };
+            scenario.capacity.push(CapacityEntry {
+                instance_type: shape.name.clone(),
+                availability_zone: az.clone(),
+                available: available.map(f64::from),
+                reserved: f64::from(reserved),
+            });
+        }
+    }
+
+    // Components.
+    let component_count = if single_model { 0 } else { rng.range(5, 60) as usize };
+    let mut components: Vec<InferenceComponent> = Vec::new();
+    // For each component, the pool types it may use (None = all, with one Specification).
+    let mut allowed: Vec<Option<Vec<String>>> = Vec::new();
+    // Resources per copy on each type it may use.
+    let mut needs: Vec<BTreeMap<String, (u32, u32, u32)>> = Vec::new();
+    let to_need = |(a, c, m): (u32, Option<f64>, u32)| (a, (c.unwrap_or(0.0) * 1000.0).ceil() as u32, m);
+    for c in 0..component_count {
+        let name = format!("{}-{c:02}", rng.pick(&["chat", "embed", "rerank", "vision", "code", "asr", "llm"]));
+        let balance = rng.chance(65).then(|| AvailabilityZoneBalance {
+            enforcement_mode: rng.chance(80).then(|| "PERMISSIVE".to_string()),
+            max_imbalance: if rng.chance(10) { None } else { Some(f64::from(rng.range(0, 2))) },
+        });
+        let scheduling = (balance.is_some() || rng.chance(60)).then(|| SchedulingConfig {
+            placement_strategy: match rng.below(5) {
+                0 => None,
+                1 | 2 => Some("SPREAD".into()),
+                _ => Some("BINPACK".into()),
+            },
+            availability_zone_balance: balance,
+        });
+        let oversized = rng.chance(4);
+        let mut component = InferenceComponent {
+            inference_component_name: name.clone(),
+            runtime_config: RuntimeConfig {
+                copy_count: f64::from(match rng.below(100) {
+                    0..=4 => 0,
+                    5..=14 => 1,
+                    15..=64 => rng.range(2, 4),
+                    65..=92 => rng.range(5, 10),
+                    _ => rng.range(11, 24),
+                }),
+            },
+            ..Default::default()
+        };
+        let mut need = BTreeMap::new();
+        if pool.len() > 1 && rng.chance(35) {
+            let mut types: Vec<Shape> = pool.clone();
+            rng.shuffle(&mut types);
+            types.truncate(rng.range(1, pool.len() as u32) as usize);
+            // Keep the pool's order, as a user would list them.
+            types.sort_by_key(|t| pool.iter().position(|p| p.name == t.name));
+            let on_first_only = rng.chance(20);
+            let mut specs = Vec::new();
+            for (position, shape) in types.iter().enumerate() {
+                let requirement = requirement_for(&mut rng, shape, oversized);
+                need.insert(shape.name.clone(), to_need(requirement));
+                let model = rng.chance(60).then(|| format!("{name}-{}", shape.name.trim_start_matches("ml.")));
+                let config = if on_first_only && position > 0 { None } else { scheduling.clone() };
+                specs.push(specification(requirement, Some(shape.name.clone()), model, config));
+            }
+            allowed.push(Some(types.iter().map(|t| t.name.clone()).collect()));
+            component.specifications = Some(specs);
+        } else {
+            let target = rng.pick(&pool);
+            let requirement = requirement_for(&mut rng, &target, oversized);
+            for shape in all.iter() {
+                need.insert(shape.name.clone(), to_need(requirement));
+            }
+            allowed.push(None);
+            component.specification =
+                Some(specification(requirement, None, rng.chance(50).then(|| format!("{name}-model")), scheduling));
+        }
+        needs.push(need);
+        components.push(component);
+    }
+
+    // Existing fleet with copies that fit.
+    let mut existing = vec![0u32; components.len()];
+    for (position, (shape, _in_pool)) in fleet_shapes.iter().enumerate() {
+        let id = format!("i-{:04x}", rng.below(0xffff) * 16 + position);
+        scenario.fleet.instances.push(FleetInstance {
+            instance_id: id.clone(),
+            instance_type: shape.name.clone(),
+            availability_zone: rng.pick(&azs),
+            reserved: rng.chance(20),
+        });
+        if single_model || components.is_empty() || rng.chance(15) {
+            continue; // idle (or single-model: one implicit copy each)
+        }
+        let mut used = (0u32, 0u32, 0u32);
+        for _ in 0..rng.range(1, 4) {
+            let c = rng.below(components.len());
+            let eligible = match &allowed[c] {
+                None => true,
+                Some(types) => types.contains(&shape.name),
+            };
+            let Some(&(a, m_cpu, mem)) = needs[c].get(&shape.name) else { continue };
+            if !eligible {
+                continue;
+            }
+            let count = rng.range(1, 3);
+            let after = (used.0 + a * count, used.1 + m_cpu * count, used.2 + mem * count);
+            if after.0 <= shape.accelerators && after.1 <= shape.vcpus * 1000 && after.2 <= shape.memory_mib {
+                used = after;
+                existing[c] += count;
+                scenario.fleet.copies.push(FleetCopy {
+                    inference_component_name: components[c].inference_component_name.clone(),
+                    instance_id: id.clone(),
+                    copy_count: f64::from(count),
+                });
+            }
+        }
+    }
+    // Scale-in: some components want fewer copies than run now.
+    for (component, &running) in components.iter_mut().zip(&existing) {
+        if running > 0 && rng.chance(30) {
+            component.runtime_config.copy_count = f64::from(rng.range(0, running - 1));
+        }
+    }
+    scenario.inference_components = components;
+
+    // Single-model endpoint.
+    if single_model {
+        scenario.endpoint.model_name = Some("single-model".into());
+        scenario.endpoint.desired_instance_count = Some(f64::from(rng.range(0, 10)));
+        if !scenario.fleet.instances.is_empty() && rng.chance(30) {
+            // Explicit copies on some instances instead of "every instance runs one".
+            let ids: Vec<String> = scenario.fleet.instances.iter().map(|i| i.instance_id.clone()).collect();
+            for id in ids {
+                if rng.chance(60) {
+                    scenario.fleet.copies.push(FleetCopy {
+                        inference_component_name: scenario.endpoint.variant_name.clone(),
+                        instance_id: id,
+                        copy_count: 1.0,
+                    });
+                }
+            }
+        }
+    }
+
+    // Min / Max.
+    if rng.chance(80) {
+        let fleet_len = scenario.fleet.instances.len() as u32;
+        let mut min = if rng.chance(70) { 0 } else { rng.range(1, 4) };
+        // Copies a scenario wants, as a rough scale for a generous maximum.
+        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count as u32).sum();
+        let max = match rng.below(100) {
+            0..=39 => None,
+            40..=74 => Some(rng.range(fleet_len + wanted / 4, fleet_len + wanted.max(4))),
+            75..=84 => Some(rng.range(min.max(1), 10)),
+            _ if fleet_len > 1 => Some(rng.range(0, fleet_len - 1)),
+            _ => Some(rng.range(0, 3)),
+        };
+        if let Some(max) = max {
+            min = min.min(max);
+        }
+        scenario.endpoint.managed_instance_scaling = Some(ManagedInstanceScaling {
+            status: rng.chance(80).then(|| "ENABLED".to_string()),
+            min_instance_count: (min > 0 || rng.chance(50)).then_some(f64::from(min)),
+            max_instance_count: max.map(f64::from),
+            scale_in_policy: rng.chance(40).then(|| ScaleInPolicySpec {
+                strategy: Some(rng.pick(&["IDLE_RELEASE", "CONSOLIDATION"]).to_string()),
+                cooldown_in_minutes: rng.chance(50).then(|| f64::from(rng.range(5, 60))),
+                maximum_step_size: rng.chance(50).then(|| f64::from(rng.range(1, 4))),
+            }),
+        });
+    }
+    Generated { scenario, alias: single_model && rng.chance(30), extra_keys: rng.chance(30) }
+}
+
+/// Drops `null`s (absent and null mean the same) except `Available`, whose null is spelled out
+/// by the contract, and empty lists; writes whole numbers as integers.
+fn tidy(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|key, v| {
+                let dropped_null = v.is_null() && key != "Available";
+                let empty_list = matches!(v, Value::Array(items) if items.is_empty());
+                !dropped_null && !empty_list
+            });
+            for v in map.values_mut() {
+                tidy(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(tidy),
+        // Whole numbers as integers, the way a user writes them (`4`, not `4.0`).
+        Value::Number(number) => {
+            if let Some(whole) = number.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15) {
+                *value = Value::from(whole as i64);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn to_json(generated: &Generated) -> String {
+    let mut value = serde_json::to_value(&generated.scenario).expect("a scenario serialises");
+    tidy(&mut value);
+    if let Some(endpoint) = value.get_mut("Endpoint").and_then(Value::as_object_mut) {
+        if generated.alias {
+            if let Some(count) = endpoint.remove("DesiredInstanceCount") {
+                endpoint.insert("InitialInstanceCount".into(), count);
+            }
+        }
+        if generated.extra_keys {
+            endpoint.insert("EndpointConfigName".into(), Value::from("config-1"));
+            endpoint
+                .insert("RoutingConfig".into(), serde_json::json!({"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}));
+        }
+    }
+    if generated.extra_keys {
+        if let Some(map) = value.as_object_mut() {
+            map.insert("Tags".into(), serde_json::json!([{"Key": "team", "Value": "ml-platform"}]));
+        }
+        if let Some(components) = value.get_mut("InferenceComponents").and_then(Value::as_array_mut) {
+            for component in components {
+                if let Some(map) = component.as_object_mut() {
+                    map.insert(
+                        "StartupParameters".into(),
+                        serde_json::json!({"ModelDataDownloadTimeoutInSeconds": 600}),
+                    );
+                }
+            }
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&value).expect("JSON serialises");
+    text.push('\n');
+    text
+}
+
+fn generate_command(dir: &Path, count: u64, seed: u64) -> ExitCode {
+    if let Err(error) = std::fs::create_dir_all(dir) {
+        eprintln!("{}: {error}", dir.display());
+        return ExitCode::from(2);
+    }
+    let mut rejected = 0;
+    for index in 0..count {
+        let generated = generate(seed, index);
+        let text = to_json(&generated);
+        let name = format!("sweep-{seed}-{index:03}.json");
+        if let Err(error) = Problem::from_json(&text) {
+            rejected += 1;
+            eprintln!("{name}: rejected by validation (generator or validator bug):\n{error}");
+        }
+        if let Err(error) = std::fs::write(dir.join(&name), text) {
+            eprintln!("{name}: {error}");
+            return ExitCode::from(2);
+        }
+    }
+    println!("wrote {count} scenarios to {} ({rejected} rejected by validation)", dir.display());
+    ExitCode::from(u8::from(rejected > 0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The independent checker.
+
+struct TypeFacts {
+    offer: (u64, u64, u64),
+    price: Option<f64>,
+    priority: u8,
+    in_pool: bool,
+}
+
+/// Accelerators, milli-cores, MiB.
+type Need = (u64, u64, u64);
+
+/// Name, copy count, requirement per type (absent = may not run there), SPREAD, MaxImbalance.
+type ComponentFacts = (String, u64, BTreeMap<String, Need>, bool, Option<u64>);
+
+/// An instance of the final fleet: type, AZ, reserved, copies per component, existing.
+type CheckedInstance = (String, String, bool, BTreeMap<String, u64>, bool);
+
+struct Facts {
+    azs: Vec<String>,
+    types: BTreeMap<String, TypeFacts>,
+    /// Per component: name, copy count, requirement per type (None = may not run there),
+    /// SPREAD, MaxImbalance.
+    components: Vec<ComponentFacts>,
+    /// (type, az) → (reserved, available).
+    limits: BTreeMap<(String, String), (u64, Option<u64>)>,
+    min: u64,
+    max: Option<u64>,
+    /// id → (type, az, reserved, copies per component).
+    fleet: BTreeMap<String, (String, String, bool, BTreeMap<String, u64>)>,
+    /// Whether the starting fleet has any copy (the SPREAD rule is judged only without).
+    empty_start: bool,
+    /// (component, type) → model names some reading of the contract runs there: the
+    /// specification's `ModelName`, the pool's `ModelNameOverride`, the endpoint's `ModelName`.
+    builds: BTreeMap<(String, String), BTreeSet<String>>,
+}
+
+fn need_of(requirements: &ComputeResourceRequirements) -> (u64, u64, u64) {
+    (
+        requirements.number_of_accelerator_devices_required.unwrap_or(0.0) as u64,
+        (requirements.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil() as u64,
+        requirements.min_memory_required_in_mb.ceil() as u64,
+    )
+}
+
+fn facts(scenario: &Scenario) -> Facts {
+    let mut catalogue: BTreeMap<String, InstanceTypeSpec> =
+        builtin_instance_types().into_iter().map(|t| (t.instance_type.clone(), t)).collect();
+    for spec in &scenario.instance_types {
+        catalogue.insert(spec.instance_type.clone(), spec.clone());
+    }
+    let mut pools: Vec<(String, u8)> =
+        scenario.endpoint.instance_pools.iter().map(|p| (p.instance_type.clone(), p.priority as u8)).collect();
+    if let Some(name) = &scenario.endpoint.instance_type {
+        pools.push((name.clone(), 1));
+    }
+    let mut types = BTreeMap::new();
+    let mut add = |name: &str, priority: u8, in_pool: bool| {
+        if let Some(spec) = catalogue.get(name) {
+            types.entry(name.to_string()).or_insert(TypeFacts {
+                offer: (
+                    spec.accelerator_count as u64,
+                    (spec.v_cpu_count * 1000.0).floor() as u64,
+                    spec.memory_in_mb.floor() as u64,
+                ),
+                price: spec.hourly_price,
+                priority,
+                in_pool,
+            });
+        }
+    };
+    for (name, priority) in &pools {
+        add(name, *priority, true);
+    }
+    for instance in &scenario.fleet.instances {
+        add(&instance.instance_type, 6, false);
+    }
+    let mut components = Vec::new();
+    if scenario.inference_components.is_empty() {
+        let whole: BTreeMap<String, (u64, u64, u64)> = types.iter().map(|(name, t)| (name.clone(), t.offer)).collect();
+        let count = scenario.endpoint.desired_instance_count.unwrap_or(0.0) as u64;
+        components.push((scenario.endpoint.variant_name.clone(), count, whole, true, Some(1)));
+    }
+    for component in &scenario.inference_components {
+        let mut requirements = BTreeMap::new();
+        let mut config = None;
+        if let Some(spec) = &component.specification {
+            for name in types.keys() {
+                requirements.insert(name.clone(), need_of(&spec.compute_resource_requirements));
+            }
+            config = spec.scheduling_config.clone();
+        }
+        for spec in component.specifications.iter().flatten() {
+            if let Some(name) = &spec.instance_type {
+                requirements.insert(name.clone(), need_of(&spec.compute_resource_requirements));
+            }
+            config = config.or_else(|| spec.scheduling_config.clone());
+        }
+        let spread = config.as_ref().and_then(|c| c.placement_strategy.as_deref()) != Some("BINPACK");
+        let max_imbalance = config
+            .as_ref()
+            .and_then(|c| c.availability_zone_balance.as_ref())
+            .map(|b| b.max_imbalance.unwrap_or(0.0) as u64);
+        components.push((
+            component.inference_component_name.clone(),
+            component.runtime_config.copy_count as u64,
+            requirements,
+            spread,
+            max_imbalance,
+        ));
+    }
+    let limits = scenario
+        .capacity
+        .iter()
+        .map(|c| {
+            ((c.instance_type.clone(), c.availability_zone.clone()), (c.reserved as u64, c.available.map(|a| a as u64)))
+        })
+        .collect();
+    let scaling = scenario.endpoint.managed_instance_scaling.clone().unwrap_or_default();
+    let mut fleet: BTreeMap<String, (String, String, bool, BTreeMap<String, u64>)> = scenario
+        .fleet
+        .instances
+        .iter()
+        .map(|i| {
+            (i.instance_id.clone(), (i.instance_type.clone(), i.availability_zone.clone(), i.reserved, BTreeMap::new()))
+        })
+        .collect();
+    if scenario.inference_components.is_empty() && scenario.fleet.copies.is_empty() && !components.is_empty() {
+        for entry in fleet.values_mut() {
+            entry.3.insert(scenario.endpoint.variant_name.clone(), 1);
+        }
+    }
+    for copy in &scenario.fleet.copies {
+        if let Some(entry) = fleet.get_mut(&copy.instance_id) {
+            if copy.copy_count > 0.0 {
+                *entry.3.entry(copy.inference_component_name.clone()).or_insert(0) += copy.copy_count as u64;
+            }
+        }
+    }
+    let empty_start = fleet.values().all(|entry| entry.3.is_empty());
+    let mut builds: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let overrides: BTreeMap<&str, &str> = scenario
+        .endpoint
+        .instance_pools
+        .iter()
+        .filter_map(|p| p.model_name_override.as_deref().map(|m| (p.instance_type.as_str(), m)))
+        .collect();
+    for (name, _, requirements, ..) in &components {
+        let specs: Vec<&ComponentSpecification> = scenario
+            .inference_components
+            .iter()
+            .filter(|c| c.inference_component_name == *name)
+            .flat_map(|c| c.specification.iter().chain(c.specifications.iter().flatten()))
+            .collect();
+        for type_name in requirements.keys() {
+            let entry = builds.entry((name.clone(), type_name.clone())).or_default();
+            for spec in &specs {
+                if spec.instance_type.as_ref().is_none_or(|t| t == type_name) {
+                    entry.extend(spec.model_name.clone());
+                }
+            }
+            entry.extend(overrides.get(type_name.as_str()).map(|m| m.to_string()));
+            entry.extend(scenario.endpoint.model_name.clone());
+        }
+    }
+    Facts {
+        azs: scenario.availability_zones.clone(),
+        types,
+        components,
+        limits,
+        min: scaling.min_instance_count.unwrap_or(0.0) as u64,
+        max: scaling.max_instance_count.map(|m| m as u64),
+        fleet,
+        empty_start,
+        builds,
+    }
+}
+
+/// What the checker found: violations, and the objective it recomputed.
+struct Checked {
+    /// Broken hard constraints and structural errors.
+    violations: Vec<String>,
+    /// Where the plan's own `Objective` and `Unplaced` disagree with the recomputation.
+    accounting: Vec<String>,
+    /// L1–L4 recomputed from the actions.
+    objective: Objective,
+    /// Copies short of CopyCount, per component (only components short of it).
+    missing: BTreeMap<String, u64>,
+}
+
+fn check(scenario: &Scenario, plan: &Plan) -> Checked {
+    let facts = facts(scenario);
+    let mut violations = Vec::new();
+    // Instances: id → (type, az, reserved, copies, existing).
+    let mut instances: BTreeMap<String, CheckedInstance> = facts
+        .fleet
+        .iter()
+        .map(|(id, (t, z, r, c))| (id.clone(), (t.clone(), z.clone(), *r, c.clone(), true)))
+        .collect();
+    let mut launches: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    let mut launch_number = 0;
+    let mut placed_per_component: BTreeMap<String, u64> = BTreeMap::new();
+    let mut removed_per_component: BTreeMap<String, u64> = BTreeMap::new();
+    let mut terminated = BTreeSet::new();
+    for action in &plan.actions {
+        match action {
+            Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
+                launch_number += 1;
+                if *instance_id != format!("new-{launch_number}") {
+                    violations.push(format!("launch {launch_number} is named {instance_id}"));
+                }
+                if !facts.types.get(instance_type).is_some_and(|t| t.in_pool) {
+                    violations.push(format!("{instance_id}: launches {instance_type}, not a pool type"));
+                }
+                if !facts.azs.contains(availability_zone) {
+                    violations.push(format!("{instance_id}: unknown AZ {availability_zone}"));
+                }
+                let entry = launches.entry((instance_type.clone(), availability_zone.clone())).or_default();
+                entry.0 += 1;
+                entry.1 += u64::from(*reserved);
+                if instances
+                    .insert(
+                        instance_id.clone(),
+                        (instance_type.clone(), availability_zone.clone(), *reserved, BTreeMap::new(), false),
+                    )
+                    .is_some()
+                {
+                    violations.push(format!("{instance_id} launched twice or clashes with the fleet"));
+                }
+            }
+            Action::PlaceCopy { component, instance_id, model_name } => {
+                *placed_per_component.entry(component.clone()).or_default() += 1;
+                match instances.get_mut(instance_id) {
+                    Some(instance) => {
+                        // Which build runs is the project's choice where the contract is
+                        // silent; only a name that no rule gives for this type is wrong.
+                        if let Some(name) = model_name {
+                            if !facts
+                                .builds
+                                .get(&(component.clone(), instance.0.clone()))
+                                .is_some_and(|b| b.contains(name))
+                            {
+                                violations.push(format!(
+                                    "{component} on {instance_id}: model {name:?} is no build for {}",
+                                    instance.0
+                                ));
+                            }
+                        }
+                        let eligible = facts.types.get(&instance.0).is_some_and(|t| t.in_pool)
+                            && facts.components.iter().any(|c| c.0 == *component && c.2.contains_key(&instance.0));
+                        if !eligible {
+                            violations
+                                .push(format!("{component} placed on {instance_id} ({}): not eligible", instance.0));
+                        }
+                        *instance.3.entry(component.clone()).or_default() += 1;
+                    }
+                    None => violations.push(format!("{component} placed on unknown instance {instance_id}")),
+                }
+            }
+            Action::RemoveCopy { component, instance_id } => {
+                *removed_per_component.entry(component.clone()).or_default() += 1;
+                match instances.get_mut(instance_id).filter(|i| i.4) {
+                    Some(instance) => match instance.3.get_mut(component) {
+                        Some(count) if *count > 0 => *count -= 1,
+                        _ => violations.push(format!("removes a {component} copy {instance_id} does not run")),
+                    },
+                    None => violations.push(format!("removes a copy from {instance_id}, not an existing instance")),
+                }
+            }
+            Action::TerminateInstance { instance_id } => {
+                if !facts.fleet.contains_key(instance_id) {
+                    violations.push(format!("terminates {instance_id}, not an existing instance"));
+                }
+                if !terminated.insert(instance_id.clone()) {
+                    violations.push(format!("terminates {instance_id} twice"));
+                }
+            }
+        }
+    }
+    for id in &terminated {
+        if let Some(instance) = instances.remove(id) {
+            if instance.3.values().any(|&c| c > 0) {
+                violations.push(format!("terminates {id}, which still runs copies"));
+            }
+        }
+    }
+    // Removals only of components above their desired count; never together with placements.
+    for (component, removed) in &removed_per_component {
+        let desired = facts.components.iter().find(|c| c.0 == *component).map_or(0, |c| c.1);
+        let running: u64 = facts.fleet.values().map(|i| i.3.get(component).copied().unwrap_or(0)).sum();
+        if running.saturating_sub(*removed) < desired {
+            violations.push(format!("removes {removed} {component} copies: {running} run, {desired} desired"));
+        }
+        if placed_per_component.get(component).is_some_and(|&p| p > 0) {
+            violations.push(format!("{component}: copies both removed and placed (a move)"));
+        }
+    }
+    // Packing.
+    for (id, (type_name, _, _, copies, _)) in &instances {
+        let Some(facts_of_type) = facts.types.get(type_name) else { continue };
+        let mut used = (0u64, 0u64, 0u64);
+        for (component, &count) in copies {
+            match facts.components.iter().find(|c| c.0 == *component).and_then(|c| c.2.get(type_name)) {
+                Some(need) => {
+                    used = (used.0 + need.0 * count, used.1 + need.1 * count, used.2 + need.2 * count);
+                }
+                None if count > 0 => violations.push(format!("{id}: runs {component}, which has no requirement there")),
+                None => {}
+            }
+        }
+        let offer = facts_of_type.offer;
+        if used.0 > offer.0 || used.1 > offer.1 || used.2 > offer.2 {
+            violations.push(format!("{id} ({type_name}) overbooked: uses {used:?} of {offer:?}"));
+        }
+    }
+    // Capacity and reservations.
+    for ((type_name, az), (count, reserved)) in &launches {
+        let (slots, available) = facts.limits.get(&(type_name.clone(), az.clone())).copied().unwrap_or((0, None));
+        if let Some(available) = available {
+            if *count > slots + available {
+                violations.push(format!("{count} launches of {type_name} in {az}, limit {}", slots + available));
+            }
+        }
+        if *reserved > slots {
+            violations.push(format!("{reserved} reserved launches of {type_name} in {az}, {slots} reservation slots"));
+        }
+    }
+    // Instance bounds.
+    let size = instances.len() as u64;
+    if size < facts.min {
+        violations.push(format!("{size} instances < MinInstanceCount {}", facts.min));
+    }
+    if let Some(max) = facts.max {
+        if launch_number > 0 && size > max {
+            violations.push(format!("{size} instances > MaxInstanceCount {max} while launching"));
+        }
+    }
+    // Empty existing instances kept beyond the minimum.
+    let idle_existing = instances.values().filter(|i| i.4 && i.3.values().all(|&c| c == 0)).count() as u64;
+    if idle_existing > 0 && size > facts.min {
+        violations.push(format!("{idle_existing} existing instances left empty with {size} > Min {}", facts.min));
+    }
+    // Copy counts and objective.
+    let mut placed = 0;
+    let mut balance_excess = 0;
+    for (name, desired, requirements, spread, max_imbalance) in &facts.components {
+        let mut per_az: BTreeMap<&str, u64> = facts.azs.iter().map(|z| (z.as_str(), 0)).collect();
+        for (_, az, _, copies, _) in instances.values() {
+            *per_az.entry(az.as_str()).or_default() += copies.get(name).copied().unwrap_or(0);
+        }
+        let total: u64 = per_az.values().sum();
+        placed += total;
+        if total > *desired {
+            violations.push(format!("{name}: {total} copies in the final fleet, CopyCount {desired}"));
+        }
+        if let Some(limit) = max_imbalance {
+            let most = per_az.values().max().copied().unwrap_or(0);
+            let fewest = per_az.values().min().copied().unwrap_or(0);
+            balance_excess += (most - fewest).saturating_sub(*limit);
+        }
+        // SPREAD from an empty fleet: in each AZ, no instance holds ≥ 2 more than another
+        // eligible instance there with room for one more copy.
+        if *spread && facts.empty_start {
+            for az in &facts.azs {
+                let here: Vec<(&String, &CheckedInstance)> = instances.iter().filter(|(_, i)| i.1 == *az).collect();
+                for (id_high, high) in &here {
+                    let high_count = high.3.get(name).copied().unwrap_or(0);
+                    for (id_low, low) in &here {
+                        let low_count = low.3.get(name).copied().unwrap_or(0);
+                        let Some(need) = requirements.get(&low.0) else { continue };
+                        if high_count < low_count + 2 || !facts.types.get(&low.0).is_some_and(|t| t.in_pool) {
+                            continue;
+                        }
+                        let mut used = *need;
+                        for (other, &count) in &low.3 {
+                            if let Some(n) =
+                                facts.components.iter().find(|c| c.0 == *other).and_then(|c| c.2.get(&low.0))
+                            {
+                                used = (used.0 + n.0 * count, used.1 + n.1 * count, used.2 + n.2 * count);
+                            }
+                        }
+                        let offer = facts.types[&low.0].offer;
+                        if used.0 <= offer.0 && used.1 <= offer.1 && used.2 <= offer.2 {
+                            violations.push(format!(
+                                "SPREAD {name} in {az}: {id_high} holds {high_count}, {id_low} holds {low_count} and has room"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut instances_by_priority: BTreeMap<u8, u32> = BTreeMap::new();
+    for (type_name, ..) in instances.values() {
+        let priority = facts.types.get(type_name).map_or(6, |t| t.priority);
+        *instances_by_priority.entry(priority).or_default() += 1;
+    }
+    let unit = instances.values().any(|i| facts.types.get(&i.0).is_none_or(|t| t.price.is_none()));
+    let cost_micros = instances
+        .values()
+        .filter(|i| !i.2)
+        .map(|i| {
+            if unit {
+                1_000_000
+            } else {
+                facts.types.get(&i.0).and_then(|t| t.price).map_or(0, |p| (p * 1e6).round() as i64)
+            }
+        })
+        .sum();
+    let objective = Objective { placed_copies: placed, balance_excess, instances_by_priority, cost_micros };
+    let mut accounting = Vec::new();
+    let mut missing_per_component = BTreeMap::new();
+    if objective != plan.objective {
+        accounting.push(format!("reported objective {:?} differs from recomputed {:?}", plan.objective, objective));
+    }
+    // `Unplaced`: one entry per component short of its CopyCount, with that many copies.
+    for (name, desired, ..) in &facts.components {
+        let have: u64 = instances.values().map(|i| i.3.get(name).copied().unwrap_or(0)).sum();
+        let missing = desired.saturating_sub(have);
+        if missing > 0 {
+            missing_per_component.insert(name.clone(), missing);
+        }
+        let reported: u64 =
+            plan.unplaced.iter().filter(|u| u.inference_component_name == *name).map(|u| u.copy_count).sum();
+        if missing != reported {
+            accounting.push(format!("{name}: {missing} copies missing, Unplaced says {reported}"));
+        }
+        if missing > 0 && plan.unplaced.iter().any(|u| u.inference_component_name == *name && u.reasons.is_empty()) {
+            accounting.push(format!("{name}: unplaced without a reason"));
+        }
+    }
+    Checked { violations, accounting, objective, missing: missing_per_component }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+/// The scenario with AZs, types, capacity, pools, components, specifications and fleet listed
+/// in reverse order: the same problem.
+fn reversed(scenario: &Scenario) -> Scenario {
+    let mut out = scenario.clone();
+    out.availability_zones.reverse();
+    out.instance_types.reverse();
+    out.capacity.reverse();
+    out.endpoint.instance_pools.reverse();
+    out.inference_components.reverse();
+    for component in &mut out.inference_components {
+        if let Some(specs) = &mut component.specifications {
+            specs.reverse();
+        }
+    }
+    out.fleet.instances.reverse();
+    out.fleet.copies.reverse();
+    out
+}
+
+/// CPU seconds (user + system) of this process's waited-for children, from /proc/self/stat.
+fn children_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let Some((_, rest)) = stat.rsplit_once(')') else { return 0.0 };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(13) + ticks(14)) / 100.0
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    wall: f64,
+    cpu: f64,
+}
+
+fn run_cli(bin: &Path, args: &[&str]) -> Ran {
+    let cpu_before = children_cpu_seconds();
+    let started = Instant::now();
+    let output = Command::new(bin).args(args).output();
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = children_cpu_seconds() - cpu_before;
+    match output {
+        Ok(output) => Ran {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            wall,
+            cpu,
+        },
+        Err(error) => Ran { code: -1, stdout: String::new(), stderr: error.to_string(), wall, cpu },
+    }
+}
+
+fn objective_text(objective: &Objective) -> String {
+    let priorities: Vec<String> = objective.instances_by_priority.iter().map(|(p, n)| format!("p{p}:{n}")).collect();
+    format!(
+        "placed {} excess {} [{}] cost {:.3}",
+        objective.placed_copies,
+        objective.balance_excess,
+        priorities.join(" "),
+        objective.cost()
+    )
+}
+
+fn stop_text(stop: &StopReason) -> String {
+    match stop {
+        StopReason::Completed => "completed".into(),
+        StopReason::TimeLimit => "time limit".into(),
+        StopReason::NodeLimit => "node limit".into(),
+        StopReason::TooLarge => "too large".into(),
+        StopReason::SolverError(message) => format!("solver error: {message}"),
+    }
+}
+
+fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCode {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(error) => {
+            eprintln!("{}: {error}", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    files.sort();
+    if let Err(error) = std::fs::create_dir_all(out) {
+        eprintln!("{}: {error}", out.display());
+        return ExitCode::from(2);
+    }
+    let limit = time_limit_ms.to_string();
+    let mut tsv = String::from(
+        "scenario\tcomponents\tcopies\tazs\tpools\tfleet\tgreedy_exit\tgreedy_s\tgreedy_objective\texact_exit\t\
+         exact_status\texact_stop\texact_wall_s\texact_cpu_s\texact_objective\tbound\twitness\tverify_greedy\tverify_exact\t\
+         problems\n",
+    );
+    let mut problems_total = 0;
+    for file in &files {
+        let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = file.to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let scenario: Option<Scenario> = serde_json::from_str(&text).ok();
+        let (components, copies, azs, pools, fleet) = match (&scenario, Problem::from_json(&text)) {
+            (_, Ok(problem)) => (
+                problem.components().len(),
+                problem.components().iter().map(|c| u64::from(c.copy_count)).sum::<u64>(),
+                problem.azs().len(),
+                problem.pool_types().count(),
+                problem.fleet().len(),
+            ),
+            _ => (0, 0, 0, 0, 0),
+        };
+        let mut problems: Vec<String> = Vec::new();
+        let greedy = run_cli(bin, &["plan", &path, "--json"]);
+        let greedy_again = run_cli(bin, &["plan", &path, "--json"]);
+        if greedy.stdout != greedy_again.stdout {
+            problems.push("greedy output differs between two runs".into());
+        }
+        let exact = run_cli(bin, &["plan", &path, "--solver", "exact", "--time-limit-ms", &limit, "--json"]);
+        let mut parsed = Vec::new();
+        let mut verified = Vec::new();
+        for (label, ran) in [("greedy", &greedy), ("exact", &exact)] {
+            if ran.stderr.contains("panicked") {
+                problems.push(format!("{label}: panic: {}", ran.stderr.lines().next().unwrap_or_default()));
+            }
+            if ran.code != 0 {
+                problems.push(format!("{label}: exit {} on a valid scenario: {}", ran.code, ran.stderr.trim()));
+            }
+            let plan_path = out.join(format!("{name}.{label}.json"));
+            let _ = std::fs::write(&plan_path, &ran.stdout);
+            let plan: Option<Plan> = serde_json::from_str(&ran.stdout).ok();
+            if plan.is_none() && ran.code == 0 {
+                problems.push(format!("{label}: output is not a plan"));
+            }
+            let verify = run_cli(bin, &["verify", &path, &plan_path.to_string_lossy()]);
+            if verify.code != 0 {
+                let first = verify.stdout.lines().chain(verify.stderr.lines()).take(3).collect::<Vec<_>>().join(" | ");
+                problems.push(format!("{label}: verify exit {}: {first}", verify.code));
+            }
+            verified.push(verify.code);
+            if let (Some(plan), Some(scenario)) = (&plan, &scenario) {
+                let checked = check(scenario, plan);
+                // An Infeasible plan is expected to break a hard constraint; report only the rest.
+                for violation in checked.violations.iter().chain(&checked.accounting) {
+                    if plan.status == Status::Infeasible && violation.contains("MinInstanceCount") {
+                        continue;
+                    }
+                    problems.push(format!("{label}: independent check: {violation}"));
+                }
+            }
+            parsed.push(plan);
+        }
+        let (greedy_plan, exact_plan) = (parsed[0].as_ref(), parsed[1].as_ref());
+        // A quick exact run must be deterministic too.
+        if exact.wall < 1.0 && exact.code == 0 {
+            let again = run_cli(bin, &["plan", &path, "--solver", "exact", "--time-limit-ms", &limit, "--json"]);
+            if again.stdout != exact.stdout {
+                problems.push("exact output differs between two runs".into());
+            }
+        }
+        // Metamorphic: the same scenario with every list reversed has the same optimum, so two
+        // `Optimal` answers must agree (a disagreement means a false proof).
+        if exact_plan.is_some_and(|p| p.status == Status::Optimal) {
+            let reordered = scenario.as_ref().and_then(|scenario| {
+                let reversed_path = out.join(format!("{name}.reversed-scenario.json"));
+                std::fs::write(&reversed_path, serde_json::to_string_pretty(&reversed(scenario)).ok()?).ok()?;
+                let ran = run_cli(
+                    bin,
+                    &[
+                        "plan",
+                        &reversed_path.to_string_lossy(),
+                        "--solver",
+                        "exact",
+                        "--time-limit-ms",
+                        &limit,
+                        "--json",
+                    ],
+                );
+                serde_json::from_str::<Plan>(&ran.stdout).ok()
+            });
+            match (reordered, exact_plan) {
+                (Some(other), Some(first)) if other.status == Status::Optimal && other.objective != first.objective => {
+                    problems.push(format!(
+                        "BUG: two Optimal answers differ: {} vs {} (lists reversed)",
+                        objective_text(&first.objective),
+                        objective_text(&other.objective)
+                    ));
+                }
+                (Some(other), Some(first)) if other.objective.better_than(&first.objective) => {
+                    problems.push(format!(
+                        "BUG: Optimal {} beaten by {} with lists reversed",
+                        objective_text(&first.objective),
+                        objective_text(&other.objective)
+                    ));
+                }
+                _ => {}
+            }
+        }
+        // A witness: greedy on the same scenario with every pool at priority 1. Its plan is
+        // feasible for the original (priorities only rank); scored on the original, it is a known
+        // objective the exact planner should not lose to.
+        let witness = scenario.as_ref().and_then(|scenario| {
+            let mut flat = scenario.clone();
+            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1.0);
+            let flat_path = out.join(format!("{name}.flat-scenario.json"));
+            std::fs::write(&flat_path, serde_json::to_string_pretty(&flat).ok()?).ok()?;
+            let ran = run_cli(bin, &["plan", &flat_path.to_string_lossy(), "--json"]);
+            let plan: Plan = serde_json::from_str(&ran.stdout).ok()?;
+            let checked = check(scenario, &plan);
+            (checked.violations.is_empty() && plan.status != Status::Infeasible).then_some(checked.objective)
+        });
+        if let (Some(g), Some(e)) = (greedy_plan, exact_plan) {
+            if e.objective.key() > g.objective.key() {
+                problems.push(format!(
+                    "exact worse than greedy: {} vs {}",
+                    objective_text(&e.objective),
+                    objective_text(&g.objective)
+                ));
+            }
+            if let Some(bound) = &e.bound {
+                if bound.key() > e.objective.key() || bound.key() > g.objective.key() {
+                    problems.push(format!("bound {} is above a plan found", objective_text(bound)));
+                }
+                if e.status == Status::Optimal && bound.key() < e.objective.key() {
+                    problems.push(format!("Optimal claimed with bound {} below the objective", objective_text(bound)));
+                }
+            }
+            if let Some(witness) = &witness {
+                if witness.key() < e.objective.key() {
+                    let worse = if e.status == Status::Optimal { "BUG: Optimal " } else { "quality: " };
+                    problems.push(format!(
+                        "{worse}exact {} loses to greedy-with-flat-priorities {}",
+                        objective_text(&e.objective),
+                        objective_text(witness)
+                    ));
+                }
+                if e.bound.as_ref().is_some_and(|bound| bound.key() > witness.key()) {
+                    problems.push("bound is above the flat-priority witness".into());
+                }
+            }
+            if e.status == Status::Optimal && e.stop_reason != StopReason::Completed {
+                problems.push(format!("Optimal claimed with stop reason {}", stop_text(&e.stop_reason)));
+            }
+        }
+        let greedy_objective = greedy_plan.map_or("-".into(), |p| objective_text(&p.objective));
+        let exact_objective = exact_plan.map_or("-".into(), |p| {
+            if greedy_plan.is_some_and(|g| g.objective == p.objective) {
+                "= greedy".into()
+            } else {
+                objective_text(&p.objective)
+            }
+        });
+        let bound = exact_plan.and_then(|p| p.bound.as_ref()).map_or("-".into(), objective_text);
+        let witness_text = witness.as_ref().map_or("-".into(), objective_text);
+        let status = exact_plan.map_or("-".into(), |p| format!("{:?}", p.status));
+        let stop = exact_plan.map_or("-".into(), |p| stop_text(&p.stop_reason));
+        problems_total += problems.len();
+        let _ = writeln!(
+            tsv,
+            "{name}\t{components}\t{copies}\t{azs}\t{pools}\t{fleet}\t{}\t{:.3}\t{greedy_objective}\t{}\t{status}\t\
+             {stop}\t{:.3}\t{:.2}\t{exact_objective}\t{bound}\t{witness_text}\t{}\t{}\t{}",
+            greedy.code,
+            greedy.wall,
+            exact.code,
+            exact.wall,
+            exact.cpu,
+            verified[0],
+            verified[1],
+            problems.join("; ").replace(['\t', '\n'], " ")
+        );
+        println!(
+            "{name}: {components} components, {copies} copies, {azs} AZs, {pools} pools, fleet {fleet}: exact {status} \
+             ({stop}) in {:.2}s, {} problems",
+            exact.wall,
+            problems.len()
+        );
+        for problem in &problems {
+            println!("  ! {problem}");
+        }
+    }
+    let results = out.join("results.tsv");
+    if let Err(error) = std::fs::write(&results, tsv) {
+        eprintln!("{}: {error}", results.display());
+        return ExitCode::from(2);
+    }
+    println!("{} scenarios, {problems_total} problems; results in {}", files.len(), results.display());
+    ExitCode::from(u8::from(problems_total > 0))
+}
+
+/// One deterministic corruption of a plan, or `None` when it does not apply.
+fn mutate(rng: &mut Rng, scenario: &Scenario, plan: &Plan, kind: usize) -> Option<(String, Vec<Action>)> {
+    let mut actions = plan.actions.clone();
+    let places: Vec<usize> =
+        actions.iter().enumerate().filter(|(_, a)| matches!(a, Action::PlaceCopy { .. })).map(|(i, _)| i).collect();
+    let launches: Vec<usize> = actions
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Action::LaunchInstance { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let existing: Vec<&FleetInstance> = scenario.fleet.instances.iter().collect();
+    let components: Vec<String> = if scenario.inference_components.is_empty() {
+        vec![scenario.endpoint.variant_name.clone()]
+    } else {
+        scenario.inference_components.iter().map(|c| c.inference_component_name.clone()).collect()
+    };
+    let label = match kind {
+        0 if !places.is_empty() => {
+            actions.remove(places[rng.below(places.len())]);
+            "drop a PlaceCopy"
+        }
+        1 if !places.is_empty() => {
+            let copy = actions[places[rng.below(places.len())]].clone();
+            actions.push(copy);
+            "duplicate a PlaceCopy"
+        }
+        2 if !launches.is_empty() && scenario.availability_zones.len() > 1 => {
+            if let Action::LaunchInstance { availability_zone, .. } = &mut actions[launches[rng.below(launches.len())]]
+            {
+                let others: Vec<&String> =
+                    scenario.availability_zones.iter().filter(|z| *z != availability_zone).collect();
+                *availability_zone = rng.pick(&others).clone();
+            }
+            "move a launch to another AZ"
+        }
+        3 if !launches.is_empty() => {
+            if let Action::LaunchInstance { reserved, .. } = &mut actions[launches[rng.below(launches.len())]] {
+                *reserved = !*reserved;
+            }
+            "flip Reserved on a launch"
+        }
+        4 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::TerminateInstance { instance_id: instance.instance_id.clone() });
+            "terminate an existing instance"
+        }
+        5 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::RemoveCopy {
+                component: rng.pick(&components),
+                instance_id: instance.instance_id.clone(),
+            });
+            "remove a copy from an existing instance"
+        }
+        6 if !existing.is_empty() => {
+            let instance = rng.pick(&existing);
+            actions.push(Action::PlaceCopy {
+                component: rng.pick(&components),
+                instance_id: instance.instance_id.clone(),
+                model_name: None,
+            });
+            "place a copy on an existing instance"
+        }
+        7 => {
+            let pools: Vec<String> = scenario
+                .endpoint
+                .instance_pools
+                .iter()
+                .map(|p| p.instance_type.clone())
+                .chain(scenario.endpoint.instance_type.clone())
+                .collect();
+            actions.insert(
+                0,
+                Action::LaunchInstance {
+                    instance_id: String::new(),
+                    instance_type: rng.pick(&pools),
+                    availability_zone: rng.pick(&scenario.availability_zones),
+                    reserved: rng.chance(30),
+                },
+            );
+            // Keep ids in launch order: the inserted launch becomes new-1 and every old new-K,
+            // with the copies placed on it, becomes new-(K+1).
+            let mut next = 0;
+            for action in &mut actions {
+                if let Action::LaunchInstance { instance_id, .. } = action {
+                    next += 1;
+                    *instance_id = format!("new-{next}");
+                }
+            }
+            let mut shifted = Vec::new();
+            for action in actions {
+                shifted.push(match action {
+                    Action::PlaceCopy { component, instance_id, model_name } => {
+                        Action::PlaceCopy { component, instance_id: shift(&instance_id), model_name }
+                    }
+                    other => other,
+                });
+            }
+            actions = shifted;
+            "launch one more instance (empty)"
+        }
+        8 if !places.is_empty() && !launches.is_empty() => {
+            let target = match &actions[launches[rng.below(launches.len())]] {
+                Action::LaunchInstance { instance_id, .. } => instance_id.clone(),
+                _ => return None,
+            };
+            if let Action::PlaceCopy { instance_id, .. } = &mut actions[places[rng.below(places.len())]] {
+                *instance_id = target;
+            }
+            "move a new copy to another new instance"
+        }
+        9 if launches.len() > 1 => {
+            if let Action::LaunchInstance { instance_id, .. } = &mut actions[launches[0]] {
+                *instance_id = "new-0".to_string();
+            }
+            "misnumber a launch id"
+        }
+        _ => return None,
+    };
+    Some((label.to_string(), actions))
+}
+
+/// `new-K` → `new-(K+1)`; other ids unchanged.
+fn shift(id: &str) -> String {
+    match id.strip_prefix("new-").and_then(|n| n.parse::<u32>().ok()) {
+        Some(n) => format!("new-{}", n + 1),
+        None => id.to_string(),
+    }
+}
+
+/// Corrupts each greedy plan of a results directory in several ways, makes the reported
+/// objective and `Unplaced` consistent with the corrupted actions (so only hard constraints
+/// differ), and compares `verify` with the independent checker: any disagreement is printed.
+fn mutate_command(scenarios: &Path, results: &Path) -> ExitCode {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(scenarios) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        Err(error) => {
+            eprintln!("{}: {error}", scenarios.display());
+            return ExitCode::from(2);
+        }
+    };
+    files.sort();
+    let (mut tried, mut disagreements) = (0, 0);
+    for (index, file) in files.iter().enumerate() {
+        let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let (Ok(scenario), Ok(problem)) = (serde_json::from_str::<Scenario>(&text), Problem::from_json(&text)) else {
+            continue;
+        };
+        for label in ["greedy", "exact"] {
+            let Ok(plan_text) = std::fs::read_to_string(results.join(format!("{name}.{label}.json"))) else { continue };
+            let Ok(plan) = serde_json::from_str::<Plan>(&plan_text) else { continue };
+            let mut rng = Rng::new(7, index as u64);
+            for kind in 0..10 {
+                let Some((what, actions)) = mutate(&mut rng, &scenario, &plan, kind) else { continue };
+                let mut corrupted = Plan { actions, ..plan.clone() };
+                let recomputed = check(&scenario, &corrupted);
+                corrupted.objective = recomputed.objective.clone();
+                corrupted.bound = None;
+                corrupted.unplaced = recomputed
+                    .missing
+                    .iter()
+                    .map(|(component, &missing)| Unplaced {
+                        inference_component_name: component.clone(),
+                        copy_count: missing,
+                        reasons: vec!["mutated".into()],
+                    })
+                    .collect();
+                let mine = check(&scenario, &corrupted);
+                let theirs = verify(&problem, &corrupted);
+                // SPREAD is a quality rule that `verify` reports and the checker reports too.
+                let mine_bad = !mine.violations.is_empty() || !mine.accounting.is_empty();
+                let theirs_bad = !theirs.is_empty();
+                tried += 1;
+                if mine_bad != theirs_bad {
+                    disagreements += 1;
+                    println!("{name} {label}: {what}: checker {:?} | verify {:?}", mine.violations, theirs);
+                    let _ = std::fs::write(
+                        results.join(format!("{name}.{label}.mutated-{kind}.json")),
+                        corrupted.to_json(),
+                    );
+                }
+            }
+        }
+    }
+    println!("{tried} corrupted plans, {disagreements} disagreements between verify and the independent checker");
+    ExitCode::from(u8::from(disagreements > 0))
+}
+
+fn check_command(scenario_path: &str, plan_path: &str) -> ExitCode {
+    let read = |path: &str| std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"));
+    let result = read(scenario_path).and_then(|s| read(plan_path).map(|p| (s, p))).and_then(|(s, p)| {
+        let scenario: Scenario = serde_json::from_str(&s).map_err(|e| format!("{scenario_path}: {e}"))?;
+        let plan: Plan = serde_json::from_str(&p).map_err(|e| format!("{plan_path}: {e}"))?;
+        Ok(check(&scenario, &plan))
+    });
+    match result {
+        Ok(checked) => {
+            println!("recomputed: {}", objective_text(&checked.objective));
+            for violation in checked.violations.iter().chain(&checked.accounting) {
+                println!("! {violation}");
+            }
+            ExitCode::from(u8::from(!checked.violations.is_empty() || !checked.accounting.is_empty()))
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: scenario_sweep generate DIR [--count N] [--seed S] | run DIR --bin FLEETPLAN \
+                 [--time-limit-ms N] [--out DIR] | check SCENARIO PLAN";
+    match (args.first().map(String::as_str), args.get(1)) {
+        (Some("generate"), Some(dir)) => {
+            let count = flag(&args, "--count").and_then(|n| n.parse().ok()).unwrap_or(40);
+            let seed = flag(&args, "--seed").and_then(|n| n.parse().ok()).unwrap_or(1);
+            generate_command(Path::new(dir), count, seed)
+        }
+        (Some("run"), Some(dir)) => {
+            let bin = PathBuf::from(flag(&args, "--bin").unwrap_or("target/release/fleetplan"));
+            let limit = flag(&args, "--time-limit-ms").and_then(|n| n.parse().ok()).unwrap_or(5000);
+            let out = flag(&args, "--out").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);
+            run_command(Path::new(dir), &bin, limit, &out)
+        }
+        (Some("mutate"), Some(dir)) => {
+            let results = flag(&args, "--results").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);
+            mutate_command(Path::new(dir), &results)
+        }
+        (Some("check"), Some(scenario)) => match args.get(2) {
+            Some(plan) => check_command(scenario, plan),
+            None => {
+                eprintln!("{usage}");
+                ExitCode::from(2)
+            }
+        },
+        _ => {
+            eprintln!("{usage}");
+            ExitCode::from(2)
+        }
+    }
+}

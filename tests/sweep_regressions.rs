@@ -1,0 +1,178 @@
+//! Regression cases found by the scenario sweep (`examples/scenario_sweep.rs`, `docs/sweep.md`).
+//! Each scenario is under `tests/data/sweep/`.
+
+use fleetplan::fleet::{objective, FinalFleet};
+use fleetplan::verify::check_fleet;
+use fleetplan::*;
+
+fn load(name: &str) -> (String, Problem) {
+    let path = format!("{}/tests/data/sweep/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("sweep scenario exists");
+    let problem = Problem::from_json(&text).expect("sweep scenario is valid");
+    (text, problem)
+}
+
+/// Greedy on the same scenario with every pool at priority 1, scored on the original problem.
+/// Priorities only rank plans, so the plan stays feasible; it is a known objective that an
+/// optimal planner cannot lose to. Returns the objective and the hard-constraint violations.
+fn flat_priority_witness(text: &str, problem: &Problem) -> (Objective, Vec<Violation>) {
+    let mut flat = fleetplan::json::scenario_from_json(text).expect("scenario parses");
+    for pool in &mut flat.endpoint.instance_pools {
+        pool.priority = 1.0;
+    }
+    let flat_problem = Problem::new(&flat).expect("flattened scenario is valid");
+    let actions = plan_greedy(&flat_problem).actions;
+    let (fleet, mut violations) = FinalFleet::apply(problem, &actions);
+    let launches = actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count();
+    check_fleet(problem, &fleet, launches, &mut violations);
+    (objective(problem, &fleet), violations)
+}
+
+/// 13 components, 57 copies, 2 AZs, pools g5.xlarge (1) / inf2.xlarge (3) / p5.48xlarge (5),
+/// MaxInstanceCount 30: the maximum binds, so L1 wants the big fallback type. Greedy fills the
+/// maximum with priority-1 g5.xlarge and places 53; a flat-priority greedy places 56, which is the
+/// exact planner's own bound, so 56 is the L1 optimum.
+#[test]
+fn max_instances_l1_gap_witness_places_the_bound() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(witness.placed_copies, 56);
+    assert!(witness.better_than(&plan_greedy(&problem).objective));
+}
+
+/// The exact planner should not return less than a feasible plan it can get as cheaply as its
+/// own greedy warm start. With the CLI's default 10 s limit (and with 3 s or 5 s) it returns
+/// `Feasible` with 53 placed (bound 56). Measured on this case: `node_limit(1000)` proves the
+/// optimum (56 placed) in 0.2 s, no limit at all proves it in ~180 s, while a time limit alone
+/// stays in one long solve and ends at greedy's 53. A node limit of 100 reproduces the 53
+/// deterministically; a flat-priority greedy warm start (or a per-solve node cap that is raised
+/// until the time runs out) would fix it.
+#[test]
+#[ignore = "bug (src/engines/exact): with a binding MaxInstanceCount and a time limit the exact planner stays at greedy's 53 placed copies; 56 are feasible"]
+fn exact_is_not_worse_than_the_flat_priority_witness() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    let exact = ExactPlanner::new().node_limit(100).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(
+        !witness.better_than(&exact.objective),
+        "exact {:?} ({:?}, {:?}) loses to the witness {witness:?}",
+        exact.objective,
+        exact.status,
+        exact.stop_reason
+    );
+}
+
+/// With a node limit the exact planner reaches the optimum of the same case quickly (0.5 s); this
+/// pins the optimum (56 placed, 5 balance excess) the ignored test above should reach.
+#[test]
+fn exact_with_a_node_limit_proves_the_max_instances_optimum() {
+    let (text, problem) = load("max-instances-l1-gap.json");
+    let (witness, _) = flat_priority_witness(&text, &problem);
+    let exact = ExactPlanner::new().node_limit(10_000).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(!witness.better_than(&exact.objective));
+    assert_eq!(exact.objective.placed_copies, 56);
+    if exact.status == Status::Optimal {
+        // Proven with no limit at all too (about 180 s): 5 is the least balance excess.
+        assert_eq!(exact.objective.balance_excess, 5);
+        assert_eq!(exact.bound, None);
+    }
+}
+
+/// Minimised from sweep scenario `sweep-1-039` (seed 1): 6 components, 25 copies, 1 AZ, five
+/// pool types, three idle fleet instances. The optimum (25 placed, 1 × p1, 1 × p3, 6 × p4) is
+/// found within 100 nodes, but proving it takes more than 10,000 nodes in one solve (3.7 s of
+/// CPU); the CLI's default 10 s limit on a loaded machine ends at `Feasible`. The greedy plan
+/// keeps one more p4 instance.
+#[test]
+#[ignore = "slow proof (src/engines/exact): a 6-component, 1-AZ case needs more than 10,000 nodes to prove its optimum"]
+fn small_one_az_case_is_proven_within_ten_thousand_nodes() {
+    let (_, problem) = load("slow-small-proof.json");
+    let exact = ExactPlanner::new().node_limit(10_000).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert_eq!(exact.status, Status::Optimal, "{:?}, bound {:?}", exact.stop_reason, exact.bound);
+}
+
+/// The same case's optimum, reached (not proven) within a small node limit: the plan must keep
+/// one instance fewer than greedy.
+#[test]
+fn small_one_az_case_reaches_its_optimum_quickly() {
+    let (_, problem) = load("slow-small-proof.json");
+    let greedy = plan_greedy(&problem);
+    let exact = ExactPlanner::new().node_limit(100).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert_eq!(exact.objective.placed_copies, 25);
+    assert_eq!(exact.objective.instances_by_priority.values().sum::<u32>(), 8);
+    assert!(exact.objective.better_than(&greedy.objective));
+}
+
+/// Sweep scenario `sweep-2-011` (seed 2): 22 components, 99 copies, 1 AZ, pools p5en (1) / p5 (3) /
+/// p5e (4), 8 fleet instances. At the time or node limit the exact planner keeps greedy's L1–L3
+/// (80 placed, 3 × p1, 23 × p3, 2 × p4) at $2,629.40/h; the flat-priority greedy reaches the same
+/// L1–L3 at $2,516.33/h. Deterministic with a node limit of 1,000.
+#[test]
+#[ignore = "quality (src/engines/exact): at its limit the exact plan costs $113/h more than a flat-priority greedy plan with the same L1-L3"]
+fn exact_is_not_more_expensive_than_the_flat_priority_witness() {
+    let (text, problem) = load("flat-witness-cheaper.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    let exact = ExactPlanner::new().node_limit(1_000).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(!witness.better_than(&exact.objective), "exact {:?} loses to the witness {witness:?}", exact.objective);
+}
+
+/// The witness itself: feasible, better than greedy (which keeps two more p3 instances), and at
+/// the exact plan's L1–L3 for $2,516.33/h. The exact planner's bound on the cost is $2,408.64/h.
+#[test]
+fn flat_priority_witness_is_feasible_and_better_than_greedy() {
+    let (text, problem) = load("flat-witness-cheaper.json");
+    let (witness, violations) = flat_priority_witness(&text, &problem);
+    assert!(violations.is_empty(), "{violations:?}");
+    assert!(witness.better_than(&plan_greedy(&problem).objective));
+    let by_priority: Vec<(u8, u32)> = witness.instances_by_priority.iter().map(|(&p, &n)| (p, n)).collect();
+    assert_eq!((witness.placed_copies, witness.balance_excess), (80, 0));
+    assert_eq!(by_priority, vec![(1, 3), (3, 23), (4, 2)]);
+    assert_eq!(witness.cost_micros, 2_516_330_000);
+}
+
+/// Found by the sweep's fault injection (`scenario_sweep mutate`): `verify` (through
+/// `FinalFleet::apply` in `src/fleet.rs`) rejects a `PlaceCopy` whose `ModelName` is the
+/// component's `Specification.ModelName` when the pool entry has a `ModelNameOverride`, because the
+/// crate's own rule picks the override. The contract does not say which wins and spec §2 has no
+/// model-name rule, so a plan from another solver that picks the specification's build is valid,
+/// yet `fleetplan verify` exits 1 on it.
+#[test]
+#[ignore = "bug (src/fleet.rs): verify rejects a plan that runs the Specification's ModelName where the pool has a ModelNameOverride"]
+fn verify_accepts_either_model_build_where_the_contract_is_silent() {
+    let (_, problem) = load("model-name-precedence.json");
+    let plan_text = r#"{"Solver": "greedy", "Status": "Feasible", "Actions": [
+        {"Type": "LaunchInstance", "InstanceId": "new-1", "InstanceType": "ml.g6.12xlarge",
+         "AvailabilityZone": "a", "Reserved": false},
+        {"Type": "PlaceCopy", "InferenceComponentName": "llm", "InstanceId": "new-1", "ModelName": "llm-fp16"}],
+      "Unplaced": [], "Objective": {"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {"1": 1},
+      "Cost": 1.0}, "Bound": null}"#;
+    let plan: Plan = serde_json::from_str(plan_text).expect("plan parses");
+    let violations = verify(&problem, &plan);
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// The same plan with the override's build, and without a `ModelName`, passes today.
+#[test]
+fn verify_accepts_the_override_build_and_no_model_name() {
+    let (_, problem) = load("model-name-precedence.json");
+    for model in [r#", "ModelName": "llm-int4""#, ""] {
+        let plan_text = format!(
+            r#"{{"Solver": "greedy", "Status": "Feasible", "Actions": [
+            {{"Type": "LaunchInstance", "InstanceId": "new-1", "InstanceType": "ml.g6.12xlarge",
+             "AvailabilityZone": "a", "Reserved": false}},
+            {{"Type": "PlaceCopy", "InferenceComponentName": "llm", "InstanceId": "new-1"{model}}}],
+          "Unplaced": [], "Objective": {{"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {{"1": 1}},
+          "Cost": 1.0}}, "Bound": null}}"#
+        );
+        let plan: Plan = serde_json::from_str(&plan_text).expect("plan parses");
+        assert!(verify(&problem, &plan).is_empty(), "{model}");
+    }
+}
