@@ -23,8 +23,8 @@ mod scale_in;
 
 use smallvec::SmallVec;
 
-use crate::fleet::price_micros;
-use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
+use crate::fleet::{objective_of_actions, price_micros};
+use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
 
 /// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
@@ -37,17 +37,40 @@ const UNIT_COST_MICROS: i64 = 1_000_000;
 /// `place::candidate_passes`) and the best plan by objective is kept: one greedy pass can spend
 /// capacity or the MaxInstanceCount budget on the wrong component, and the passes are cheap.
 /// Large problems get one pass, so time stays linear.
+///
+/// Passes are compared before the SPREAD pass: it only moves new copies between instances of
+/// the final fleet within an AZ, so L1–L4 are the same before and after it, and only the
+/// winning pass needs it (and the full `finish` with `Unplaced`).
 pub fn plan_greedy(problem: &Problem) -> Plan {
-    let mut best: Option<Plan> = None;
-    for (order, mode) in place::candidate_passes(problem) {
-        let plan = plan_pass(problem, &order, mode);
-        // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
-        let rank = |p: &Plan| (p.status == Status::Infeasible, p.objective.key());
-        if best.as_ref().is_none_or(|current| rank(&plan) < rank(current)) {
-            best = Some(plan);
+    let passes = place::candidate_passes(problem);
+    let result = match passes.as_slice() {
+        [(order, mode)] => plan_pass(problem, order, *mode),
+        _ => {
+            let mut best: Option<(PassResult, (bool, ObjectiveKey))> = None;
+            for (order, mode) in &passes {
+                let result = plan_pass(problem, order, *mode);
+                // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
+                let rank = (!result.min_reached, objective_of_actions(problem, &result.actions).key());
+                if best.as_ref().is_none_or(|(_, current)| rank < *current) {
+                    best = Some((result, rank));
+                }
+            }
+            match best {
+                Some((result, _)) => result,
+                None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
+            }
         }
-    }
-    best.unwrap_or_else(|| plan_pass(problem, &place::component_order(problem), Mode::DEFAULT))
+    };
+    let actions = super::spread::rebalance_spread(problem, result.actions);
+    let status = if result.min_reached { Status::Feasible } else { Status::Infeasible };
+    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+}
+
+/// What one greedy pass produced, before the SPREAD pass.
+struct PassResult {
+    actions: Vec<Action>,
+    /// MinInstanceCount was reached.
+    min_reached: bool,
 }
 
 /// How one greedy pass trades the levels off when MaxInstanceCount is short.
@@ -74,8 +97,8 @@ impl Mode {
         Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
 }
 
-/// One greedy pass placing components in `order`.
-fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
+/// One greedy pass placing components in `order` (without the SPREAD pass).
+fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> PassResult {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
     planner.az_by_opening = mode.az_by_opening;
@@ -89,9 +112,7 @@ fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
     }
     planner.place_all(order);
     let min_reached = planner.release_and_meet_min();
-    let actions = super::spread::rebalance_spread(problem, planner.into_actions());
-    let status = if min_reached { Status::Feasible } else { Status::Infeasible };
-    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+    PassResult { actions: planner.into_actions(), min_reached }
 }
 
 /// One instance the planner knows: existing or launched.
