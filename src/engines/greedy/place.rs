@@ -213,35 +213,47 @@ impl Greedy<'_> {
         }
     }
 
-    /// Free room for copies of the component on fleet instances in `azs`: (instance, copies).
+    /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
+    /// in `fleet_by_az` order.
     fn free_slots(&self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
         let mut slots = Vec::new();
         for z in azs {
-            for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
-                let instance = &self.instances[index];
-                let Some(Some(need)) = needs.get(instance.type_index) else {
-                    continue;
-                };
-                let Some(info) = self.problem.types.get(instance.type_index) else {
-                    continue;
-                };
-                let Some(room) = info.capacity.minus(&instance.used) else {
-                    continue;
-                };
-                let copies = room.copies_of(need);
-                if copies > 0 {
-                    slots.push((index, copies));
-                }
-            }
+            let indices = self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice);
+            self.extend_free_slots(needs, indices, &mut slots);
         }
         slots
     }
 
+    /// Appends the free room for copies of the component on `indices` (those with room).
+    fn extend_free_slots(&self, needs: &Needs, indices: &[usize], slots: &mut Vec<(usize, u64)>) {
+        for &index in indices {
+            if let Some(copies) = self.room_for(needs, index).filter(|&copies| copies > 0) {
+                slots.push((index, copies));
+            }
+        }
+    }
+
+    /// Copies of the component that still fit on instance `index` (`None` where it may not run).
+    fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
+        let instance = self.instances.get(index)?;
+        let need = needs.get(instance.type_index)?.as_ref()?;
+        let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
+        // Most instances are full by now: the comparison is much cheaper than the divisions.
+        Some(if need.fits_in(&room) { room.copies_of(need) } else { 0 })
+    }
+
     /// Puts up to `wanted` copies into `slots`: SPREAD evens the component's count per instance,
-    /// BINPACK fills the fullest instance first (best fit). Returns copies placed.
-    fn fill(&mut self, c: usize, needs: &Needs, mut slots: Vec<(usize, u64)>, wanted: u64) -> u64 {
+    /// BINPACK fills the fullest instance first (best fit). Returns copies placed. `slots` is
+    /// left holding the room that is still free (same order, exhausted instances dropped), so a
+    /// caller can keep using it instead of scanning the AZ again: only this component's
+    /// placements change room while it is being placed.
+    fn fill(&mut self, c: usize, needs: &Needs, slots: &mut Vec<(usize, u64)>, wanted: u64) -> u64 {
+        if slots.is_empty() || wanted == 0 {
+            return 0;
+        }
         let mut adds = vec![0u64; slots.len()];
         let mut placed = 0u64;
+        // Keys are unique (ranks are), so heap order is the sorted order.
         match self.problem.components[c].strategy {
             PlacementStrategy::Spread => {
                 let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
@@ -263,26 +275,32 @@ impl Greedy<'_> {
                 }
             }
             PlacementStrategy::Binpack => {
-                let mut order: Vec<usize> = (0..slots.len()).collect();
-                order.sort_by_key(|&slot| (slots[slot].1, self.instances[slots[slot].0].rank));
-                for slot in order {
-                    if placed >= wanted {
+                let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = slots
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &(index, room))| Reverse((room, self.instances[index].rank, slot)))
+                    .collect();
+                while placed < wanted {
+                    let Some(Reverse((room, _, slot))) = heap.pop() else {
                         break;
-                    }
-                    let take = slots[slot].1.min(wanted - placed);
+                    };
+                    let take = room.min(wanted - placed);
                     adds[slot] = take;
                     placed += take;
                 }
             }
         }
-        for (slot, (index, _)) in slots.drain(..).enumerate() {
+        for (slot, entry) in slots.iter_mut().enumerate() {
             if adds[slot] > 0 {
+                let index = entry.0;
                 let type_index = self.instances[index].type_index;
                 if let Some(Some(need)) = needs.get(type_index) {
                     self.place(c, index, as_count(adds[slot]), need);
                 }
+                entry.1 = self.room_for(needs, index).unwrap_or(0);
             }
         }
+        slots.retain(|&(_, room)| room > 0);
         placed
     }
 
@@ -325,44 +343,35 @@ impl Greedy<'_> {
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
-    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]); on return
+    /// it holds the AZ's free room left, opened instances included.
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<(usize, u64)>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
             let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
                 break;
             };
-            let mut slots = Vec::new();
+            let mut opened = Vec::new();
             for _ in 0..opening.instances {
                 let Some(index) = self.open(opening.type_index, az) else {
                     break;
                 };
-                slots.push(index);
+                opened.push(index);
             }
-            if slots.is_empty() {
+            if opened.is_empty() {
                 break;
             }
-            let slots: Vec<(usize, u64)> = self.free_slots_of(needs, &slots);
-            let got = self.fill(c, needs, slots, wanted - placed);
+            let mut new_slots = Vec::with_capacity(opened.len());
+            self.extend_free_slots(needs, &opened, &mut new_slots);
+            let got = self.fill(c, needs, &mut new_slots, wanted - placed);
+            // Opened instances join the AZ's fleet after every earlier one, as a scan would list them.
+            slots.append(&mut new_slots);
             placed += got;
             if got == 0 {
                 break;
             }
         }
         placed
-    }
-
-    fn free_slots_of(&self, needs: &Needs, indices: &[usize]) -> Vec<(usize, u64)> {
-        indices
-            .iter()
-            .filter_map(|&index| {
-                let instance = self.instances.get(index)?;
-                let need = needs.get(instance.type_index)?.as_ref()?;
-                let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
-                let copies = room.copies_of(need);
-                (copies > 0).then_some((index, copies))
-            })
-            .collect()
     }
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
@@ -416,10 +425,11 @@ impl Greedy<'_> {
         let mut remaining = missing;
         let mut az_order: Vec<usize> = (0..az_count).collect();
         az_order.sort_by_key(|&z| self.az_rank[z]);
+        // Each AZ's free room for the component, kept current by `place_in_az` (only this
+        // component's placements change it), so the AZs are scanned once, not every round.
+        let mut slots_by_az: Vec<Vec<(usize, u64)>> =
+            (0..az_count).map(|z| self.free_slots(needs, std::iter::once(z))).collect();
         while remaining > 0 {
-            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
-                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
-                .collect();
             let free: Vec<u64> =
                 slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
             // Strict: a copy per open AZ at a time, so an AZ found full stops the others from
@@ -443,12 +453,12 @@ impl Greedy<'_> {
                 if adds[z] == 0 {
                     continue;
                 }
-                let slots = std::mem::take(&mut slots_by_az[z]);
-                let placed = self.place_in_az(c, needs, z, adds[z], slots);
+                let placed = self.place_in_az(c, needs, z, adds[z], &mut slots_by_az[z]);
                 remaining -= placed;
                 if placed < adds[z] {
                     full[z] = true;
                     newly_full = true;
+                    slots_by_az[z].clear();
                 }
             }
             if !newly_full && !self.strict_balance {
@@ -461,8 +471,8 @@ impl Greedy<'_> {
     /// covers the copies best (fewest copies of the component first on ties).
     fn place_unbalanced(&mut self, c: usize, needs: &Needs, missing: u64) {
         let az_count = self.problem.azs.len();
-        let slots = self.free_slots(needs, 0..az_count);
-        let mut placed = self.fill(c, needs, slots, missing);
+        let mut slots = self.free_slots(needs, 0..az_count);
+        let mut placed = self.fill(c, needs, &mut slots, missing);
         let mut full = vec![false; az_count];
         while placed < missing {
             let remaining = missing - placed;
@@ -478,7 +488,7 @@ impl Greedy<'_> {
             }
             let Some((_, z)) = best else { break };
             // The free room everywhere is used up by now: only openings are left.
-            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
+            let got = self.place_in_az(c, needs, z, remaining, &mut Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
