@@ -15,17 +15,32 @@ use crate::plan::Action;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// One instance of the final fleet as the pass sees it.
-struct Slot {
-    id: String,
-    type_index: usize,
-    az: usize,
-    gone: bool,
-    /// Copies per component, sorted by component.
-    copies: SmallVec<[(usize, u32); 4]>,
+pub(crate) struct Slot {
+    /// Instance id, as the actions name it.
+    pub(crate) id: String,
+    pub(crate) type_index: usize,
+    pub(crate) az: usize,
+    /// Terminated by the plan.
+    pub(crate) gone: bool,
+    /// Copies per component at the end of the plan, sorted by component.
+    pub(crate) copies: SmallVec<[(usize, u32); 4]>,
+    /// Filled in by the pass from `copies`.
     used: Resources,
 }
 
 impl Slot {
+    /// An instance of the final fleet (existing ones in fleet order, then launches in launch
+    /// order, as [`rebalance_spread`] reads them from the actions).
+    pub(crate) fn new(
+        id: String,
+        type_index: usize,
+        az: usize,
+        gone: bool,
+        copies: SmallVec<[(usize, u32); 4]>,
+    ) -> Self {
+        Slot { id, type_index, az, gone, copies, used: Resources::ZERO }
+    }
+
     fn copies_of(&self, component: usize) -> u32 {
         self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
     }
@@ -51,7 +66,11 @@ fn need(problem: &Problem, component: usize, type_index: usize) -> Option<Resour
 /// Moves new copies of SPREAD components between instances of the same AZ until no instance
 /// holds two or more copies more than an eligible instance with room for one more (as far as
 /// new copies allow). Actions the pass cannot interpret are returned unchanged.
-pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> Vec<Action> {
+///
+/// Planners use [`rebalance_spread_indexed`], which skips reading the plan back from strings;
+/// this form is the reference it is tested against.
+#[cfg(test)]
+pub(crate) fn rebalance_spread(problem: &Problem, actions: Vec<Action>) -> Vec<Action> {
     if !problem.components.iter().any(|c| c.strategy == PlacementStrategy::Spread) {
         return actions;
     }
@@ -131,6 +150,32 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
             }
         }
     }
+    balance(problem, actions, slots, placed)
+}
+
+/// [`rebalance_spread`] for a planner that knows its plan by index already: `slots` are the
+/// instances of the final fleet (existing ones in fleet order, then launches in launch order)
+/// and `placed` holds `((component, slot), action position)` for every `PlaceCopy` in
+/// `actions`. Same result as [`rebalance_spread`], without reading the ids back from strings.
+pub(crate) fn rebalance_spread_indexed(
+    problem: &Problem,
+    actions: Vec<Action>,
+    slots: Vec<Slot>,
+    placed: Vec<((usize, usize), usize)>,
+) -> Vec<Action> {
+    if !problem.components.iter().any(|c| c.strategy == PlacementStrategy::Spread) {
+        return actions;
+    }
+    balance(problem, actions, slots, placed)
+}
+
+/// The pass proper, on indexed slots and placements.
+fn balance(
+    problem: &Problem,
+    mut actions: Vec<Action>,
+    mut slots: Vec<Slot>,
+    mut placed: Vec<((usize, usize), usize)>,
+) -> Vec<Action> {
     for slot in &mut slots {
         slot.used = slot.copies.iter().fold(Resources::ZERO, |used, &(c, n)| {
             used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
