@@ -201,6 +201,10 @@ struct Greedy<'a> {
     instances: Vec<Instance>,
     /// Instances certainly in the final fleet, per AZ: their free room costs nothing.
     fleet_by_az: Vec<Vec<usize>>,
+    /// The part of `fleet_by_az` that may still have a free accelerator (same order). Scans for
+    /// components that need accelerators walk only this list and drop what they find full:
+    /// placement only ever uses accelerators up.
+    accelerated_by_az: Vec<Vec<usize>>,
     /// Idle existing instances of pool types per `[type][az]`, best last (popped first).
     idle: Vec<Vec<Vec<usize>>>,
     /// Launches per `[type][az]`.
@@ -276,6 +280,7 @@ impl<'a> Greedy<'a> {
             problem,
             instances,
             fleet_by_az: vec![Vec::new(); az_count],
+            accelerated_by_az: vec![Vec::new(); az_count],
             idle: vec![vec![Vec::new(); az_count]; type_count],
             launched: vec![vec![0; az_count]; type_count],
             fleet_size: 0,
@@ -313,8 +318,10 @@ impl<'a> Greedy<'a> {
             if !instance.copies.is_empty() {
                 instance.in_fleet = true;
                 self.fleet_size += 1;
-                if let Some(list) = self.fleet_by_az.get_mut(instance.az) {
-                    list.push(index);
+                for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+                    if let Some(list) = lists.get_mut(instance.az) {
+                        list.push(index);
+                    }
                 }
             } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
                 if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
@@ -388,8 +395,10 @@ impl<'a> Greedy<'a> {
         }
         self.launch_order.push(index);
         self.fleet_size += 1;
-        if let Some(list) = self.fleet_by_az.get_mut(az) {
-            list.push(index);
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.push(index);
+            }
         }
         index
     }
@@ -408,8 +417,10 @@ impl<'a> Greedy<'a> {
             list.retain(|&i| i != index);
         }
         self.fleet_size += 1;
-        if let Some(list) = self.fleet_by_az.get_mut(az) {
-            list.push(index);
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.push(index);
+            }
         }
     }
 

@@ -215,13 +215,33 @@ impl Greedy<'_> {
 
     /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
     /// in `fleet_by_az` order.
-    fn free_slots(&self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
+    fn free_slots(&mut self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
+        let accelerated_only = needs.iter().flatten().all(|need| need.accelerators > 0);
         let mut slots = Vec::new();
         for z in azs {
-            let indices = self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice);
-            self.extend_free_slots(needs, indices, &mut slots);
+            if accelerated_only {
+                // Only instances with a free accelerator can have room; the others leave the list.
+                let mut list = self.accelerated_by_az.get_mut(z).map(std::mem::take).unwrap_or_default();
+                list.retain(|&index| self.free_accelerators(index) > 0);
+                self.extend_free_slots(needs, &list, &mut slots);
+                if let Some(cell) = self.accelerated_by_az.get_mut(z) {
+                    *cell = list;
+                }
+            } else {
+                let indices = self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice);
+                self.extend_free_slots(needs, indices, &mut slots);
+            }
         }
         slots
+    }
+
+    fn free_accelerators(&self, index: usize) -> u64 {
+        self.instances.get(index).map_or(0, |instance| {
+            self.problem
+                .types
+                .get(instance.type_index)
+                .map_or(0, |info| info.capacity.accelerators.saturating_sub(instance.used.accelerators))
+        })
     }
 
     /// Appends the free room for copies of the component on `indices` (those with room).
