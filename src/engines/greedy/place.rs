@@ -177,6 +177,18 @@ fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
     orders
 }
 
+/// Free room of one fleet instance for the component being placed, with its fill keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FreeSlot {
+    index: usize,
+    /// Copies of the component that still fit.
+    room: u64,
+    /// Copies of the component it holds now.
+    copies: u32,
+    /// The instance's intrinsic tie-break.
+    rank: usize,
+}
+
 fn as_count(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
@@ -215,7 +227,7 @@ impl Greedy<'_> {
 
     /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
     /// in `fleet_by_az` order.
-    fn free_slots(&mut self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
+    fn free_slots(&mut self, c: usize, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<FreeSlot> {
         let accelerated_only = needs.iter().flatten().all(|need| need.accelerators > 0);
         let mut slots = Vec::new();
         for z in azs {
@@ -223,13 +235,13 @@ impl Greedy<'_> {
                 // Only instances with a free accelerator can have room; the others leave the list.
                 let mut list = self.accelerated_by_az.get_mut(z).map(std::mem::take).unwrap_or_default();
                 list.retain(|&index| self.free_accelerators(index) > 0);
-                self.extend_free_slots(needs, &list, &mut slots);
+                self.extend_free_slots(c, needs, &list, &mut slots);
                 if let Some(cell) = self.accelerated_by_az.get_mut(z) {
                     *cell = list;
                 }
             } else {
                 let indices = self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice);
-                self.extend_free_slots(needs, indices, &mut slots);
+                self.extend_free_slots(c, needs, indices, &mut slots);
             }
         }
         slots
@@ -244,11 +256,12 @@ impl Greedy<'_> {
         })
     }
 
-    /// Appends the free room for copies of the component on `indices` (those with room).
-    fn extend_free_slots(&self, needs: &Needs, indices: &[usize], slots: &mut Vec<(usize, u64)>) {
+    /// Appends the free room for copies of component `c` on `indices` (those with room).
+    fn extend_free_slots(&self, c: usize, needs: &Needs, indices: &[usize], slots: &mut Vec<FreeSlot>) {
         for &index in indices {
-            if let Some(copies) = self.room_for(needs, index).filter(|&copies| copies > 0) {
-                slots.push((index, copies));
+            if let Some(room) = self.room_for(needs, index).filter(|&room| room > 0) {
+                let instance = &self.instances[index];
+                slots.push(FreeSlot { index, room, copies: instance.copies_of(c), rank: instance.rank });
             }
         }
     }
@@ -267,60 +280,67 @@ impl Greedy<'_> {
     /// left holding the room that is still free (same order, exhausted instances dropped), so a
     /// caller can keep using it instead of scanning the AZ again: only this component's
     /// placements change room while it is being placed.
-    fn fill(&mut self, c: usize, needs: &Needs, slots: &mut Vec<(usize, u64)>, wanted: u64) -> u64 {
+    fn fill(&mut self, c: usize, needs: &Needs, slots: &mut Vec<FreeSlot>, wanted: u64) -> u64 {
         if slots.is_empty() || wanted == 0 {
             return 0;
         }
         let mut adds = vec![0u64; slots.len()];
         let mut placed = 0u64;
+        let strategy = self.problem.components[c].strategy;
         // Keys are unique (ranks are), so heap order is the sorted order.
-        match self.problem.components[c].strategy {
-            PlacementStrategy::Spread => {
-                let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
-                    .iter()
-                    .enumerate()
-                    .map(|(slot, &(index, _))| {
-                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
-                    })
-                    .collect();
-                while placed < wanted {
-                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
-                        break;
-                    };
-                    adds[slot] += 1;
-                    placed += 1;
-                    if adds[slot] < slots[slot].1 {
-                        heap.push(Reverse((count.saturating_add(1), rank, slot)));
+        let spread_key = |slot: &FreeSlot| (slot.copies, slot.rank);
+        if wanted == 1 {
+            // One copy (the strict balance rounds place one per AZ): the best slot, no heap.
+            let best = match strategy {
+                PlacementStrategy::Spread => slots.iter().enumerate().min_by_key(|(_, slot)| spread_key(slot)),
+                PlacementStrategy::Binpack => slots.iter().enumerate().min_by_key(|(_, slot)| (slot.room, slot.rank)),
+            };
+            if let Some((slot, _)) = best {
+                adds[slot] = 1;
+                placed = 1;
+            }
+        } else {
+            match strategy {
+                PlacementStrategy::Spread => {
+                    let mut heap: BinaryHeap<Reverse<((u32, usize), usize)>> =
+                        slots.iter().enumerate().map(|(slot, entry)| Reverse((spread_key(entry), slot))).collect();
+                    while placed < wanted {
+                        let Some(Reverse(((count, rank), slot))) = heap.pop() else {
+                            break;
+                        };
+                        adds[slot] += 1;
+                        placed += 1;
+                        if adds[slot] < slots[slot].room {
+                            heap.push(Reverse(((count.saturating_add(1), rank), slot)));
+                        }
                     }
                 }
-            }
-            PlacementStrategy::Binpack => {
-                let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = slots
-                    .iter()
-                    .enumerate()
-                    .map(|(slot, &(index, room))| Reverse((room, self.instances[index].rank, slot)))
-                    .collect();
-                while placed < wanted {
-                    let Some(Reverse((room, _, slot))) = heap.pop() else {
-                        break;
-                    };
-                    let take = room.min(wanted - placed);
-                    adds[slot] = take;
-                    placed += take;
+                PlacementStrategy::Binpack => {
+                    let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> =
+                        slots.iter().enumerate().map(|(slot, entry)| Reverse((entry.room, entry.rank, slot))).collect();
+                    while placed < wanted {
+                        let Some(Reverse((room, _, slot))) = heap.pop() else {
+                            break;
+                        };
+                        let take = room.min(wanted - placed);
+                        adds[slot] = take;
+                        placed += take;
+                    }
                 }
             }
         }
         for (slot, entry) in slots.iter_mut().enumerate() {
             if adds[slot] > 0 {
-                let index = entry.0;
+                let index = entry.index;
                 let type_index = self.instances[index].type_index;
                 if let Some(Some(need)) = needs.get(type_index) {
                     self.place(c, index, as_count(adds[slot]), need);
                 }
-                entry.1 = self.room_for(needs, index).unwrap_or(0);
+                entry.room = self.room_for(needs, index).unwrap_or(0);
+                entry.copies = self.instances[index].copies_of(c);
             }
         }
-        slots.retain(|&(_, room)| room > 0);
+        slots.retain(|slot| slot.room > 0);
         placed
     }
 
@@ -365,7 +385,7 @@ impl Greedy<'_> {
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
     /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]); on return
     /// it holds the AZ's free room left, opened instances included.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<(usize, u64)>) -> u64 {
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<FreeSlot>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
             let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
@@ -382,7 +402,7 @@ impl Greedy<'_> {
                 break;
             }
             let mut new_slots = Vec::with_capacity(opened.len());
-            self.extend_free_slots(needs, &opened, &mut new_slots);
+            self.extend_free_slots(c, needs, &opened, &mut new_slots);
             let got = self.fill(c, needs, &mut new_slots, wanted - placed);
             // Opened instances join the AZ's fleet after every earlier one, as a scan would list them.
             slots.append(&mut new_slots);
@@ -447,11 +467,11 @@ impl Greedy<'_> {
         az_order.sort_by_key(|&z| self.az_rank[z]);
         // Each AZ's free room for the component, kept current by `place_in_az` (only this
         // component's placements change it), so the AZs are scanned once, not every round.
-        let mut slots_by_az: Vec<Vec<(usize, u64)>> =
-            (0..az_count).map(|z| self.free_slots(needs, std::iter::once(z))).collect();
+        let mut slots_by_az: Vec<Vec<FreeSlot>> =
+            (0..az_count).map(|z| self.free_slots(c, needs, std::iter::once(z))).collect();
         while remaining > 0 {
             let free: Vec<u64> =
-                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.room))).collect();
             // Strict: a copy per open AZ at a time, so an AZ found full stops the others from
             // running ahead of it by more than the balance allows.
             let batch = if self.strict_balance {
@@ -491,7 +511,7 @@ impl Greedy<'_> {
     /// covers the copies best (fewest copies of the component first on ties).
     fn place_unbalanced(&mut self, c: usize, needs: &Needs, missing: u64) {
         let az_count = self.problem.azs.len();
-        let mut slots = self.free_slots(needs, 0..az_count);
+        let mut slots = self.free_slots(c, needs, 0..az_count);
         let mut placed = self.fill(c, needs, &mut slots, missing);
         let mut full = vec![false; az_count];
         while placed < missing {
