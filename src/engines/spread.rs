@@ -200,10 +200,16 @@ struct Balancer<'a> {
     new_copies: BTreeMap<(usize, usize), Vec<usize>>,
     /// Instances per `[az][type]` keyed by free accelerators (room queries start there).
     by_room: Vec<Vec<BTreeSet<(u64, usize)>>>,
-    /// Holders of new copies of a SPREAD component per (component, AZ): (copies, slot).
-    holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>>,
+    /// Holders of new copies of a SPREAD component per (component, AZ) at
+    /// `component * azs + az`: (copies, slot).
+    holders: Vec<BTreeSet<(u32, usize)>>,
     /// SPREAD components with a holder of two or more copies, per AZ (only these can move).
     heavy_in_az: Vec<BTreeSet<usize>>,
+    /// What one copy of a component needs on a type, where it may run there: `[type][component]`
+    /// (the hot loops look this up for every pair they consider).
+    need_on: Vec<Vec<Option<Resources>>>,
+    /// Number of AZs (row length of the per-(component, AZ) tables).
+    az_count: usize,
 }
 
 impl<'a> Balancer<'a> {
@@ -219,50 +225,66 @@ impl<'a> Balancer<'a> {
                 set.insert((free_accelerators(problem, slot), index));
             }
         }
-        let mut holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>> = BTreeMap::new();
+        let az_count = problem.azs.len();
+        let mut holders: Vec<BTreeSet<(u32, usize)>> = vec![BTreeSet::new(); problem.components.len() * az_count];
         for &(c, s) in new_copies.keys() {
             if problem.components[c].strategy != PlacementStrategy::Spread || slots[s].gone {
                 continue;
             }
-            holders.entry((c, slots[s].az)).or_default().insert((slots[s].copies_of(c), s));
+            if let Some(set) = holders.get_mut(c * az_count + slots[s].az) {
+                set.insert((slots[s].copies_of(c), s));
+            }
         }
-        let mut heavy_in_az = vec![BTreeSet::new(); problem.azs.len()];
-        for (&(c, z), set) in &holders {
+        let mut heavy_in_az = vec![BTreeSet::new(); az_count];
+        for (pair, set) in holders.iter().enumerate() {
             if set.last().is_some_and(|&(count, _)| count >= 2) {
-                if let Some(heavy) = heavy_in_az.get_mut(z) {
-                    heavy.insert(c);
+                if let Some(heavy) = heavy_in_az.get_mut(pair % az_count) {
+                    heavy.insert(pair / az_count);
                 }
             }
         }
-        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az }
+        let need_on = (0..problem.types.len())
+            .map(|t| {
+                problem
+                    .components
+                    .iter()
+                    .map(|component| component.placement_requirement(problem, t).map(|r| r.resources))
+                    .collect()
+            })
+            .collect();
+        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az, need_on, az_count }
+    }
+
+    /// What one copy of `c` needs on type `t`, if it may run there.
+    fn need_on(&self, t: usize, c: usize) -> Option<&Resources> {
+        self.need_on.get(t)?.get(c)?.as_ref()
     }
 
     /// The heaviest holder of new copies of `c` in `az`, if it holds two or more.
     fn heaviest(&self, c: usize, az: usize) -> Option<(u32, usize)> {
-        self.holders.get(&(c, az)).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
+        self.holders.get(c * self.az_count + az).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
     }
 
     /// The lightest eligible instance in `az` with room for one more copy of `c` among those
     /// holding at most `at_most` copies of it.
     fn lightest(&self, c: usize, az: usize, at_most: u32) -> Option<(u32, usize)> {
         let problem = self.problem;
-        let component = problem.components.get(c)?;
         let mut best: Option<(u32, usize)> = None;
-        for t in problem.pool_types() {
-            let Some(requirement) = component.placement_requirement(problem, t) else {
+        for t in 0..problem.types.len() {
+            let Some(need) = self.need_on(t, c) else {
                 continue;
             };
             let Some(set) = self.by_room.get(az).and_then(|row| row.get(t)) else {
                 continue;
             };
             let capacity = problem.types[t].capacity;
-            for &(_, s) in set.range((requirement.resources.accelerators, 0)..) {
+            for &(_, s) in set.range((need.accelerators, 0)..) {
                 let slot = &self.slots[s];
                 let count = slot.copies_of(c);
                 if count > at_most || best.is_some_and(|b| (count, s) >= b) {
                     continue;
                 }
-                if slot.used.plus(&requirement.resources).fits_in(&capacity) {
+                if slot.used.plus(need).fits_in(&capacity) {
                     best = Some((count, s));
                     if count == 0 {
                         break;
@@ -276,7 +298,9 @@ impl<'a> Balancer<'a> {
     fn set_holder(&mut self, c: usize, s: usize, before: u32) {
         let az = self.slots[s].az;
         let has_new = self.new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty());
-        let set = self.holders.entry((c, az)).or_default();
+        let Some(set) = self.holders.get_mut(c * self.az_count + az) else {
+            return;
+        };
         set.remove(&(before, s));
         if has_new {
             set.insert((self.slots[s].copies_of(c), s));
@@ -315,10 +339,19 @@ impl<'a> Balancer<'a> {
         // Each move lowers Σ count² of its component and leaves the others alone, so this ends.
         // A move frees room on the heavy instance, which can make another component's pair in
         // that AZ a violation: such (component, AZ) pairs go back on the work list.
-        let mut work: BTreeSet<(usize, usize)> =
-            self.holders.keys().copied().filter(|&(c, z)| self.heaviest(c, z).is_some()).collect();
+        let az_count = self.az_count;
+        let mut work: BTreeSet<(usize, usize)> = (0..self.holders.len())
+            .map(|pair| (pair / az_count, pair % az_count))
+            .filter(|&(c, z)| self.heaviest(c, z).is_some())
+            .collect();
+        // Membership of `work` by `component * azs + az`, for the hot check below.
+        let mut queued = vec![false; self.holders.len()];
+        for &(c, z) in &work {
+            queued[c * az_count + z] = true;
+        }
         let mut freed: BTreeMap<usize, Resources> = BTreeMap::new();
         while let Some((c, z)) = work.pop_first() {
+            queued[c * az_count + z] = false;
             freed.clear();
             while let Some((most, heavy)) = self.heaviest(c, z) {
                 let Some((_, light)) = self.lightest(c, z, most - 2) else {
@@ -335,18 +368,18 @@ impl<'a> Balancer<'a> {
                 // The arithmetic test first: it rejects almost every component cheaply.
                 let room_now = info.capacity.minus(&slot.used).unwrap_or(Resources::ZERO);
                 let room_before = info.capacity.minus(before).unwrap_or(Resources::ZERO);
+                let needs = self.need_on.get(slot.type_index).map_or(&[][..], Vec::as_slice);
                 for &other in self.heavy_in_az.get(z).into_iter().flatten() {
-                    let Some(requirement) =
-                        self.problem.components[other].placement_requirement(self.problem, slot.type_index)
-                    else {
+                    let Some(Some(need)) = needs.get(other) else {
                         continue;
                     };
-                    let need = &requirement.resources;
+                    let pair = other * az_count + z;
                     if need.fits_in(&room_now)
                         && !need.fits_in(&room_before)
                         && other != c
-                        && !work.contains(&(other, z))
+                        && !queued.get(pair).copied().unwrap_or(true)
                     {
+                        queued[pair] = true;
                         work.insert((other, z));
                     }
                 }
