@@ -258,6 +258,8 @@ impl Greedy<'_> {
 
     /// Appends the free room for copies of component `c` on `indices` (those with room).
     fn extend_free_slots(&self, c: usize, needs: &Needs, indices: &[usize], slots: &mut Vec<FreeSlot>) {
+        // Room for every candidate up front: growing the vector step by step copied it often.
+        slots.reserve(indices.len());
         for &index in indices {
             if let Some(room) = self.room_for(needs, index).filter(|&room| room > 0) {
                 let instance = &self.instances[index];
