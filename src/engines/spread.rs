@@ -204,7 +204,8 @@ struct Balancer<'a> {
     /// `component * azs + az`: (copies, slot).
     holders: Vec<BTreeSet<(u32, usize)>>,
     /// SPREAD components with a holder of two or more copies, per AZ (only these can move).
-    heavy_in_az: Vec<BTreeSet<usize>>,
+    /// Sorted vectors: the work-list loop walks them for every freed instance.
+    heavy_in_az: Vec<Vec<usize>>,
     /// What one copy of a component needs on a type, where it may run there: `[type][component]`
     /// (the hot loops look this up for every pair they consider).
     need_on: Vec<Vec<Option<Resources>>>,
@@ -235,11 +236,12 @@ impl<'a> Balancer<'a> {
                 set.insert((slots[s].copies_of(c), s));
             }
         }
-        let mut heavy_in_az = vec![BTreeSet::new(); az_count];
+        let mut heavy_in_az: Vec<Vec<usize>> = vec![Vec::new(); az_count];
         for (pair, set) in holders.iter().enumerate() {
             if set.last().is_some_and(|&(count, _)| count >= 2) {
                 if let Some(heavy) = heavy_in_az.get_mut(pair % az_count) {
-                    heavy.insert(pair / az_count);
+                    // Pairs run component-major, so each AZ's list comes out sorted.
+                    heavy.push(pair / az_count);
                 }
             }
         }
@@ -307,10 +309,12 @@ impl<'a> Balancer<'a> {
         }
         let heavy = set.last().is_some_and(|&(count, _)| count >= 2);
         if let Some(heavy_set) = self.heavy_in_az.get_mut(az) {
-            if heavy {
-                heavy_set.insert(c);
-            } else {
-                heavy_set.remove(&c);
+            match (heavy, heavy_set.binary_search(&c)) {
+                (true, Err(position)) => heavy_set.insert(position, c),
+                (false, Ok(position)) => {
+                    heavy_set.remove(position);
+                }
+                _ => {}
             }
         }
     }
