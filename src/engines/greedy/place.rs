@@ -286,8 +286,6 @@ impl Greedy<'_> {
         if slots.is_empty() || wanted == 0 {
             return 0;
         }
-        let mut adds = vec![0u64; slots.len()];
-        let mut placed = 0u64;
         let strategy = self.problem.components[c].strategy;
         // Keys are unique (ranks are), so heap order is the sorted order.
         let spread_key = |slot: &FreeSlot| (slot.copies, slot.rank);
@@ -297,53 +295,68 @@ impl Greedy<'_> {
                 PlacementStrategy::Spread => slots.iter().enumerate().min_by_key(|(_, slot)| spread_key(slot)),
                 PlacementStrategy::Binpack => slots.iter().enumerate().min_by_key(|(_, slot)| (slot.room, slot.rank)),
             };
-            if let Some((slot, _)) = best {
-                adds[slot] = 1;
-                placed = 1;
+            let Some((slot, _)) = best else {
+                return 0;
+            };
+            self.place_in_slot(c, needs, slots, slot, 1);
+            if slots.get(slot).is_some_and(|entry| entry.room == 0) {
+                slots.remove(slot);
             }
-        } else {
-            match strategy {
-                PlacementStrategy::Spread => {
-                    let mut heap: BinaryHeap<Reverse<((u32, usize), usize)>> =
-                        slots.iter().enumerate().map(|(slot, entry)| Reverse((spread_key(entry), slot))).collect();
-                    while placed < wanted {
-                        let Some(Reverse(((count, rank), slot))) = heap.pop() else {
-                            break;
-                        };
-                        adds[slot] += 1;
-                        placed += 1;
-                        if adds[slot] < slots[slot].room {
-                            heap.push(Reverse(((count.saturating_add(1), rank), slot)));
-                        }
+            return 1;
+        }
+        let mut adds = vec![0u64; slots.len()];
+        let mut placed = 0u64;
+        match strategy {
+            PlacementStrategy::Spread => {
+                let mut heap: BinaryHeap<Reverse<((u32, usize), usize)>> =
+                    slots.iter().enumerate().map(|(slot, entry)| Reverse((spread_key(entry), slot))).collect();
+                while placed < wanted {
+                    let Some(Reverse(((count, rank), slot))) = heap.pop() else {
+                        break;
+                    };
+                    adds[slot] += 1;
+                    placed += 1;
+                    if adds[slot] < slots[slot].room {
+                        heap.push(Reverse(((count.saturating_add(1), rank), slot)));
                     }
                 }
-                PlacementStrategy::Binpack => {
-                    let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> =
-                        slots.iter().enumerate().map(|(slot, entry)| Reverse((entry.room, entry.rank, slot))).collect();
-                    while placed < wanted {
-                        let Some(Reverse((room, _, slot))) = heap.pop() else {
-                            break;
-                        };
-                        let take = room.min(wanted - placed);
-                        adds[slot] = take;
-                        placed += take;
-                    }
+            }
+            PlacementStrategy::Binpack => {
+                let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> =
+                    slots.iter().enumerate().map(|(slot, entry)| Reverse((entry.room, entry.rank, slot))).collect();
+                while placed < wanted {
+                    let Some(Reverse((room, _, slot))) = heap.pop() else {
+                        break;
+                    };
+                    let take = room.min(wanted - placed);
+                    adds[slot] = take;
+                    placed += take;
                 }
             }
         }
-        for (slot, entry) in slots.iter_mut().enumerate() {
-            if adds[slot] > 0 {
-                let index = entry.index;
-                let type_index = self.instances[index].type_index;
-                if let Some(Some(need)) = needs.get(type_index) {
-                    self.place(c, index, as_count(adds[slot]), need);
-                }
-                entry.room = self.room_for(needs, index).unwrap_or(0);
-                entry.copies = self.instances[index].copies_of(c);
+        for (slot, &count) in adds.iter().enumerate() {
+            if count > 0 {
+                self.place_in_slot(c, needs, slots, slot, count);
             }
         }
         slots.retain(|slot| slot.room > 0);
         placed
+    }
+
+    /// Places `count` copies of `c` on the instance of `slots[slot]` and updates its room.
+    fn place_in_slot(&mut self, c: usize, needs: &Needs, slots: &mut [FreeSlot], slot: usize, count: u64) {
+        let Some(index) = slots.get(slot).map(|entry| entry.index) else {
+            return;
+        };
+        let type_index = self.instances[index].type_index;
+        if let Some(Some(need)) = needs.get(type_index) {
+            self.place(c, index, as_count(count), need);
+        }
+        let (room, copies) = (self.room_for(needs, index).unwrap_or(0), self.instances[index].copies_of(c));
+        if let Some(entry) = slots.get_mut(slot) {
+            entry.room = room;
+            entry.copies = copies;
+        }
     }
 
     /// The best instances to open in `az` for `remaining` copies, if any may be opened.
