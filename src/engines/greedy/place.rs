@@ -120,7 +120,8 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             }
         }
     }
-    let orders = candidate_orders(problem, passes);
+    // Only as many orders as the passes can use (each order runs with every mode).
+    let orders = candidate_orders(problem, passes.div_ceil(modes.len().max(1) as u64));
     let mut out = Vec::new();
     for order in &orders {
         for &mode in &modes {
@@ -152,16 +153,29 @@ fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
     };
     let easiest: Vec<usize> = hardest.iter().rev().copied().collect();
     push(easiest.clone(), &mut orders);
-    let position = |c: usize| hardest.iter().position(|&h| h == c).unwrap_or(usize::MAX);
+    // Position of each component in `hardest`, looked up while sorting.
+    let mut positions = vec![usize::MAX; problem.components.len()];
+    for (position, &c) in hardest.iter().enumerate() {
+        if let Some(cell) = positions.get_mut(c) {
+            *cell = position;
+        }
+    }
+    let position = |c: usize| positions.get(c).copied().unwrap_or(usize::MAX);
     let balanced = |c: usize| problem.components.get(c).is_some_and(|x| x.max_imbalance.is_some());
     let copies = |c: usize| problem.components.get(c).map_or(0, |x| x.copy_count);
     for base in [&hardest, &easiest] {
+        if orders.len() as u64 >= passes {
+            return orders;
+        }
         let mut order = base.clone();
         order.sort_by_key(|&c| !balanced(c));
         push(order, &mut orders);
         let mut order = base.clone();
         order.sort_by_key(|&c| balanced(c));
         push(order, &mut orders);
+    }
+    if orders.len() as u64 >= passes {
+        return orders;
     }
     let mut order = hardest.clone();
     order.sort_by_key(|&c| (copies(c), position(c)));
