@@ -30,7 +30,7 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// An instance of the final fleet (existing ones in fleet order, then launches in launch
-    /// order, as [`rebalance_spread`] reads them from the actions).
+    /// order, as `rebalance_spread` reads them from the actions).
     pub(crate) fn new(
         id: String,
         type_index: usize,
@@ -153,10 +153,10 @@ pub(crate) fn rebalance_spread(problem: &Problem, actions: Vec<Action>) -> Vec<A
     balance(problem, actions, slots, placed)
 }
 
-/// [`rebalance_spread`] for a planner that knows its plan by index already: `slots` are the
+/// `rebalance_spread` for a planner that knows its plan by index already: `slots` are the
 /// instances of the final fleet (existing ones in fleet order, then launches in launch order)
 /// and `placed` holds `((component, slot), action position)` for every `PlaceCopy` in
-/// `actions`. Same result as [`rebalance_spread`], without reading the ids back from strings.
+/// `actions`. Same result as `rebalance_spread`, without reading the ids back from strings.
 pub(crate) fn rebalance_spread_indexed(
     problem: &Problem,
     actions: Vec<Action>,

@@ -9,11 +9,12 @@
 //!    remaining copies fit.
 //! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
+//! 4. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
-//! Small problems run these phases several times (component orders × modes, within a work
-//! budget) and keep the best plan by objective; large ones run them once.
+//! Small problems run phases 1–3 several times (component orders × modes, within a work
+//! budget) and keep the best result by objective; large ones run them once. Phase 4 runs on the
+//! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
