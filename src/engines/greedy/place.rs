@@ -277,7 +277,11 @@ impl Greedy<'_> {
         for &index in indices {
             if let Some(room) = self.room_for(needs, index).filter(|&room| room > 0) {
                 let instance = &self.instances[index];
-                slots.push(FreeSlot { index, room, copies: instance.copies_of(c), rank: instance.rank });
+                // Most scans run before the component has any copy in the AZ: then there is no
+                // need to walk the instance's copy list (often spilled to the heap).
+                let in_az = self.az_copies.get(c).and_then(|row| row.get(instance.az)).copied().unwrap_or(1);
+                let copies = if in_az == 0 { 0 } else { instance.copies_of(c) };
+                slots.push(FreeSlot { index, room, copies, rank: instance.rank });
             }
         }
     }
