@@ -15,17 +15,32 @@ use crate::plan::Action;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// One instance of the final fleet as the pass sees it.
-struct Slot {
-    id: String,
-    type_index: usize,
-    az: usize,
-    gone: bool,
-    /// Copies per component, sorted by component.
-    copies: SmallVec<[(usize, u32); 4]>,
+pub(crate) struct Slot {
+    /// Instance id, as the actions name it.
+    pub(crate) id: String,
+    pub(crate) type_index: usize,
+    pub(crate) az: usize,
+    /// Terminated by the plan.
+    pub(crate) gone: bool,
+    /// Copies per component at the end of the plan, sorted by component.
+    pub(crate) copies: SmallVec<[(usize, u32); 4]>,
+    /// Filled in by the pass from `copies`.
     used: Resources,
 }
 
 impl Slot {
+    /// An instance of the final fleet (existing ones in fleet order, then launches in launch
+    /// order, as `rebalance_spread` reads them from the actions).
+    pub(crate) fn new(
+        id: String,
+        type_index: usize,
+        az: usize,
+        gone: bool,
+        copies: SmallVec<[(usize, u32); 4]>,
+    ) -> Self {
+        Slot { id, type_index, az, gone, copies, used: Resources::ZERO }
+    }
+
     fn copies_of(&self, component: usize) -> u32 {
         self.copies.iter().find(|(c, _)| *c == component).map_or(0, |&(_, n)| n)
     }
@@ -51,7 +66,11 @@ fn need(problem: &Problem, component: usize, type_index: usize) -> Option<Resour
 /// Moves new copies of SPREAD components between instances of the same AZ until no instance
 /// holds two or more copies more than an eligible instance with room for one more (as far as
 /// new copies allow). Actions the pass cannot interpret are returned unchanged.
-pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> Vec<Action> {
+///
+/// Planners use [`rebalance_spread_indexed`], which skips reading the plan back from strings;
+/// this form is the reference it is tested against.
+#[cfg(test)]
+pub(crate) fn rebalance_spread(problem: &Problem, actions: Vec<Action>) -> Vec<Action> {
     if !problem.components.iter().any(|c| c.strategy == PlacementStrategy::Spread) {
         return actions;
     }
@@ -131,6 +150,32 @@ pub(crate) fn rebalance_spread(problem: &Problem, mut actions: Vec<Action>) -> V
             }
         }
     }
+    balance(problem, actions, slots, placed)
+}
+
+/// `rebalance_spread` for a planner that knows its plan by index already: `slots` are the
+/// instances of the final fleet (existing ones in fleet order, then launches in launch order)
+/// and `placed` holds `((component, slot), action position)` for every `PlaceCopy` in
+/// `actions`. Same result as `rebalance_spread`, without reading the ids back from strings.
+pub(crate) fn rebalance_spread_indexed(
+    problem: &Problem,
+    actions: Vec<Action>,
+    slots: Vec<Slot>,
+    placed: Vec<((usize, usize), usize)>,
+) -> Vec<Action> {
+    if !problem.components.iter().any(|c| c.strategy == PlacementStrategy::Spread) {
+        return actions;
+    }
+    balance(problem, actions, slots, placed)
+}
+
+/// The pass proper, on indexed slots and placements.
+fn balance(
+    problem: &Problem,
+    mut actions: Vec<Action>,
+    mut slots: Vec<Slot>,
+    mut placed: Vec<((usize, usize), usize)>,
+) -> Vec<Action> {
     for slot in &mut slots {
         slot.used = slot.copies.iter().fold(Resources::ZERO, |used, &(c, n)| {
             used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
@@ -155,10 +200,17 @@ struct Balancer<'a> {
     new_copies: BTreeMap<(usize, usize), Vec<usize>>,
     /// Instances per `[az][type]` keyed by free accelerators (room queries start there).
     by_room: Vec<Vec<BTreeSet<(u64, usize)>>>,
-    /// Holders of new copies of a SPREAD component per (component, AZ): (copies, slot).
-    holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>>,
+    /// Holders of new copies of a SPREAD component per (component, AZ) at
+    /// `component * azs + az`: (copies, slot).
+    holders: Vec<BTreeSet<(u32, usize)>>,
     /// SPREAD components with a holder of two or more copies, per AZ (only these can move).
-    heavy_in_az: Vec<BTreeSet<usize>>,
+    /// Sorted vectors: the work-list loop walks them for every freed instance.
+    heavy_in_az: Vec<Vec<usize>>,
+    /// What one copy of a component needs on a type, where it may run there: `[type][component]`
+    /// (the hot loops look this up for every pair they consider).
+    need_on: Vec<Vec<Option<Resources>>>,
+    /// Number of AZs (row length of the per-(component, AZ) tables).
+    az_count: usize,
 }
 
 impl<'a> Balancer<'a> {
@@ -174,50 +226,67 @@ impl<'a> Balancer<'a> {
                 set.insert((free_accelerators(problem, slot), index));
             }
         }
-        let mut holders: BTreeMap<(usize, usize), BTreeSet<(u32, usize)>> = BTreeMap::new();
+        let az_count = problem.azs.len();
+        let mut holders: Vec<BTreeSet<(u32, usize)>> = vec![BTreeSet::new(); problem.components.len() * az_count];
         for &(c, s) in new_copies.keys() {
             if problem.components[c].strategy != PlacementStrategy::Spread || slots[s].gone {
                 continue;
             }
-            holders.entry((c, slots[s].az)).or_default().insert((slots[s].copies_of(c), s));
+            if let Some(set) = holders.get_mut(c * az_count + slots[s].az) {
+                set.insert((slots[s].copies_of(c), s));
+            }
         }
-        let mut heavy_in_az = vec![BTreeSet::new(); problem.azs.len()];
-        for (&(c, z), set) in &holders {
+        let mut heavy_in_az: Vec<Vec<usize>> = vec![Vec::new(); az_count];
+        for (pair, set) in holders.iter().enumerate() {
             if set.last().is_some_and(|&(count, _)| count >= 2) {
-                if let Some(heavy) = heavy_in_az.get_mut(z) {
-                    heavy.insert(c);
+                if let Some(heavy) = heavy_in_az.get_mut(pair % az_count) {
+                    // Pairs run component-major, so each AZ's list comes out sorted.
+                    heavy.push(pair / az_count);
                 }
             }
         }
-        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az }
+        let need_on = (0..problem.types.len())
+            .map(|t| {
+                problem
+                    .components
+                    .iter()
+                    .map(|component| component.placement_requirement(problem, t).map(|r| r.resources))
+                    .collect()
+            })
+            .collect();
+        Balancer { problem, slots, new_copies, by_room, holders, heavy_in_az, need_on, az_count }
+    }
+
+    /// What one copy of `c` needs on type `t`, if it may run there.
+    fn need_on(&self, t: usize, c: usize) -> Option<&Resources> {
+        self.need_on.get(t)?.get(c)?.as_ref()
     }
 
     /// The heaviest holder of new copies of `c` in `az`, if it holds two or more.
     fn heaviest(&self, c: usize, az: usize) -> Option<(u32, usize)> {
-        self.holders.get(&(c, az)).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
+        self.holders.get(c * self.az_count + az).and_then(|set| set.last().copied()).filter(|&(count, _)| count >= 2)
     }
 
     /// The lightest eligible instance in `az` with room for one more copy of `c` among those
     /// holding at most `at_most` copies of it.
     fn lightest(&self, c: usize, az: usize, at_most: u32) -> Option<(u32, usize)> {
         let problem = self.problem;
-        let component = problem.components.get(c)?;
         let mut best: Option<(u32, usize)> = None;
-        for t in problem.pool_types() {
-            let Some(requirement) = component.placement_requirement(problem, t) else {
+        for t in 0..problem.types.len() {
+            let Some(need) = self.need_on(t, c) else {
                 continue;
             };
             let Some(set) = self.by_room.get(az).and_then(|row| row.get(t)) else {
                 continue;
             };
             let capacity = problem.types[t].capacity;
-            for &(_, s) in set.range((requirement.resources.accelerators, 0)..) {
+            for &(_, s) in set.range((need.accelerators, 0)..) {
                 let slot = &self.slots[s];
                 let count = slot.copies_of(c);
                 if count > at_most || best.is_some_and(|b| (count, s) >= b) {
                     continue;
                 }
-                if slot.used.plus(&requirement.resources).fits_in(&capacity) {
+                if slot.used.plus(need).fits_in(&capacity) {
                     best = Some((count, s));
                     if count == 0 {
                         break;
@@ -231,17 +300,21 @@ impl<'a> Balancer<'a> {
     fn set_holder(&mut self, c: usize, s: usize, before: u32) {
         let az = self.slots[s].az;
         let has_new = self.new_copies.get(&(c, s)).is_some_and(|list| !list.is_empty());
-        let set = self.holders.entry((c, az)).or_default();
+        let Some(set) = self.holders.get_mut(c * self.az_count + az) else {
+            return;
+        };
         set.remove(&(before, s));
         if has_new {
             set.insert((self.slots[s].copies_of(c), s));
         }
         let heavy = set.last().is_some_and(|&(count, _)| count >= 2);
         if let Some(heavy_set) = self.heavy_in_az.get_mut(az) {
-            if heavy {
-                heavy_set.insert(c);
-            } else {
-                heavy_set.remove(&c);
+            match (heavy, heavy_set.binary_search(&c)) {
+                (true, Err(position)) => heavy_set.insert(position, c),
+                (false, Ok(position)) => {
+                    heavy_set.remove(position);
+                }
+                _ => {}
             }
         }
     }
@@ -270,10 +343,19 @@ impl<'a> Balancer<'a> {
         // Each move lowers Σ count² of its component and leaves the others alone, so this ends.
         // A move frees room on the heavy instance, which can make another component's pair in
         // that AZ a violation: such (component, AZ) pairs go back on the work list.
-        let mut work: BTreeSet<(usize, usize)> =
-            self.holders.keys().copied().filter(|&(c, z)| self.heaviest(c, z).is_some()).collect();
+        let az_count = self.az_count;
+        let mut work: BTreeSet<(usize, usize)> = (0..self.holders.len())
+            .map(|pair| (pair / az_count, pair % az_count))
+            .filter(|&(c, z)| self.heaviest(c, z).is_some())
+            .collect();
+        // Membership of `work` by `component * azs + az`, for the hot check below.
+        let mut queued = vec![false; self.holders.len()];
+        for &(c, z) in &work {
+            queued[c * az_count + z] = true;
+        }
         let mut freed: BTreeMap<usize, Resources> = BTreeMap::new();
         while let Some((c, z)) = work.pop_first() {
+            queued[c * az_count + z] = false;
             freed.clear();
             while let Some((most, heavy)) = self.heaviest(c, z) {
                 let Some((_, light)) = self.lightest(c, z, most - 2) else {
@@ -290,18 +372,18 @@ impl<'a> Balancer<'a> {
                 // The arithmetic test first: it rejects almost every component cheaply.
                 let room_now = info.capacity.minus(&slot.used).unwrap_or(Resources::ZERO);
                 let room_before = info.capacity.minus(before).unwrap_or(Resources::ZERO);
+                let needs = self.need_on.get(slot.type_index).map_or(&[][..], Vec::as_slice);
                 for &other in self.heavy_in_az.get(z).into_iter().flatten() {
-                    let Some(requirement) =
-                        self.problem.components[other].placement_requirement(self.problem, slot.type_index)
-                    else {
+                    let Some(Some(need)) = needs.get(other) else {
                         continue;
                     };
-                    let need = &requirement.resources;
+                    let pair = other * az_count + z;
                     if need.fits_in(&room_now)
                         && !need.fits_in(&room_before)
                         && other != c
-                        && !work.contains(&(other, z))
+                        && !queued.get(pair).copied().unwrap_or(true)
                     {
+                        queued[pair] = true;
                         work.insert((other, z));
                     }
                 }

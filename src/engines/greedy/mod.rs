@@ -9,11 +9,12 @@
 //!    remaining copies fit.
 //! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** (`spread::rebalance_spread`): moves new copies within an AZ so
+//! 4. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
-//! Small problems run these phases several times (component orders × modes, within a work
-//! budget) and keep the best plan by objective; large ones run them once.
+//! Small problems run phases 1–3 several times (component orders × modes, within a work
+//! budget) and keep the best result by objective; large ones run them once. Phase 4 runs on the
+//! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -23,8 +24,11 @@ mod scale_in;
 
 use smallvec::SmallVec;
 
-use crate::fleet::price_micros;
-use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
+use std::collections::BTreeMap;
+
+use super::spread::{self, Slot};
+use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
+use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
 
 /// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
@@ -37,17 +41,41 @@ const UNIT_COST_MICROS: i64 = 1_000_000;
 /// `place::candidate_passes`) and the best plan by objective is kept: one greedy pass can spend
 /// capacity or the MaxInstanceCount budget on the wrong component, and the passes are cheap.
 /// Large problems get one pass, so time stays linear.
+///
+/// Passes are compared on the final fleet each one reaches, before any actions are written:
+/// the SPREAD pass only moves new copies between instances of that fleet within an AZ, so L1–L4
+/// are the same before and after it, and only the winning pass needs it, its actions and the
+/// full `finish` with `Unplaced`.
 pub fn plan_greedy(problem: &Problem) -> Plan {
-    let mut best: Option<Plan> = None;
-    for (order, mode) in place::candidate_passes(problem) {
-        let plan = plan_pass(problem, &order, mode);
-        // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
-        let rank = |p: &Plan| (p.status == Status::Infeasible, p.objective.key());
-        if best.as_ref().is_none_or(|current| rank(&plan) < rank(current)) {
-            best = Some(plan);
+    let passes = place::candidate_passes(problem);
+    let planner = match passes.as_slice() {
+        [(order, mode)] => plan_pass(problem, order, *mode),
+        _ => {
+            let mut best: Option<(Greedy<'_>, (bool, ObjectiveKey))> = None;
+            for (order, mode) in &passes {
+                let planner = plan_pass(problem, order, *mode);
+                // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
+                let rank = (!planner.min_reached, objective(problem, &planner.final_fleet()).key());
+                if best.as_ref().is_none_or(|(_, current)| rank < *current) {
+                    best = Some((planner, rank));
+                }
+            }
+            match best {
+                Some((planner, _)) => planner,
+                None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
+            }
         }
-    }
-    best.unwrap_or_else(|| plan_pass(problem, &place::component_order(problem), Mode::DEFAULT))
+    };
+    let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
+    #[cfg(debug_assertions)]
+    let fleet_before_spread = planner.final_fleet();
+    let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
+    let actions = planner.into_actions();
+    // The ranking above relies on this: the planner's own fleet is the one its actions build.
+    #[cfg(debug_assertions)]
+    debug_assert_eq!(fleet_before_spread, FinalFleet::apply(problem, &actions).0);
+    let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
+    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
 }
 
 /// How one greedy pass trades the levels off when MaxInstanceCount is short.
@@ -74,8 +102,8 @@ impl Mode {
         Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
 }
 
-/// One greedy pass placing components in `order`.
-fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
+/// One greedy pass placing components in `order` (without the SPREAD pass).
+fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
     planner.az_by_opening = mode.az_by_opening;
@@ -88,10 +116,8 @@ fn plan_pass(problem: &Problem, order: &[usize], mode: Mode) -> Plan {
         planner.strict_balance = false;
     }
     planner.place_all(order);
-    let min_reached = planner.release_and_meet_min();
-    let actions = super::spread::rebalance_spread(problem, planner.into_actions());
-    let status = if min_reached { Status::Feasible } else { Status::Infeasible };
-    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+    planner.min_reached = planner.release_and_meet_min();
+    planner
 }
 
 /// One instance the planner knows: existing or launched.
@@ -176,6 +202,10 @@ struct Greedy<'a> {
     instances: Vec<Instance>,
     /// Instances certainly in the final fleet, per AZ: their free room costs nothing.
     fleet_by_az: Vec<Vec<usize>>,
+    /// The part of `fleet_by_az` that may still have a free accelerator (same order). Scans for
+    /// components that need accelerators walk only this list and drop what they find full:
+    /// placement only ever uses accelerators up.
+    accelerated_by_az: Vec<Vec<usize>>,
     /// Idle existing instances of pool types per `[type][az]`, best last (popped first).
     idle: Vec<Vec<Vec<usize>>>,
     /// Launches per `[type][az]`.
@@ -209,6 +239,8 @@ struct Greedy<'a> {
     had_removals: Vec<bool>,
     /// Released instances, in release order.
     releases: Vec<usize>,
+    /// MinInstanceCount was reached (set by the pass once it is done).
+    min_reached: bool,
 }
 
 impl<'a> Greedy<'a> {
@@ -249,6 +281,7 @@ impl<'a> Greedy<'a> {
             problem,
             instances,
             fleet_by_az: vec![Vec::new(); az_count],
+            accelerated_by_az: vec![Vec::new(); az_count],
             idle: vec![vec![Vec::new(); az_count]; type_count],
             launched: vec![vec![0; az_count]; type_count],
             fleet_size: 0,
@@ -267,6 +300,7 @@ impl<'a> Greedy<'a> {
             removals: Vec::new(),
             had_removals: vec![false; problem.components.len()],
             releases: Vec::new(),
+            min_reached: true,
         }
     }
 
@@ -285,8 +319,10 @@ impl<'a> Greedy<'a> {
             if !instance.copies.is_empty() {
                 instance.in_fleet = true;
                 self.fleet_size += 1;
-                if let Some(list) = self.fleet_by_az.get_mut(instance.az) {
-                    list.push(index);
+                for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+                    if let Some(list) = lists.get_mut(instance.az) {
+                        list.push(index);
+                    }
                 }
             } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
                 if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
@@ -360,8 +396,10 @@ impl<'a> Greedy<'a> {
         }
         self.launch_order.push(index);
         self.fleet_size += 1;
-        if let Some(list) = self.fleet_by_az.get_mut(az) {
-            list.push(index);
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.push(index);
+            }
         }
         index
     }
@@ -380,8 +418,10 @@ impl<'a> Greedy<'a> {
             list.retain(|&i| i != index);
         }
         self.fleet_size += 1;
-        if let Some(list) = self.fleet_by_az.get_mut(az) {
-            list.push(index);
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.push(index);
+            }
         }
     }
 
@@ -497,6 +537,77 @@ impl<'a> Greedy<'a> {
         self.fleet_size >= min_size
     }
 
+    /// The final fleet the plan leads to, from the planner's own state: the fleet
+    /// `FinalFleet::apply` builds from [`Self::into_actions`] (kept existing instances in fleet
+    /// order, then launches in launch order), without writing and parsing one action per copy.
+    fn final_fleet(&self) -> FinalFleet {
+        let mut new_copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(map) = new_copies.get_mut(index) {
+                *map.entry(component).or_insert(0) += count;
+            }
+        }
+        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        for &index in &self.launch_order {
+            let instance = &self.instances[index];
+            let entry = launches.entry((instance.type_index, instance.az)).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += u32::from(instance.reserved);
+        }
+        let mut removed: BTreeMap<usize, u32> = BTreeMap::new();
+        for &(component, _) in &self.removals {
+            *removed.entry(component).or_insert(0) += 1;
+        }
+        // Existing instances come first in `instances` (fleet order), launches after (launch order).
+        let instances = self
+            .instances
+            .iter()
+            .zip(new_copies)
+            .filter(|(instance, _)| !instance.released)
+            .map(|(instance, new_copies)| FinalInstance {
+                id: instance.id.clone(),
+                type_index: instance.type_index,
+                az_index: instance.az,
+                reserved: instance.reserved,
+                existing: instance.existing,
+                copies: instance.copies.iter().copied().collect(),
+                new_copies,
+            })
+            .collect();
+        FinalFleet { instances, launches, removed }
+    }
+
+    /// The final fleet's instances for the SPREAD pass, indexed like `instances` (existing
+    /// ones in fleet order, then launches in launch order).
+    fn spread_slots(&self) -> Vec<Slot> {
+        self.instances
+            .iter()
+            .map(|instance| {
+                Slot::new(
+                    instance.id.clone(),
+                    instance.type_index,
+                    instance.az,
+                    instance.released,
+                    instance.copies.clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// `((component, instance), action position)` of every `PlaceCopy` that
+    /// [`Self::into_actions`] writes (launches come first, then one placement per copy).
+    fn placement_positions(&self) -> Vec<((usize, usize), usize)> {
+        let mut position = self.launch_order.len();
+        let mut placed = Vec::with_capacity(self.placements.iter().map(|&(_, _, n)| n as usize).sum());
+        for &(component, index, count) in &self.placements {
+            for _ in 0..count {
+                placed.push(((component, index), position));
+                position += 1;
+            }
+        }
+        placed
+    }
+
     /// The plan's actions: launches, placements, removals, terminations.
     fn into_actions(self) -> Vec<Action> {
         let problem = self.problem;
@@ -544,6 +655,54 @@ impl<'a> Greedy<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan with stacked SPREAD copies (many small components after big ones), an existing
+    /// fleet with copies to keep and to remove, and a released idle instance.
+    fn stacked_problem() -> Problem {
+        let mut builder = crate::model::ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g6.48xlarge", 2)
+            .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
+            .fleet_instance("i-2", "ml.g6.12xlarge", "b", true)
+            .fleet_instance("i-3", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("big-0", "i-1", 3)
+            .fleet_copies("small-1", "i-2", 2)
+            .fleet_copies("gone", "i-3", 1);
+        for i in 0..4 {
+            builder = builder.component(&format!("big-{i}"), 3 + i, 2, 4.0, 8192);
+        }
+        for i in 0..6 {
+            let name = format!("small-{i}");
+            builder = builder.component(&name, 5 + i, 1, 1.0, 4096);
+            if i % 2 == 0 {
+                builder = builder.max_imbalance(&name, 1);
+            }
+        }
+        Problem::new(&builder.component("gone", 0, 1, 1.0, 4096).build()).unwrap()
+    }
+
+    #[test]
+    fn final_fleet_is_the_fleet_the_actions_build() {
+        let problem = stacked_problem();
+        for (order, mode) in place::candidate_passes(&problem) {
+            let planner = plan_pass(&problem, &order, mode);
+            let fleet = planner.final_fleet();
+            let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+            assert!(violations.is_empty(), "{violations:?}");
+            assert_eq!(fleet, applied, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn indexed_spread_pass_matches_the_one_reading_actions() {
+        let problem = stacked_problem();
+        let planner = plan_pass(&problem, &place::component_order(&problem), Mode::DEFAULT);
+        let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
+        let actions = planner.into_actions();
+        let by_strings = spread::rebalance_spread(&problem, actions.clone());
+        assert_ne!(by_strings, actions, "the case must need SPREAD moves");
+        assert_eq!(spread::rebalance_spread_indexed(&problem, actions, slots, placed), by_strings);
+    }
 
     #[test]
     fn name_ranks_sort_by_name_not_position() {

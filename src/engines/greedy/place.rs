@@ -120,7 +120,8 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             }
         }
     }
-    let orders = candidate_orders(problem, passes);
+    // Only as many orders as the passes can use (each order runs with every mode).
+    let orders = candidate_orders(problem, passes.div_ceil(modes.len().max(1) as u64));
     let mut out = Vec::new();
     for order in &orders {
         for &mode in &modes {
@@ -152,16 +153,29 @@ fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
     };
     let easiest: Vec<usize> = hardest.iter().rev().copied().collect();
     push(easiest.clone(), &mut orders);
-    let position = |c: usize| hardest.iter().position(|&h| h == c).unwrap_or(usize::MAX);
+    // Position of each component in `hardest`, looked up while sorting.
+    let mut positions = vec![usize::MAX; problem.components.len()];
+    for (position, &c) in hardest.iter().enumerate() {
+        if let Some(cell) = positions.get_mut(c) {
+            *cell = position;
+        }
+    }
+    let position = |c: usize| positions.get(c).copied().unwrap_or(usize::MAX);
     let balanced = |c: usize| problem.components.get(c).is_some_and(|x| x.max_imbalance.is_some());
     let copies = |c: usize| problem.components.get(c).map_or(0, |x| x.copy_count);
     for base in [&hardest, &easiest] {
+        if orders.len() as u64 >= passes {
+            return orders;
+        }
         let mut order = base.clone();
         order.sort_by_key(|&c| !balanced(c));
         push(order, &mut orders);
         let mut order = base.clone();
         order.sort_by_key(|&c| balanced(c));
         push(order, &mut orders);
+    }
+    if orders.len() as u64 >= passes {
+        return orders;
     }
     let mut order = hardest.clone();
     order.sort_by_key(|&c| (copies(c), position(c)));
@@ -175,6 +189,18 @@ fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
         }
     }
     orders
+}
+
+/// Free room of one fleet instance for the component being placed, with its fill keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FreeSlot {
+    index: usize,
+    /// Copies of the component that still fit.
+    room: u64,
+    /// Copies of the component it holds now.
+    copies: u32,
+    /// The instance's intrinsic tie-break.
+    rank: usize,
 }
 
 fn as_count(value: u64) -> u32 {
@@ -213,77 +239,142 @@ impl Greedy<'_> {
         }
     }
 
-    /// Free room for copies of the component on fleet instances in `azs`: (instance, copies).
-    fn free_slots(&self, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<(usize, u64)> {
+    /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
+    /// in `fleet_by_az` order.
+    fn free_slots(&mut self, c: usize, needs: &Needs, azs: impl Iterator<Item = usize>) -> Vec<FreeSlot> {
+        let accelerated_only = needs.iter().flatten().all(|need| need.accelerators > 0);
         let mut slots = Vec::new();
         for z in azs {
-            for &index in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
-                let instance = &self.instances[index];
-                let Some(Some(need)) = needs.get(instance.type_index) else {
-                    continue;
-                };
-                let Some(info) = self.problem.types.get(instance.type_index) else {
-                    continue;
-                };
-                let Some(room) = info.capacity.minus(&instance.used) else {
-                    continue;
-                };
-                let copies = room.copies_of(need);
-                if copies > 0 {
-                    slots.push((index, copies));
+            if accelerated_only {
+                // Only instances with a free accelerator can have room; the others leave the list.
+                let mut list = self.accelerated_by_az.get_mut(z).map(std::mem::take).unwrap_or_default();
+                list.retain(|&index| self.free_accelerators(index) > 0);
+                self.extend_free_slots(c, needs, &list, &mut slots);
+                if let Some(cell) = self.accelerated_by_az.get_mut(z) {
+                    *cell = list;
                 }
+            } else {
+                let indices = self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice);
+                self.extend_free_slots(c, needs, indices, &mut slots);
             }
         }
         slots
     }
 
+    fn free_accelerators(&self, index: usize) -> u64 {
+        self.instances.get(index).map_or(0, |instance| {
+            self.problem
+                .types
+                .get(instance.type_index)
+                .map_or(0, |info| info.capacity.accelerators.saturating_sub(instance.used.accelerators))
+        })
+    }
+
+    /// Appends the free room for copies of component `c` on `indices` (those with room).
+    fn extend_free_slots(&self, c: usize, needs: &Needs, indices: &[usize], slots: &mut Vec<FreeSlot>) {
+        // Room for every candidate up front: growing the vector step by step copied it often.
+        slots.reserve(indices.len());
+        for &index in indices {
+            if let Some(room) = self.room_for(needs, index).filter(|&room| room > 0) {
+                let instance = &self.instances[index];
+                // Most scans run before the component has any copy in the AZ: then there is no
+                // need to walk the instance's copy list (often spilled to the heap).
+                let in_az = self.az_copies.get(c).and_then(|row| row.get(instance.az)).copied().unwrap_or(1);
+                let copies = if in_az == 0 { 0 } else { instance.copies_of(c) };
+                slots.push(FreeSlot { index, room, copies, rank: instance.rank });
+            }
+        }
+    }
+
+    /// Copies of the component that still fit on instance `index` (`None` where it may not run).
+    fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
+        let instance = self.instances.get(index)?;
+        let need = needs.get(instance.type_index)?.as_ref()?;
+        let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
+        // Most instances are full by now: the comparison is much cheaper than the divisions.
+        Some(if need.fits_in(&room) { room.copies_of(need) } else { 0 })
+    }
+
     /// Puts up to `wanted` copies into `slots`: SPREAD evens the component's count per instance,
-    /// BINPACK fills the fullest instance first (best fit). Returns copies placed.
-    fn fill(&mut self, c: usize, needs: &Needs, mut slots: Vec<(usize, u64)>, wanted: u64) -> u64 {
+    /// BINPACK fills the fullest instance first (best fit). Returns copies placed. `slots` is
+    /// left holding the room that is still free (same order, exhausted instances dropped), so a
+    /// caller can keep using it instead of scanning the AZ again: only this component's
+    /// placements change room while it is being placed.
+    fn fill(&mut self, c: usize, needs: &Needs, slots: &mut Vec<FreeSlot>, wanted: u64) -> u64 {
+        if slots.is_empty() || wanted == 0 {
+            return 0;
+        }
+        let strategy = self.problem.components[c].strategy;
+        // Keys are unique (ranks are), so heap order is the sorted order.
+        let spread_key = |slot: &FreeSlot| (slot.copies, slot.rank);
+        if wanted == 1 {
+            // One copy (the strict balance rounds place one per AZ): the best slot, no heap.
+            let best = match strategy {
+                PlacementStrategy::Spread => slots.iter().enumerate().min_by_key(|(_, slot)| spread_key(slot)),
+                PlacementStrategy::Binpack => slots.iter().enumerate().min_by_key(|(_, slot)| (slot.room, slot.rank)),
+            };
+            let Some((slot, _)) = best else {
+                return 0;
+            };
+            self.place_in_slot(c, needs, slots, slot, 1);
+            if slots.get(slot).is_some_and(|entry| entry.room == 0) {
+                slots.remove(slot);
+            }
+            return 1;
+        }
         let mut adds = vec![0u64; slots.len()];
         let mut placed = 0u64;
-        match self.problem.components[c].strategy {
+        match strategy {
             PlacementStrategy::Spread => {
-                let mut heap: BinaryHeap<Reverse<(u32, usize, usize)>> = slots
-                    .iter()
-                    .enumerate()
-                    .map(|(slot, &(index, _))| {
-                        Reverse((self.instances[index].copies_of(c), self.instances[index].rank, slot))
-                    })
-                    .collect();
+                let mut heap: BinaryHeap<Reverse<((u32, usize), usize)>> =
+                    slots.iter().enumerate().map(|(slot, entry)| Reverse((spread_key(entry), slot))).collect();
                 while placed < wanted {
-                    let Some(Reverse((count, rank, slot))) = heap.pop() else {
+                    let Some(Reverse(((count, rank), slot))) = heap.pop() else {
                         break;
                     };
                     adds[slot] += 1;
                     placed += 1;
-                    if adds[slot] < slots[slot].1 {
-                        heap.push(Reverse((count.saturating_add(1), rank, slot)));
+                    if adds[slot] < slots[slot].room {
+                        heap.push(Reverse(((count.saturating_add(1), rank), slot)));
                     }
                 }
             }
             PlacementStrategy::Binpack => {
-                let mut order: Vec<usize> = (0..slots.len()).collect();
-                order.sort_by_key(|&slot| (slots[slot].1, self.instances[slots[slot].0].rank));
-                for slot in order {
-                    if placed >= wanted {
+                let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> =
+                    slots.iter().enumerate().map(|(slot, entry)| Reverse((entry.room, entry.rank, slot))).collect();
+                while placed < wanted {
+                    let Some(Reverse((room, _, slot))) = heap.pop() else {
                         break;
-                    }
-                    let take = slots[slot].1.min(wanted - placed);
+                    };
+                    let take = room.min(wanted - placed);
                     adds[slot] = take;
                     placed += take;
                 }
             }
         }
-        for (slot, (index, _)) in slots.drain(..).enumerate() {
-            if adds[slot] > 0 {
-                let type_index = self.instances[index].type_index;
-                if let Some(Some(need)) = needs.get(type_index) {
-                    self.place(c, index, as_count(adds[slot]), need);
-                }
+        for (slot, &count) in adds.iter().enumerate() {
+            if count > 0 {
+                self.place_in_slot(c, needs, slots, slot, count);
             }
         }
+        slots.retain(|slot| slot.room > 0);
         placed
+    }
+
+    /// Places `count` copies of `c` on the instance of `slots[slot]` and updates its room.
+    fn place_in_slot(&mut self, c: usize, needs: &Needs, slots: &mut [FreeSlot], slot: usize, count: u64) {
+        let Some(index) = slots.get(slot).map(|entry| entry.index) else {
+            return;
+        };
+        let type_index = self.instances[index].type_index;
+        if let Some(Some(need)) = needs.get(type_index) {
+            self.place(c, index, as_count(count), need);
+        }
+        let (room, copies) = (self.room_for(needs, index).unwrap_or(0), self.instances[index].copies_of(c));
+        if let Some(entry) = slots.get_mut(slot) {
+            entry.room = room;
+            entry.copies = copies;
+        }
     }
 
     /// The best instances to open in `az` for `remaining` copies, if any may be opened.
@@ -325,44 +416,35 @@ impl Greedy<'_> {
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
-    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]).
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: Vec<(usize, u64)>) -> u64 {
+    /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]); on return
+    /// it holds the AZ's free room left, opened instances included.
+    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<FreeSlot>) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
             let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
                 break;
             };
-            let mut slots = Vec::new();
+            let mut opened = Vec::new();
             for _ in 0..opening.instances {
                 let Some(index) = self.open(opening.type_index, az) else {
                     break;
                 };
-                slots.push(index);
+                opened.push(index);
             }
-            if slots.is_empty() {
+            if opened.is_empty() {
                 break;
             }
-            let slots: Vec<(usize, u64)> = self.free_slots_of(needs, &slots);
-            let got = self.fill(c, needs, slots, wanted - placed);
+            let mut new_slots = Vec::with_capacity(opened.len());
+            self.extend_free_slots(c, needs, &opened, &mut new_slots);
+            let got = self.fill(c, needs, &mut new_slots, wanted - placed);
+            // Opened instances join the AZ's fleet after every earlier one, as a scan would list them.
+            slots.append(&mut new_slots);
             placed += got;
             if got == 0 {
                 break;
             }
         }
         placed
-    }
-
-    fn free_slots_of(&self, needs: &Needs, indices: &[usize]) -> Vec<(usize, u64)> {
-        indices
-            .iter()
-            .filter_map(|&index| {
-                let instance = self.instances.get(index)?;
-                let need = needs.get(instance.type_index)?.as_ref()?;
-                let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
-                let copies = room.copies_of(need);
-                (copies > 0).then_some((index, copies))
-            })
-            .collect()
     }
 
     /// How many of `copies` copies each AZ should take: least resulting balance excess first,
@@ -416,12 +498,13 @@ impl Greedy<'_> {
         let mut remaining = missing;
         let mut az_order: Vec<usize> = (0..az_count).collect();
         az_order.sort_by_key(|&z| self.az_rank[z]);
+        // Each AZ's free room for the component, kept current by `place_in_az` (only this
+        // component's placements change it), so the AZs are scanned once, not every round.
+        let mut slots_by_az: Vec<Vec<FreeSlot>> =
+            (0..az_count).map(|z| self.free_slots(c, needs, std::iter::once(z))).collect();
         while remaining > 0 {
-            let mut slots_by_az: Vec<Vec<(usize, u64)>> = (0..az_count)
-                .map(|z| if full[z] { Vec::new() } else { self.free_slots(needs, std::iter::once(z)) })
-                .collect();
             let free: Vec<u64> =
-                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.1))).collect();
+                slots_by_az.iter().map(|slots| slots.iter().fold(0u64, |sum, s| sum.saturating_add(s.room))).collect();
             // Strict: a copy per open AZ at a time, so an AZ found full stops the others from
             // running ahead of it by more than the balance allows.
             let batch = if self.strict_balance {
@@ -443,12 +526,12 @@ impl Greedy<'_> {
                 if adds[z] == 0 {
                     continue;
                 }
-                let slots = std::mem::take(&mut slots_by_az[z]);
-                let placed = self.place_in_az(c, needs, z, adds[z], slots);
+                let placed = self.place_in_az(c, needs, z, adds[z], &mut slots_by_az[z]);
                 remaining -= placed;
                 if placed < adds[z] {
                     full[z] = true;
                     newly_full = true;
+                    slots_by_az[z].clear();
                 }
             }
             if !newly_full && !self.strict_balance {
@@ -461,8 +544,8 @@ impl Greedy<'_> {
     /// covers the copies best (fewest copies of the component first on ties).
     fn place_unbalanced(&mut self, c: usize, needs: &Needs, missing: u64) {
         let az_count = self.problem.azs.len();
-        let slots = self.free_slots(needs, 0..az_count);
-        let mut placed = self.fill(c, needs, slots, missing);
+        let mut slots = self.free_slots(c, needs, 0..az_count);
+        let mut placed = self.fill(c, needs, &mut slots, missing);
         let mut full = vec![false; az_count];
         while placed < missing {
             let remaining = missing - placed;
@@ -478,7 +561,7 @@ impl Greedy<'_> {
             }
             let Some((_, z)) = best else { break };
             // The free room everywhere is used up by now: only openings are left.
-            let got = self.place_in_az(c, needs, z, remaining, Vec::new());
+            let got = self.place_in_az(c, needs, z, remaining, &mut Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
