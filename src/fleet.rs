@@ -154,6 +154,7 @@ impl FinalFleet {
                             if model_name.is_some()
                                 && requirement.model_name.is_some()
                                 && *model_name != requirement.model_name
+                                && *model_name != requirement.other_model_name
                             {
                                 violation(
                                     ViolationKind::Eligibility,

@@ -143,8 +143,21 @@ pub struct InstanceTypeInfo {
 pub struct Requirement {
     /// Resources per copy.
     pub resources: Resources,
-    /// Model build that runs on this type.
+    /// Model build that runs on this type (the one fleetplan's plans name).
     pub model_name: Option<String>,
+    /// The other build the input names for this type, when the pool's `ModelNameOverride` and
+    /// the specification's `ModelName` differ. The contract does not say which wins, so a plan
+    /// from another solver may run either; `verify` accepts both.
+    pub other_model_name: Option<String>,
+}
+
+impl Requirement {
+    /// A requirement whose build is `first` if given, else `second`; the one not chosen is kept
+    /// as [`other_model_name`](Self::other_model_name).
+    fn with_builds(resources: Resources, first: Option<String>, second: Option<String>) -> Requirement {
+        let other = if first.is_some() && second != first { second.clone() } else { None };
+        Requirement { resources, model_name: first.or(second), other_model_name: other }
+    }
 }
 
 /// A validated component.
@@ -597,10 +610,11 @@ impl Validator {
                     let requirements = types
                         .iter()
                         .map(|t| {
-                            Some(Requirement {
-                                resources: t.capacity,
-                                model_name: t.model_name_override.clone().or_else(|| endpoint.model_name.clone()),
-                            })
+                            Some(Requirement::with_builds(
+                                t.capacity,
+                                t.model_name_override.clone(),
+                                endpoint.model_name.clone(),
+                            ))
                         })
                         .collect();
                     components.push(Component {
@@ -647,10 +661,11 @@ impl Validator {
                     let spec_path = format!("{path}.Specification");
                     if let Some(resources) = self.requirement(&spec_path, &single.compute_resource_requirements) {
                         for (t, info) in types.iter().enumerate() {
-                            requirements[t] = Some(Requirement {
+                            requirements[t] = Some(Requirement::with_builds(
                                 resources,
-                                model_name: info.model_name_override.clone().or_else(|| single.model_name.clone()),
-                            });
+                                info.model_name_override.clone(),
+                                single.model_name.clone(),
+                            ));
                         }
                     }
                     if let Some(config) = &single.scheduling_config {
@@ -686,10 +701,11 @@ impl Validator {
                             continue;
                         }
                         if let Some(resources) = resources {
-                            requirements[t] = Some(Requirement {
+                            requirements[t] = Some(Requirement::with_builds(
                                 resources,
-                                model_name: item.model_name.clone().or_else(|| types[t].model_name_override.clone()),
-                            });
+                                item.model_name.clone(),
+                                types[t].model_name_override.clone(),
+                            ));
                         }
                     }
                 }

@@ -42,14 +42,14 @@ fn max_instances_l1_gap_witness_places_the_bound() {
 }
 
 /// The exact planner should not return less than a feasible plan it can get as cheaply as its
-/// own greedy warm start. With the CLI's default 10 s limit (and with 3 s or 5 s) it returns
-/// `Feasible` with 53 placed (bound 56). Measured on this case: `node_limit(1000)` proves the
+/// own greedy warm start. It used to return `Feasible` with 53 placed (bound 56) under the CLI's
+/// default 10 s limit; fixed by integral stops between node chunks and the flat-priority warm
+/// plan (now proven in about 0.1–0.5 s without limits). Measured on this case: `node_limit(1000)` proves the
 /// optimum (56 placed) in 0.2 s, no limit at all proves it in ~180 s, while a time limit alone
 /// stays in one long solve and ends at greedy's 53. A node limit of 100 reproduces the 53
 /// deterministically; a flat-priority greedy warm start (or a per-solve node cap that is raised
 /// until the time runs out) would fix it.
 #[test]
-#[ignore = "bug (src/engines/exact): with a binding MaxInstanceCount and a time limit the exact planner stays at greedy's 53 placed copies; 56 are feasible"]
 fn exact_is_not_worse_than_the_flat_priority_witness() {
     let (text, problem) = load("max-instances-l1-gap.json");
     let (witness, violations) = flat_priority_witness(&text, &problem);
@@ -85,10 +85,10 @@ fn exact_with_a_node_limit_proves_the_max_instances_optimum() {
 /// Minimised from sweep scenario `sweep-1-039` (seed 1): 6 components, 25 copies, 1 AZ, five
 /// pool types, three idle fleet instances. The optimum (25 placed, 1 × p1, 1 × p3, 6 × p4) is
 /// found within 100 nodes, but proving it takes more than 10,000 nodes in one solve (3.7 s of
-/// CPU); the CLI's default 10 s limit on a loaded machine ends at `Feasible`. The greedy plan
-/// keeps one more p4 instance.
+/// CPU); the CLI's default 10 s limit on a loaded machine ended at `Feasible`. The greedy plan
+/// keeps one more p4 instance. Proven within the node limit since integral levels stop once the
+/// incumbent is within one unit of the bound.
 #[test]
-#[ignore = "slow proof (src/engines/exact): a 6-component, 1-AZ case needs more than 10,000 nodes to prove its optimum"]
 fn small_one_az_case_is_proven_within_ten_thousand_nodes() {
     let (_, problem) = load("slow-small-proof.json");
     let exact = ExactPlanner::new().node_limit(10_000).plan(&problem);
@@ -112,9 +112,9 @@ fn small_one_az_case_reaches_its_optimum_quickly() {
 /// Sweep scenario `sweep-2-011` (seed 2): 22 components, 99 copies, 1 AZ, pools p5en (1) / p5 (3) /
 /// p5e (4), 8 fleet instances. At the time or node limit the exact planner keeps greedy's L1–L3
 /// (80 placed, 3 × p1, 23 × p3, 2 × p4) at $2,629.40/h; the flat-priority greedy reaches the same
-/// L1–L3 at $2,516.33/h. Deterministic with a node limit of 1,000.
+/// L1–L3 at $2,516.33/h. Deterministic with a node limit of 1,000. Fixed: the flat-priority
+/// greedy plan is now one of the exact planner's warm plans.
 #[test]
-#[ignore = "quality (src/engines/exact): at its limit the exact plan costs $113/h more than a flat-priority greedy plan with the same L1-L3"]
 fn exact_is_not_more_expensive_than_the_flat_priority_witness() {
     let (text, problem) = load("flat-witness-cheaper.json");
     let (witness, violations) = flat_priority_witness(&text, &problem);
@@ -143,9 +143,9 @@ fn flat_priority_witness_is_feasible_and_better_than_greedy() {
 /// component's `Specification.ModelName` when the pool entry has a `ModelNameOverride`, because the
 /// crate's own rule picks the override. The contract does not say which wins and spec §2 has no
 /// model-name rule, so a plan from another solver that picks the specification's build is valid,
-/// yet `fleetplan verify` exits 1 on it.
+/// yet `fleetplan verify` exited 1 on it. Fixed: `Requirement::other_model_name` keeps the build
+/// not chosen, and `verify` accepts either.
 #[test]
-#[ignore = "bug (src/fleet.rs): verify rejects a plan that runs the Specification's ModelName where the pool has a ModelNameOverride"]
 fn verify_accepts_either_model_build_where_the_contract_is_silent() {
     let (_, problem) = load("model-name-precedence.json");
     let plan_text = r#"{"Solver": "greedy", "Status": "Feasible", "Actions": [

@@ -138,7 +138,7 @@ impl ExactPlanner {
     /// never worse than the greedy plan and always passes [`verify`] when the greedy plan does.
     pub fn plan(&self, problem: &Problem) -> Plan {
         let started = Instant::now();
-        let greedy = crate::plan_greedy(problem);
+        let greedy = warm_plan(problem);
         let limits = Limits {
             deadline: self.time_limit.and_then(|limit| started.checked_add(limit)),
             node_limit: self.node_limit,
@@ -459,6 +459,34 @@ fn relax_and_fix(
     match model::solve(facts, layout, goal, fixed, budget, warm, restricted) {
         Solved::Solution { solution, .. } => Heuristic::Found(solution),
         _ => Heuristic::Unknown,
+    }
+}
+
+/// The plan that seeds the search and that the result is never worse than: the greedy plan,
+/// or greedy run with every pool type at priority 1 when that plan scores better on the real
+/// objective. Priorities only rank plans, so the flat run's plan is feasible here too; it
+/// helps where greedy's priority-first choices cost copies or money (e.g. a binding
+/// MaxInstanceCount filled with small preferred instances).
+fn warm_plan(problem: &Problem) -> Plan {
+    let greedy = crate::plan_greedy(problem);
+    let pool_priorities: std::collections::BTreeSet<u8> =
+        problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
+    if pool_priorities.len() < 2 || greedy.status == Status::Infeasible {
+        return greedy;
+    }
+    let mut flat = problem.clone();
+    for info in &mut flat.types {
+        if info.priority <= 5 {
+            info.priority = 1;
+        }
+    }
+    let flat_plan = crate::plan_greedy(&flat);
+    let candidate =
+        finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
+    if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {
+        candidate
+    } else {
+        greedy
     }
 }
 
