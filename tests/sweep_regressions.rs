@@ -66,7 +66,7 @@ fn exact_is_not_worse_than_the_flat_priority_witness() {
 }
 
 /// With a node limit the exact planner reaches the optimum of the same case quickly (0.5 s); this
-/// pins the optimum (56 placed, 5 balance excess) the ignored test above should reach.
+/// pins the optimum (56 placed, 5 balance excess) the test above must reach.
 #[test]
 fn exact_with_a_node_limit_proves_the_max_instances_optimum() {
     let (text, problem) = load("max-instances-l1-gap.json");
