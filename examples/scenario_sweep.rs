@@ -35,6 +35,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+/// The shared test helpers: `common::reversed` is the same-problem reordering the metamorphic
+/// check uses (one definition for the tests and the sweep).
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::reversed;
 use fleetplan::catalogue::builtin_instance_types;
 use fleetplan::*;
 use serde_json::Value;
@@ -1033,24 +1039,6 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
 // ---------------------------------------------------------------------------------------------
 // The run.
 
-/// The scenario with AZs, types, capacity, pools, components, specifications and fleet listed
-/// in reverse order: the same problem.
-fn reversed(scenario: &Scenario) -> Scenario {
-    let mut out = scenario.clone();
-    out.availability_zones.reverse();
-    out.instance_types.reverse();
-    out.capacity.reverse();
-    out.endpoint.instance_pools.reverse();
-    out.inference_components.reverse();
-    for component in &mut out.inference_components {
-        if let Some(specs) = &mut component.specifications {
-            specs.reverse();
-        }
-    }
-    out.fleet.instances.reverse();
-    out.fleet.copies.reverse();
-    out
-}
 
 /// CPU seconds (user + system) of this process's waited-for children, from /proc/self/stat.
 fn children_cpu_seconds() -> f64 {
