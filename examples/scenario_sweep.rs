@@ -1039,7 +1039,6 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
 // ---------------------------------------------------------------------------------------------
 // The run.
 
-
 /// CPU seconds (user + system) of this process's waited-for children, from /proc/self/stat.
 fn children_cpu_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
