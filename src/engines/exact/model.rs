@@ -1001,7 +1001,6 @@ pub(crate) fn solve(
             request.integral_objective_bound = Some(magnitude);
         }
     }
-    let retry = request.integral_objective_bound.is_some();
     let backend = facts.backend;
     let first = match &capped {
         Some(with_cap) => match backend.solve(with_cap, &request) {
@@ -1019,8 +1018,7 @@ pub(crate) fn solve(
     let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
     let outcome = match first {
         MipOutcome::Solution(ref solution)
-            if retry
-                && request.integral_objective_bound.is_some()
+            if request.integral_objective_bound.is_some()
                 && solution.termination == Termination::Gap
                 && !closes(solution.objective, solution.best_bound) =>
         {
