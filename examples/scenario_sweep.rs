@@ -433,6 +433,7 @@ fn generate(seed: u64, index: u64) -> Generated {
             instance_type: shape.name.clone(),
             availability_zone: rng.pick(&azs),
             reserved: rng.chance(20),
+            state: None,
         });
         if single_model || components.is_empty() || rng.chance(15) {
             continue; // idle (or single-model: one implicit copy each)

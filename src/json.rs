@@ -372,6 +372,7 @@ impl Reader {
             if let Some(flag) = reader.field(map, "Reserved") {
                 instance.reserved = reader.boolean(flag, &join(path, "Reserved"));
             }
+            instance.state = reader.opt_string(map, "State", path);
             instance
         });
         fleet.copies = self.list(map, "Copies", path, |reader, value, path| {

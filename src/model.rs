@@ -243,6 +243,10 @@ pub struct FleetInstance {
     /// Runs in a capacity reservation (costs nothing).
     #[serde(default)]
     pub reserved: bool,
+    /// `InService` (default) or `Draining` (cordoned: receives no new copy; `consolidate` and
+    /// `rebalance` empty and release it first). Contract §6.
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 /// Copies of one component on one running instance.
@@ -377,7 +381,16 @@ impl ScenarioBuilder {
             instance_type: instance_type.into(),
             availability_zone: az.into(),
             reserved,
+            state: None,
         });
+        self
+    }
+
+    /// Marks a running instance as draining (contract §6: cordoned, to be emptied and released).
+    pub fn draining(mut self, id: &str) -> Self {
+        if let Some(instance) = self.scenario.fleet.instances.iter_mut().find(|instance| instance.instance_id == id) {
+            instance.state = Some("Draining".into());
+        }
         self
     }
 

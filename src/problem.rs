@@ -215,6 +215,9 @@ pub struct ExistingInstance {
     pub reserved: bool,
     /// Copies running on it: (component index, count), sorted by component.
     pub copies: Vec<(usize, u32)>,
+    /// `State: Draining` (contract §6): the operator wants it gone. It receives no new copy;
+    /// `plan` keeps its copies, `consolidate` and `rebalance` empty and release it first.
+    pub draining: bool,
 }
 
 /// A validated, indexed planning problem.
@@ -796,6 +799,7 @@ impl Validator {
                     az_index,
                     reserved: instance.reserved,
                     copies: Vec::new(),
+                    draining: instance.state.as_deref() == Some("Draining"),
                 });
             }
         }

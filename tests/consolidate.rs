@@ -638,6 +638,7 @@ fn build(random: &RandomFleet) -> Option<Problem> {
             instance_type: TYPES[type_index].0.into(),
             availability_zone: azs[az % random.zones].clone(),
             reserved,
+            state: None,
         });
     }
     set_scaling(&mut scenario, random.min_instances, random.step_size);

@@ -192,6 +192,7 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
             instance_type: type_name.clone(),
             availability_zone: rng.pick(&scenario.availability_zones).clone(),
             reserved: rng.chance(20),
+            state: None,
         });
         // The outsider's shape comes from the built-in catalogue: 4 accelerators, 48 vCPUs, 192 GiB.
         let (mut accelerators, mut cpus, mut memory) = match shape {

@@ -213,6 +213,7 @@ fn build(
             instance_type: type_name(*type_index),
             availability_zone: az_name(*az),
             reserved: *reserved,
+            state: None,
         });
         let Some(problem) = &problem_without_fleet else { continue };
         let capacity = problem.instance_types()[*type_index].capacity;
