@@ -880,6 +880,7 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
                     violations.push(format!("terminates {instance_id} twice"));
                 }
             }
+            other => violations.push(format!("an action this checker does not know: {other:?}")),
         }
     }
     for id in &terminated {
@@ -1087,13 +1088,7 @@ fn objective_text(objective: &Objective) -> String {
 }
 
 fn stop_text(stop: &StopReason) -> String {
-    match stop {
-        StopReason::Completed => "completed".into(),
-        StopReason::TimeLimit => "time limit".into(),
-        StopReason::NodeLimit => "node limit".into(),
-        StopReason::TooLarge => "too large".into(),
-        StopReason::SolverError(message) => format!("solver error: {message}"),
-    }
+    stop.to_string()
 }
 
 fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCode {

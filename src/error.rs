@@ -57,6 +57,7 @@ impl std::error::Error for ValidationError {}
 
 /// What a [`Warning`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum WarningKind {
     /// A component with AZ balance has a single copy: one AZ outage takes it down.
     SingleCopy,

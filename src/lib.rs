@@ -60,7 +60,8 @@ pub use engines::consolidate::{
     consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
 };
 pub use engines::exact::ExactPlanner;
-pub use engines::greedy::plan_greedy;
+pub use engines::greedy::{plan_greedy, GreedyPlanner};
+pub use engines::limits::{Limits, Phase, Stats};
 pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};

@@ -1,6 +1,7 @@
 //! Plans: the actions that take the fleet to its final state, and the objective they reach.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,7 @@ use crate::error::Warning;
 /// One step of a plan, in the contract's JSON form (`"Type": "LaunchInstance"`, …).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "Type")]
+#[non_exhaustive]
 pub enum Action {
     /// Launch a new instance.
     LaunchInstance {
@@ -67,6 +69,7 @@ pub enum SolverKind {
 
 /// How good a plan is known to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Status {
     /// L1–L4 proven optimal.
     Optimal,
@@ -77,19 +80,40 @@ pub enum Status {
     Infeasible,
 }
 
-/// Why an engine stopped.
+/// Why an engine stopped: the one stop vocabulary of every engine (see [`crate::Limits`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The engine ran to completion (greedy, or an exact search that finished).
     Completed,
-    /// The time limit was hit.
+    /// The deadline was hit.
     TimeLimit,
     /// The node or iteration limit was hit.
     NodeLimit,
+    /// The caller's cancellation check asked to stop.
+    Cancelled,
     /// The problem is larger than the exact planner's size limits; the greedy plan is returned.
     TooLarge,
     /// The solver failed; the greedy plan is returned. Carries the solver's message.
     SolverError(String),
+    /// An internal consistency check failed (a bug, never the input's fault): e.g. the exact
+    /// plan did not verify, or the greedy plan beat a claimed optimum. The greedy plan is
+    /// returned. Carries what failed.
+    InternalError(String),
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::Completed => write!(f, "completed"),
+            StopReason::TimeLimit => write!(f, "time limit reached"),
+            StopReason::NodeLimit => write!(f, "node limit reached"),
+            StopReason::Cancelled => write!(f, "cancelled"),
+            StopReason::TooLarge => write!(f, "too large for the exact planner (greedy plan returned)"),
+            StopReason::SolverError(message) => write!(f, "solver error (greedy plan returned): {message}"),
+            StopReason::InternalError(message) => write!(f, "internal check failed (greedy plan returned): {message}"),
+        }
+    }
 }
 
 /// The lexicographic objective of spec §2 (L1 placed, L2 balance, L3 preference, L4 cost).

@@ -135,13 +135,7 @@ pub fn objective_line(objective: &Objective) -> String {
 
 /// Why an engine stopped, in words.
 pub fn stop_reason_text(reason: &StopReason) -> String {
-    match reason {
-        StopReason::Completed => "completed".to_string(),
-        StopReason::TimeLimit => "time limit reached".to_string(),
-        StopReason::NodeLimit => "node limit reached".to_string(),
-        StopReason::TooLarge => "too large for the exact planner (greedy plan returned)".to_string(),
-        StopReason::SolverError(message) => format!("solver error (greedy plan returned): {message}"),
-    }
+    reason.to_string()
 }
 
 /// Warnings, one per line (`warning: path: message`).

@@ -15,6 +15,7 @@ use crate::problem::{PlacementStrategy, Problem};
 
 /// Which rule a [`Violation`] breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[non_exhaustive]
 pub enum ViolationKind {
     /// An action names something that does not exist or cannot be acted on.
     Reference,

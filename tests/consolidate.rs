@@ -293,6 +293,7 @@ fn moved_copy_uses_the_target_types_requirement() {
             release: vec!["i-fall".into()],
         }],
         objective: plan.objective.clone(),
+        stop_reason: StopReason::Completed,
     };
     let kinds: BTreeSet<ViolationKind> = verify_consolidation(&tight, &forced).iter().map(|v| v.kind).collect();
     assert!(kinds.contains(&ViolationKind::Packing), "{kinds:?}");
@@ -454,6 +455,7 @@ fn checker_catches_broken_plans() {
             .map(|pair| ConsolidationStep { moves: Vec::new(), release: pair.iter().map(|i| i.id.clone()).collect() })
             .collect(),
         objective: good.objective.clone(),
+        stop_reason: StopReason::Completed,
     };
     assert!(kinds(&everything).contains(&ViolationKind::InstanceBounds));
 }
@@ -467,6 +469,7 @@ fn checker_rejects_cross_az_move_that_worsens_balance() {
             release: vec!["i-a1".into()],
         }],
         objective: Objective::default(),
+        stop_reason: StopReason::Completed,
     };
     let violations = verify_consolidation(&problem, &bad);
     assert!(
@@ -497,6 +500,7 @@ fn checker_rejects_move_that_breaks_spread() {
             release: vec!["i-2".into()],
         }],
         objective: Objective::default(),
+        stop_reason: StopReason::Completed,
     };
     assert!(verify_consolidation(&problem, &bad).iter().any(|v| v.kind == ViolationKind::Spread));
     // The planner itself releases the empty instance and keeps SPREAD intact.

@@ -143,6 +143,7 @@ fn consolidation_table() {
             ConsolidationStep { moves: Vec::new(), release: vec!["i-2".into()] },
         ],
         objective,
+        stop_reason: StopReason::Completed,
     };
     insta::assert_snapshot!(render::consolidation_table(&problem, &plan));
 }

@@ -1,8 +1,8 @@
 //! The `fleetplan` command line (spec §5).
 //!
 //! ```text
-//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json]
-//! fleetplan consolidate SCENARIO [--json]
+//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json] [--stats]
+//! fleetplan consolidate SCENARIO [--time-limit-ms N] [--json] [--stats]
 //! fleetplan report SCENARIO [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
 //! ```
@@ -14,10 +14,10 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fleetplan::{render, ExactPlanner, Plan, Problem, ReliabilityReport};
+use fleetplan::{render, Consolidator, ExactPlanner, GreedyPlanner, Limits, Plan, Problem, ReliabilityReport};
 
 /// Exit code for success, including a partial plan.
 const EXIT_OK: u8 = 0;
@@ -42,8 +42,9 @@ enum Command {
         /// Planning engine.
         #[arg(long, value_enum, default_value_t = Solver::Greedy)]
         solver: Solver,
-        /// Wall-clock limit for the exact solver, in milliseconds (default 10000; 0 = no limit).
-        /// A run that hits it says so (`Stop: time limit`) and returns its best proven plan.
+        /// Deadline for the whole command, in milliseconds (reading, validating, warm start,
+        /// solving, verifying). Default for `--solver exact`: 10000; 0 = no limit. A run that
+        /// hits it says so (`Stop: time limit reached`) and returns its best verified plan.
         #[arg(long, value_name = "N")]
         time_limit_ms: Option<u64>,
         /// Integer-programming backend of the exact solver.
@@ -52,11 +53,21 @@ enum Command {
         /// Print the plan as JSON (spec §4) instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also print what the engine did (solver calls, nodes, time per phase) to standard error.
+        #[arg(long)]
+        stats: bool,
     },
     /// Move copies between existing instances so instances can be released (spec §3).
     Consolidate {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
+        /// Deadline for the whole command, in milliseconds (0 or absent = no limit). A run that
+        /// hits it keeps the steps planned so far.
+        #[arg(long, value_name = "N")]
+        time_limit_ms: Option<u64>,
+        /// Also print what the engine did to standard error.
+        #[arg(long)]
+        stats: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -108,8 +119,10 @@ enum Backend {
 struct BadInput(String);
 
 fn main() -> ExitCode {
+    // `--time-limit-ms` counts from here: it covers the whole command.
+    let started = Instant::now();
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command, started) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
             eprint!("{message}");
@@ -124,19 +137,27 @@ fn main() -> ExitCode {
 /// The exact planner's time limit when `--time-limit-ms` is not given.
 const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
-fn run(command: Command) -> Result<u8, BadInput> {
+/// The engine limits for `--time-limit-ms N` counted from `started` (0 = none).
+fn deadline_limits(started: Instant, time_limit_ms: Option<u64>) -> Limits {
+    match time_limit_ms {
+        None | Some(0) => Limits::new(),
+        Some(limit) => match started.checked_add(Duration::from_millis(limit)) {
+            Some(at) => Limits::new().deadline(at),
+            None => Limits::new(),
+        },
+    }
+}
+
+fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
     match command {
-        Command::Plan { scenario, solver, time_limit_ms, backend, json } => {
+        Command::Plan { scenario, solver, time_limit_ms, backend, json, stats } => {
             let problem = load_problem(&scenario)?;
-            let plan = match solver {
+            let (plan, engine_stats) = match solver {
                 Solver::Greedy => {
-                    if time_limit_ms.is_some() {
-                        eprintln!("warning: --time-limit-ms only applies to --solver exact; ignored");
-                    }
                     if backend != Backend::Microlp {
                         eprintln!("warning: --backend only applies to --solver exact; ignored");
                     }
-                    fleetplan::plan_greedy(&problem)
+                    GreedyPlanner::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem)
                 }
                 Solver::Exact => {
                     // A command line should come back: without an explicit limit, 10 s.
@@ -150,13 +171,13 @@ fn run(command: Command) -> Result<u8, BadInput> {
                             planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))
                         }
                     }
-                    match time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS) {
-                        0 => {}
-                        limit => planner = planner.time_limit(Duration::from_millis(limit)),
-                    }
-                    planner.plan(&problem)
+                    let limit = time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);
+                    planner.limits(deadline_limits(started, Some(limit))).plan_with_stats(&problem)
                 }
             };
+            if stats {
+                eprint!("{engine_stats}");
+            }
             if json {
                 emit(&to_json(&plan)?);
             } else {
@@ -164,9 +185,13 @@ fn run(command: Command) -> Result<u8, BadInput> {
             }
             Ok(EXIT_OK)
         }
-        Command::Consolidate { scenario, json } => {
+        Command::Consolidate { scenario, time_limit_ms, stats, json } => {
             let problem = load_problem(&scenario)?;
-            let plan = fleetplan::consolidate(&problem);
+            let (plan, engine_stats) =
+                Consolidator::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem);
+            if stats {
+                eprint!("{engine_stats}");
+            }
             if json {
                 emit(&to_json(&plan)?);
             } else {

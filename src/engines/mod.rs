@@ -6,6 +6,7 @@
 pub mod consolidate;
 pub mod exact;
 pub mod greedy;
+pub mod limits;
 pub(crate) mod spread;
 
 use crate::fleet::{objective, FinalFleet};

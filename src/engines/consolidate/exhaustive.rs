@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{ConsolidationScore, Planner};
 use crate::fleet::objective;
+use crate::plan::StopReason;
 
 /// A release and the moves `(component, target)` that empty it.
 pub(super) type Release = (usize, Vec<(usize, usize)>);
@@ -19,12 +20,15 @@ pub(super) struct Found {
     pub releases: Vec<Release>,
     /// True when the whole space was searched (the result is optimal in that space).
     pub complete: bool,
+    /// The limit that stopped the search early, if any.
+    pub stopped: Option<StopReason>,
 }
 
 struct Search {
     node_limit: usize,
     nodes: usize,
     complete: bool,
+    stopped: Option<StopReason>,
     /// Fewest moves with which each state was reached.
     seen: BTreeMap<StateKey, usize>,
     path: Vec<Release>,
@@ -39,13 +43,18 @@ impl Planner<'_> {
             node_limit,
             nodes: 0,
             complete: true,
+            stopped: None,
             seen: BTreeMap::new(),
             path: Vec::new(),
             moves: 0,
             best: None,
         };
         self.explore(&mut search);
-        Found { releases: search.best.map(|(_, releases)| releases).unwrap_or_default(), complete: search.complete }
+        Found {
+            releases: search.best.map(|(_, releases)| releases).unwrap_or_default(),
+            complete: search.complete,
+            stopped: search.stopped,
+        }
     }
 
     fn state_key(&self) -> StateKey {
@@ -55,6 +64,12 @@ impl Planner<'_> {
     fn explore(&mut self, search: &mut Search) {
         if search.nodes >= search.node_limit {
             search.complete = false;
+            search.stopped.get_or_insert(StopReason::NodeLimit);
+            return;
+        }
+        if let Some(reason) = self.limits.stop_now() {
+            search.complete = false;
+            search.stopped.get_or_insert(reason);
             return;
         }
         search.nodes += 1;
@@ -107,6 +122,7 @@ impl Planner<'_> {
     ) {
         if search.nodes >= search.node_limit {
             search.complete = false;
+            search.stopped.get_or_insert(StopReason::NodeLimit);
             return;
         }
         let source_az = self.nodes[candidate].az_index;

@@ -14,13 +14,15 @@ mod exhaustive;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 pub use check::verify_consolidation;
 
+use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
-use crate::plan::Objective;
+use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// One move: a copy of a component from one instance to another (make-before-break).
@@ -53,6 +55,17 @@ pub struct ConsolidationPlan {
     pub steps: Vec<ConsolidationStep>,
     /// Objective of the final fleet.
     pub objective: Objective,
+    /// Why the planner stopped (written to JSON only when a limit stopped it).
+    #[serde(default = "completed", skip_serializing_if = "is_completed")]
+    pub stop_reason: StopReason,
+}
+
+fn completed() -> StopReason {
+    StopReason::Completed
+}
+
+fn is_completed(reason: &StopReason) -> bool {
+    *reason == StopReason::Completed
 }
 
 impl ConsolidationPlan {
@@ -153,8 +166,9 @@ pub const MAX_EXHAUSTIVE_COPIES: u64 = 32;
 /// let plan = Consolidator::new().max_steps(1).plan(&problem);
 /// assert!(plan.steps.len() <= 1);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Consolidator {
+    limits: Limits,
     max_steps: Option<usize>,
     exhaustive_instances: usize,
     node_limit: usize,
@@ -163,7 +177,13 @@ pub struct Consolidator {
 
 impl Default for Consolidator {
     fn default() -> Self {
-        Consolidator { max_steps: None, exhaustive_instances: 6, node_limit: 20_000, pinning_instances: 64 }
+        Consolidator {
+            limits: Limits::new(),
+            max_steps: None,
+            exhaustive_instances: 6,
+            node_limit: 20_000,
+            pinning_instances: 64,
+        }
     }
 }
 
@@ -196,6 +216,18 @@ impl Consolidator {
         self
     }
 
+    /// The shared engine limits: a deadline and a cancellation check stop the release walk, the
+    /// pinned reruns and the exhaustive search (each keeps what it has, which is a valid plan);
+    /// a node limit, when set, replaces [`node_limit`](Self::node_limit).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    fn search_nodes(&self) -> usize {
+        self.limits.nodes().map_or(self.node_limit, |nodes| usize::try_from(nodes).unwrap_or(usize::MAX))
+    }
+
     /// Plans at most `steps` steps (the first steps of the unlimited plan are not guaranteed to be
     /// the same, since releases are grouped as they are found).
     pub fn max_steps(mut self, steps: usize) -> Self {
@@ -215,9 +247,11 @@ impl Consolidator {
             return None;
         }
         let mut searcher = Planner::new(problem);
-        let found = searcher.exhaustive(self.node_limit);
+        searcher.limits = self.limits.clone();
+        let found = searcher.exhaustive(self.search_nodes());
         let steps = searcher.group(&found.releases);
-        let mut searched = ConsolidationPlan { steps, objective: Objective::default() };
+        let stop_reason = found.stopped.unwrap_or(StopReason::Completed);
+        let mut searched = ConsolidationPlan { steps, objective: Objective::default(), stop_reason };
         searched.objective = objective(problem, &searched.final_fleet(problem));
         Some((searched, found.complete))
     }
@@ -228,34 +262,56 @@ impl Consolidator {
     /// [`Self::exhaustive_up_to`] instances, an exhaustive search over release sequences runs as
     /// well and its plan is returned when it is better by [`consolidation_score`].
     pub fn plan(&self, problem: &Problem) -> ConsolidationPlan {
+        self.plan_with_stats(problem).0
+    }
+
+    /// [`plan`](Self::plan), with what the planner did (greedy runs as `solves`, steps as
+    /// `rounds`).
+    pub fn plan_with_stats(&self, problem: &Problem) -> (ConsolidationPlan, Stats) {
+        let started = Instant::now();
+        let mut stats = Stats::default();
         let max_steps = self.max_steps.unwrap_or(usize::MAX);
         let greedy_run = |pinned: Option<usize>| {
             let mut planner = Planner::new(problem);
             planner.pinned = pinned;
+            planner.limits = self.limits.clone();
             let steps = planner.run(max_steps);
-            ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()) }
+            let stop_reason = planner.stopped.clone().unwrap_or(StopReason::Completed);
+            ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()), stop_reason }
         };
         let score = consolidation_score;
         let mut greedy = greedy_run(None);
+        stats.solves += 1;
         // Small fleets: also rerun with each instance pinned, which catches the greedy's typical
         // miss (releasing an instance that would have been the best home for others' copies).
         if problem.fleet().len() <= self.pinning_instances {
             for pinned in 0..problem.fleet().len() {
+                if let Some(reason) = self.limits.stop_now() {
+                    greedy.stop_reason = reason;
+                    break;
+                }
                 let candidate = greedy_run(Some(pinned));
+                stats.solves += 1;
                 if score(&candidate) < score(&greedy) {
                     greedy = candidate;
                 }
             }
         }
-        if self.max_steps.is_some() {
-            return greedy;
-        }
-        let Some((searched, _)) = self.plan_exhaustive(problem) else { return greedy };
-        if consolidation_score(&searched) < consolidation_score(&greedy) {
-            searched
-        } else {
+        stats.phase("greedy runs", started);
+        let best = if self.max_steps.is_some() || greedy.stop_reason != StopReason::Completed {
             greedy
-        }
+        } else {
+            let phase = Instant::now();
+            let searched = self.plan_exhaustive(problem);
+            stats.phase("exhaustive search", phase);
+            match searched {
+                Some((searched, _)) if consolidation_score(&searched) < consolidation_score(&greedy) => searched,
+                Some((searched, _)) => ConsolidationPlan { stop_reason: searched.stop_reason, ..greedy },
+                None => greedy,
+            }
+        };
+        stats.rounds = best.steps.len() as u64;
+        (best, stats)
     }
 }
 
@@ -370,6 +426,10 @@ struct Planner<'p> {
     unit_costs: bool,
     /// An instance this run never releases (it stays as a home for others' copies).
     pinned: Option<usize>,
+    /// The caller's deadline and cancellation.
+    limits: Limits,
+    /// Set when a limit stopped the run (what was planned so far stands).
+    stopped: Option<StopReason>,
 }
 
 impl<'p> Planner<'p> {
@@ -399,7 +459,7 @@ impl<'p> Planner<'p> {
             .collect();
         let unit_costs = nodes.iter().any(|node| price_micros(problem, node.type_index).is_none());
         let alive = nodes.len();
-        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None }
+        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None, limits: Limits::new(), stopped: None }
     }
 
     fn priority(&self, node: &Node) -> u8 {
@@ -439,6 +499,10 @@ impl<'p> Planner<'p> {
             let mut progress = false;
             for candidate in self.release_order() {
                 if self.alive <= min_instances {
+                    return steps;
+                }
+                if let Some(reason) = self.limits.stop_now() {
+                    self.stopped = Some(reason);
                     return steps;
                 }
                 let joins_current = steps.last().is_some_and(|step| step.release.len() < step_size)

@@ -18,10 +18,12 @@ mod model;
 mod packing;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engines::finish;
+use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
@@ -57,6 +59,7 @@ const PACKING_BUDGET: u64 = 200_000;
 pub struct ExactPlanner {
     time_limit: Option<Duration>,
     node_limit: Option<u64>,
+    limits: EngineLimits,
     max_rounds: usize,
     slot_model: bool,
     backend: Arc<dyn MipBackend>,
@@ -67,6 +70,7 @@ impl Default for ExactPlanner {
         ExactPlanner {
             time_limit: None,
             node_limit: None,
+            limits: EngineLimits::new(),
             max_rounds: 16,
             slot_model: false,
             backend: Arc::new(Microlp),
@@ -90,8 +94,9 @@ impl ExactPlanner {
         Self::default()
     }
 
-    /// Stops after this much wall-clock time; the result then says `TimeLimit`. A single
-    /// solver call is interrupted by microlp at the deadline.
+    /// Stops after this much wall-clock time, counted from the start of each
+    /// [`plan`](Self::plan) call (the warm start and verification included); the result then says
+    /// `TimeLimit`. A single solver call is interrupted by microlp at the deadline.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);
         self
@@ -101,6 +106,15 @@ impl ExactPlanner {
     /// `NodeLimit`. Deterministic, unlike the time limit.
     pub fn node_limit(mut self, nodes: u64) -> Self {
         self.node_limit = Some(nodes);
+        self
+    }
+
+    /// The shared engine [`Limits`](crate::Limits): an absolute deadline, a node limit per
+    /// solver call and a cancellation check (observed between solver calls; a single call is
+    /// interrupted only by the deadline). Combined with [`time_limit`](Self::time_limit) and
+    /// [`node_limit`](Self::node_limit): the tighter limit wins.
+    pub fn limits(mut self, limits: EngineLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -137,18 +151,39 @@ impl ExactPlanner {
     /// Plans; falls back to the greedy plan when the solver cannot do better. The result is
     /// never worse than the greedy plan and always passes [`verify`] when the greedy plan does.
     pub fn plan(&self, problem: &Problem) -> Plan {
+        self.plan_with_stats(problem).0
+    }
+
+    /// [`plan`](Self::plan), with what the search did.
+    pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
         let started = Instant::now();
-        let greedy = warm_plan(problem);
-        let limits = Limits {
-            deadline: self.time_limit.and_then(|limit| started.checked_add(limit)),
-            node_limit: self.node_limit,
-        };
-        // The greedy plan seeds every level whose earlier optima it reaches.
-        let hint = verify(problem, &greedy)
-            .is_empty()
-            .then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
-        let outcome = self.search(problem, limits, hint.as_ref());
+        let limits = self.effective_limits(started);
+        let mut stats = Stats::default();
+        let greedy = warm_plan(problem, &limits);
+        stats.solves += 1;
+        stats.phase("warm start (greedy)", started);
+        if let Some(stop) = limits.stop_now() {
+            // Out of time (or cancelled) before the search could start: the greedy plan, valid
+            // by construction, is the answer; nothing is proven about it.
+            let plan = finish(problem, SolverKind::Exact, greedy.status, stop, greedy.actions, None);
+            return (plan, stats);
+        }
+        let phase = Instant::now();
         let greedy_valid = verify(problem, &greedy).is_empty();
+        stats.phase("verify warm start", phase);
+        // The greedy plan seeds every level whose earlier optima it reaches.
+        let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
+        let backend = Instrumented { inner: self.backend.as_ref(), limits: &limits, solves: AtomicU64::new(0) };
+        let phase = Instant::now();
+        let search_limits = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
+        let outcome = self.search(problem, &backend, search_limits, hint.as_ref());
+        stats.solves += backend.solves.load(Ordering::Relaxed);
+        stats.phase("search", phase);
+        // A cancelled search stops the way a deadline does; say which it was.
+        let stop_named = |stop: StopReason| match stop {
+            StopReason::TimeLimit if limits.cancelled() => StopReason::Cancelled,
+            other => other,
+        };
         let fallback = |stop: StopReason, bound: Option<Objective>| {
             let bound = bound.filter(|bound| bound.key() <= greedy.objective.key());
             let status = if bound.as_ref() == Some(&greedy.objective) && greedy_valid {
@@ -157,9 +192,10 @@ impl ExactPlanner {
                 Status::Feasible
             };
             let bound = if status == Status::Optimal { None } else { bound };
-            finish(problem, SolverKind::Exact, status, stop, greedy.actions.clone(), bound)
+            finish(problem, SolverKind::Exact, status, stop_named(stop), greedy.actions.clone(), bound)
         };
-        match outcome {
+        let phase = Instant::now();
+        let plan = match outcome {
             Outcome::Infeasible => finish(
                 problem,
                 SolverKind::Exact,
@@ -175,35 +211,52 @@ impl ExactPlanner {
                     problem,
                     SolverKind::Exact,
                     status,
-                    stop.clone(),
+                    stop_named(stop.clone()),
                     actions,
                     if proven { None } else { bound.clone() },
                 );
+                // Never trusted unverified, even past the deadline.
                 let violations = verify(problem, &plan);
                 if let Some(first) = violations.first() {
-                    return fallback(
-                        StopReason::SolverError(format!("the exact plan failed verification: {first}")),
-                        None,
-                    );
-                }
-                if greedy_valid && greedy.objective.better_than(&plan.objective) {
+                    fallback(StopReason::InternalError(format!("the exact plan failed verification: {first}")), None)
+                } else if greedy_valid && greedy.objective.better_than(&plan.objective) {
                     if proven {
-                        return fallback(
-                            StopReason::SolverError("the greedy plan beat a claimed optimum".to_string()),
-                            None,
-                        );
+                        fallback(StopReason::InternalError("the greedy plan beat a claimed optimum".to_string()), None)
+                    } else {
+                        fallback(stop, bound)
                     }
-                    return fallback(stop, bound);
+                } else {
+                    plan
                 }
-                plan
             }
-        }
+        };
+        stats.phase("verify result", phase);
+        (plan, stats)
     }
 
-    fn search(&self, problem: &Problem, limits: Limits, hint: Option<&(Hint, Objective)>) -> Outcome {
-        let facts = Facts::new(problem, self.backend.as_ref());
+    /// The shared limits tightened by this planner's own time and node limits.
+    fn effective_limits(&self, started: Instant) -> EngineLimits {
+        let mut limits = self.limits.clone();
+        if let Some(at) = self.time_limit.and_then(|limit| started.checked_add(limit)) {
+            limits = limits.deadline(at);
+        }
+        if let Some(nodes) = self.node_limit {
+            let tightest = limits.nodes().map_or(nodes, |current| current.min(nodes));
+            limits = limits.node_limit(tightest);
+        }
+        limits
+    }
+
+    fn search(
+        &self,
+        problem: &Problem,
+        backend: &dyn MipBackend,
+        limits: Limits,
+        hint: Option<&(Hint, Objective)>,
+    ) -> Outcome {
+        let facts = Facts::new(problem, backend);
         // A node-limited probe is only cheap when the backend honours node limits.
-        let probes = self.backend.capabilities().node_limit;
+        let probes = backend.capabilities().node_limit;
         let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
         if self.slot_model {
             layout.slot_groups = facts.groups.keys().copied().collect();
@@ -297,7 +350,7 @@ impl ExactPlanner {
                     Solved::Infeasible if fixed.is_empty() => return Outcome::Infeasible,
                     Solved::Infeasible => {
                         return Outcome::NoPlan {
-                            stop: StopReason::SolverError(format!(
+                            stop: StopReason::InternalError(format!(
                                 "level {goal:?} became infeasible after fixing earlier levels"
                             )),
                             bound: best_bound,
@@ -406,6 +459,33 @@ impl ExactPlanner {
     }
 }
 
+/// The planner's backend as the search sees it: counts solver calls and turns a cancellation
+/// request into an interrupted solve, so the search stops the way it does at a deadline.
+#[derive(Debug)]
+struct Instrumented<'a> {
+    inner: &'a dyn MipBackend,
+    limits: &'a EngineLimits,
+    solves: AtomicU64,
+}
+
+impl MipBackend for Instrumented<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> backend::Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn solve(&self, mip: &backend::Mip, request: &backend::SolveRequest) -> backend::MipOutcome {
+        if self.limits.cancelled() {
+            return backend::MipOutcome::Interrupted { termination: backend::Termination::TimeLimit, best_bound: None };
+        }
+        self.solves.fetch_add(1, Ordering::Relaxed);
+        self.inner.solve(mip, request)
+    }
+}
+
 /// Instances of `priority` in a master solution: launches of that priority plus kept
 /// existing instances of it (the L3 count the master problem minimises for that level).
 fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority: u8) -> u64 {
@@ -467,11 +547,11 @@ fn relax_and_fix(
 /// objective. Priorities only rank plans, so the flat run's plan is feasible here too; it
 /// helps where greedy's priority-first choices cost copies or money (e.g. a binding
 /// MaxInstanceCount filled with small preferred instances).
-fn warm_plan(problem: &Problem) -> Plan {
-    let greedy = crate::plan_greedy(problem);
+fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
+    let greedy = crate::GreedyPlanner::new().limits(limits.clone()).plan(problem);
     let pool_priorities: std::collections::BTreeSet<u8> =
         problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
-    if pool_priorities.len() < 2 || greedy.status == Status::Infeasible {
+    if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {
         return greedy;
     }
     let mut flat = problem.clone();
@@ -480,7 +560,7 @@ fn warm_plan(problem: &Problem) -> Plan {
             info.priority = 1;
         }
     }
-    let flat_plan = crate::plan_greedy(&flat);
+    let flat_plan = crate::GreedyPlanner::new().limits(limits.clone()).plan(&flat);
     let candidate =
         finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
     if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {

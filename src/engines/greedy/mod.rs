@@ -27,6 +27,9 @@ use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 use super::spread::{self, Slot};
+use std::time::Instant;
+
+use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
@@ -34,48 +37,108 @@ use crate::problem::{Problem, Resources};
 /// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
 const UNIT_COST_MICROS: i64 = 1_000_000;
 
-/// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
-/// MinInstanceCount cannot be reached with the capacity given.
+/// Plans with the greedy fast path and no limits: [`GreedyPlanner::new`]`().plan(problem)`.
+/// Every hard constraint holds; `Status::Infeasible` only when MinInstanceCount cannot be
+/// reached with the capacity given.
+pub fn plan_greedy(problem: &Problem) -> Plan {
+    GreedyPlanner::new().plan(problem)
+}
+
+/// The greedy fast path, configured like every engine: [`Limits`] in, a [`Plan`] with a
+/// [`StopReason`] (and [`Stats`]) out.
 ///
 /// Small problems are planned several times (component orders and `Mode`s, see
 /// `place::candidate_passes`) and the best plan by objective is kept: one greedy pass can spend
 /// capacity or the MaxInstanceCount budget on the wrong component, and the passes are cheap.
-/// Large problems get one pass, so time stays linear.
+/// Large problems get one pass, so time stays linear. The limits stop the extra passes (the node
+/// limit counts passes); the first pass always runs, since it is the plan.
 ///
 /// Passes are compared on the final fleet each one reaches, before any actions are written:
 /// the SPREAD pass only moves new copies between instances of that fleet within an AZ, so L1–L4
 /// are the same before and after it, and only the winning pass needs it, its actions and the
 /// full `finish` with `Unplaced`.
-pub fn plan_greedy(problem: &Problem) -> Plan {
-    let passes = place::candidate_passes(problem);
-    let planner = match passes.as_slice() {
-        [(order, mode)] => plan_pass(problem, order, *mode),
-        _ => {
-            let mut best: Option<(Greedy<'_>, (bool, ObjectiveKey))> = None;
-            for (order, mode) in &passes {
-                let planner = plan_pass(problem, order, *mode);
-                // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
-                let rank = (!planner.min_reached, objective(problem, &planner.final_fleet()).key());
-                if best.as_ref().is_none_or(|(_, current)| rank < *current) {
-                    best = Some((planner, rank));
+///
+/// ```
+/// use fleetplan::{GreedyPlanner, Limits, Problem, StopReason};
+/// # let problem = Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json")).unwrap();
+/// let plan = GreedyPlanner::new().limits(Limits::new().node_limit(1)).plan(&problem);
+/// assert!(fleetplan::verify(&problem, &plan).is_empty());
+/// assert!(matches!(plan.stop_reason, StopReason::Completed | StopReason::NodeLimit));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct GreedyPlanner {
+    limits: Limits,
+}
+
+impl GreedyPlanner {
+    /// A greedy planner without limits.
+    pub fn new() -> Self {
+        GreedyPlanner::default()
+    }
+
+    /// The shared engine limits (deadline, passes as nodes, cancellation).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Plans; see [`GreedyPlanner`].
+    pub fn plan(&self, problem: &Problem) -> Plan {
+        self.plan_with_stats(problem).0
+    }
+
+    /// [`plan`](Self::plan), with what the planner did (passes as `solves`).
+    pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
+        let started = Instant::now();
+        let mut stats = Stats::default();
+        let mut stop = StopReason::Completed;
+        let passes = place::candidate_passes(problem);
+        let planner = match passes.as_slice() {
+            [(order, mode)] => {
+                stats.solves = 1;
+                plan_pass(problem, order, *mode)
+            }
+            _ => {
+                let mut best: Option<(Greedy<'_>, (bool, ObjectiveKey))> = None;
+                for (order, mode) in &passes {
+                    if best.is_some() {
+                        if let Some(reason) = self.limits.stop_now() {
+                            stop = reason;
+                            break;
+                        }
+                        if self.limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+                            stop = StopReason::NodeLimit;
+                            break;
+                        }
+                    }
+                    stats.solves += 1;
+                    let planner = plan_pass(problem, order, *mode);
+                    // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
+                    let rank = (!planner.min_reached, objective(problem, &planner.final_fleet()).key());
+                    if best.as_ref().is_none_or(|(_, current)| rank < *current) {
+                        best = Some((planner, rank));
+                    }
+                }
+                match best {
+                    Some((planner, _)) => planner,
+                    None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
                 }
             }
-            match best {
-                Some((planner, _)) => planner,
-                None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
-            }
-        }
-    };
-    let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
-    #[cfg(debug_assertions)]
-    let fleet_before_spread = planner.final_fleet();
-    let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
-    let actions = planner.into_actions();
-    // The ranking above relies on this: the planner's own fleet is the one its actions build.
-    #[cfg(debug_assertions)]
-    debug_assert_eq!(fleet_before_spread, FinalFleet::apply(problem, &actions).0);
-    let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
-    super::finish(problem, SolverKind::Greedy, status, StopReason::Completed, actions, None)
+        };
+        stats.phase("passes", started);
+        let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
+        #[cfg(debug_assertions)]
+        let fleet_before_spread = planner.final_fleet();
+        let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
+        let actions = planner.into_actions();
+        // The ranking above relies on this: the planner's own fleet is the one its actions build.
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(fleet_before_spread, FinalFleet::apply(problem, &actions).0);
+        let phase = Instant::now();
+        let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
+        stats.phase("SPREAD pass", phase);
+        (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), stats)
+    }
 }
 
 /// How one greedy pass trades the levels off when MaxInstanceCount is short.
