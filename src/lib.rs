@@ -1,43 +1,4 @@
-//! # fleetplan
-//!
-//! Plans where ML model replicas run: which instance types to launch in which availability
-//! zones, and which copies of which inference components go on which instance. The input is
-//! shaped like the Amazon SageMaker AI API (instance pools with priority fallback, inference
-//! components with `SchedulingConfig`), the objective is the lexicographic one of the contract
-//! (placed copies, then AZ balance, then fallback use, then cost).
-//!
-//! - [`Problem`] validates a [`Scenario`] (or JSON via [`Problem::from_json`]) into an indexed
-//!   problem, reporting every input problem at once.
-//! - [`plan_greedy`] is the fast path; [`ExactPlanner`] solves the integer program with
-//!   explicit limits and says whether it proved optimality ([`Status`], [`StopReason`]).
-//! - [`verify()`] independently checks any plan; every plan the library returns passes it.
-//!
-//! The library does no I/O: no files, no environment, no threads; the only clock use is an
-//! explicit time limit you set on the exact planner.
-//!
-//! ```
-//! use fleetplan::{Problem, plan_greedy, verify, ExactPlanner, Status};
-//!
-//! let json = r#"{
-//!   "AvailabilityZones": ["us-east-1a", "us-east-1b"],
-//!   "Endpoint": {"EndpointName": "chat", "VariantName": "AllTraffic",
-//!                "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
-//!   "InferenceComponents": [{"InferenceComponentName": "llm",
-//!     "Specification": {"ComputeResourceRequirements": {
-//!        "NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 16384},
-//!        "SchedulingConfig": {"AvailabilityZoneBalance": {"MaxImbalance": 1}}},
-//!     "RuntimeConfig": {"CopyCount": 4}}]
-//! }"#;
-//! let problem = Problem::from_json(json).unwrap();
-//! let plan = plan_greedy(&problem);
-//! assert!(verify(&problem, &plan).is_empty());
-//! assert_eq!(plan.objective.placed_copies, 4);
-//!
-//! let exact = ExactPlanner::new().plan(&problem);
-//! assert!(verify(&problem, &exact).is_empty());
-//! assert!(!exact.objective.key().gt(&plan.objective.key()));
-//! assert_eq!(exact.status, Status::Optimal);
-//! ```
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -66,7 +27,11 @@ pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use metrics::MetricsError;
-pub use model::*;
+pub use model::{
+    AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements, Endpoint, Fleet,
+    FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling, RuntimeConfig,
+    ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
+};
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;

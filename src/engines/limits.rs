@@ -2,7 +2,7 @@
 //!
 //! Every engine (greedy, exact, consolidate, rebalance) is configured the same way — a builder
 //! with `.limits(...)` — and says why it stopped with the one public
-//! [`StopReason`](crate::StopReason). A stopped engine still returns a valid plan: the best it
+//! [`StopReason`]. A stopped engine still returns a valid plan: the best it
 //! had, or its fast fallback.
 
 use std::fmt;
