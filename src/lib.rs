@@ -29,8 +29,8 @@ pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use metrics::MetricsError;
 pub use model::{
     AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements, Endpoint, Fleet,
-    FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling, RuntimeConfig,
-    ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
+    FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling,
+    RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
 };
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};

@@ -98,6 +98,13 @@ impl Limits {
         self
     }
 
+    /// The same cancellation check without the deadline and node limit (for work that is
+    /// bounded on its own and whose result a promise depends on, e.g. the exact planner's greedy
+    /// warm start: the exact plan is never worse than the greedy one).
+    pub(crate) fn cancellation_only(&self) -> Limits {
+        Limits { deadline: None, node_limit: None, cancel: self.cancel.clone() }
+    }
+
     /// The deadline, if any.
     pub fn deadline_at(&self) -> Option<Instant> {
         self.deadline

@@ -173,7 +173,7 @@ impl ExactPlanner {
         stats.phase("verify warm start", phase);
         // The greedy plan seeds every level whose earlier optima it reaches.
         let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
-        let backend = Instrumented { inner: self.backend.as_ref(), limits: &limits, solves: AtomicU64::new(0) };
+        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: &limits, solves: AtomicU64::new(0) };
         let phase = Instant::now();
         let search_limits = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
         let outcome = self.search(problem, &backend, search_limits, hint.as_ref());
@@ -459,11 +459,23 @@ impl ExactPlanner {
     }
 }
 
-/// The planner's backend as the search sees it: counts solver calls and turns a cancellation
-/// request into an interrupted solve, so the search stops the way it does at a deadline.
+/// How long a solver call may run past the deadline before the planner stops waiting for it:
+/// enough for a solver that honours the deadline to report its incumbent and bound.
+const DEADLINE_GRACE: Duration = Duration::from_millis(20);
+
+/// The planner's backend as the search sees it: counts solver calls, turns a cancellation
+/// request into an interrupted solve (so the search stops the way it does at a deadline), and
+/// holds the deadline even where the solver does not.
+///
+/// microlp checks its deadline only every thousand simplex pivots, which on a large master
+/// problem is hundreds of milliseconds past it. So, when there is a deadline, each call runs on
+/// a helper thread and the planner waits for it until the deadline (plus [`DEADLINE_GRACE`]);
+/// a call still running then is abandoned — reported as interrupted without a bound — and
+/// finishes in the background, its answer discarded. Without a deadline the call runs on the
+/// caller's thread, so node-limited runs stay deterministic and thread-free.
 #[derive(Debug)]
 struct Instrumented<'a> {
-    inner: &'a dyn MipBackend,
+    inner: Arc<dyn MipBackend>,
     limits: &'a EngineLimits,
     solves: AtomicU64,
 }
@@ -478,11 +490,31 @@ impl MipBackend for Instrumented<'_> {
     }
 
     fn solve(&self, mip: &backend::Mip, request: &backend::SolveRequest) -> backend::MipOutcome {
+        let interrupted =
+            backend::MipOutcome::Interrupted { termination: backend::Termination::TimeLimit, best_bound: None };
         if self.limits.cancelled() {
-            return backend::MipOutcome::Interrupted { termination: backend::Termination::TimeLimit, best_bound: None };
+            return interrupted;
         }
         self.solves.fetch_add(1, Ordering::Relaxed);
-        self.inner.solve(mip, request)
+        let Some(wait) = self.limits.time_left() else { return self.inner.solve(mip, request) };
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (inner, owned_mip, owned_request) = (Arc::clone(&self.inner), mip.clone(), request.clone());
+        let spawned = std::thread::Builder::new().name("fleetplan-solve".into()).spawn(move || {
+            // The receiver is gone when the planner stopped waiting: nothing to report then.
+            let _ = sender.send(inner.solve(&owned_mip, &owned_request));
+        });
+        if spawned.is_err() {
+            // No thread to be had: solve here, trusting the solver's own deadline.
+            return self.inner.solve(mip, request);
+        }
+        match receiver.recv_timeout(wait.saturating_add(DEADLINE_GRACE)) {
+            Ok(outcome) => outcome,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => interrupted,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => backend::MipOutcome::Error(format!(
+                "{}: the solver thread stopped without an answer",
+                self.inner.name()
+            )),
+        }
     }
 }
 
@@ -547,8 +579,13 @@ fn relax_and_fix(
 /// objective. Priorities only rank plans, so the flat run's plan is feasible here too; it
 /// helps where greedy's priority-first choices cost copies or money (e.g. a binding
 /// MaxInstanceCount filled with small preferred instances).
+///
+/// The greedy plan itself ignores the deadline and node limit (its passes are bounded by a fixed
+/// work budget: milliseconds on small problems, one linear pass on large ones), so the exact plan
+/// is never worse than [`crate::plan_greedy`]; only cancellation stops it early. The flat run is
+/// an extra and is skipped once a limit is hit.
 fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
-    let greedy = crate::GreedyPlanner::new().limits(limits.clone()).plan(problem);
+    let greedy = crate::GreedyPlanner::new().limits(limits.cancellation_only()).plan(problem);
     let pool_priorities: std::collections::BTreeSet<u8> =
         problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
     if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {
@@ -560,7 +597,7 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
             info.priority = 1;
         }
     }
-    let flat_plan = crate::GreedyPlanner::new().limits(limits.clone()).plan(&flat);
+    let flat_plan = crate::GreedyPlanner::new().limits(limits.cancellation_only()).plan(&flat);
     let candidate =
         finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
     if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {
