@@ -1,15 +1,20 @@
-//! The `fleetplan` command line (spec §5).
+//! The `fleetplan` command line (docs/contract.md, "Command line").
 //!
 //! ```text
 //! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json]
 //! fleetplan consolidate SCENARIO [--json]
-//! fleetplan report SCENARIO [--json] [--svg FILE]
+//! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
+//! fleetplan schema scenario|plan
 //! ```
 //!
 //! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
 //! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
 //! line, on standard error) or a file that cannot be read or written.
+//!
+//! Standard output carries only the result (a table or JSON), so it can be piped; validation
+//! warnings go to standard error, once, grouped by kind (`--quiet` drops them). The plan JSON
+//! still lists every warning under `Warnings`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -17,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fleetplan::{render, ExactPlanner, Plan, Problem, ReliabilityReport};
+use fleetplan::{render, ExactPlanner, FinalFleet, Plan, Problem, ReliabilityReport};
 
 /// Exit code for success, including a partial plan.
 const EXIT_OK: u8 = 0;
@@ -31,11 +36,15 @@ const EXIT_BAD_INPUT: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print no warnings on standard error (errors are still printed; the plan JSON keeps its
+    /// `Warnings`).
+    #[arg(long, short, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Reconcile the fleet to the desired copy counts (spec §2).
+    /// Reconcile the fleet to the desired copy counts (docs/contract.md, "Planning").
     Plan {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -49,11 +58,12 @@ enum Command {
         /// Integer-programming backend of the exact solver.
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
-        /// Print the plan as JSON (spec §4) instead of a table.
+        /// Print the plan as JSON (docs/contract.md, "Output") instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Move copies between existing instances so instances can be released (spec §3).
+    /// Move copies between existing instances so instances can be released (docs/contract.md,
+    /// "Consolidation"). The table shows the objective before and after.
     Consolidate {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -65,6 +75,10 @@ enum Command {
     Report {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
+        /// Report on the fleet this plan leads to (its actions applied to the scenario's fleet)
+        /// instead of the current fleet. Plan JSON file, or `-` for standard input.
+        #[arg(long, value_name = "PLAN")]
+        plan: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -76,12 +90,26 @@ enum Command {
     Verify {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
-        /// Plan JSON file (spec §4), or `-` for standard input.
+        /// Plan JSON file (docs/contract.md, "Output"), or `-` for standard input.
         plan: String,
         /// Print the violations as JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
+    /// Print the JSON Schema of a scenario or a plan (also shipped in docs/schema/).
+    Schema {
+        /// Which document.
+        #[arg(value_enum)]
+        document: SchemaDocument,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaDocument {
+    /// The scenario (input of every command).
+    Scenario,
+    /// The plan (output of `plan --json`, input of `verify` and `report --plan`).
+    Plan,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -109,7 +137,8 @@ struct BadInput(String);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let output = Output { quiet: cli.quiet };
+    match run(cli.command, output) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
             eprint!("{message}");
@@ -124,17 +153,35 @@ fn main() -> ExitCode {
 /// The exact planner's time limit when `--time-limit-ms` is not given.
 const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
-fn run(command: Command) -> Result<u8, BadInput> {
+/// Where warnings go: standard error, unless `--quiet`.
+#[derive(Clone, Copy)]
+struct Output {
+    quiet: bool,
+}
+
+impl Output {
+    /// Prints already-formatted warning lines on standard error (nothing with `--quiet`).
+    fn warn(self, lines: &str) {
+        if !self.quiet && !lines.is_empty() {
+            eprint!("{lines}");
+            if !lines.ends_with('\n') {
+                eprintln!();
+            }
+        }
+    }
+}
+
+fn run(command: Command, output: Output) -> Result<u8, BadInput> {
     match command {
         Command::Plan { scenario, solver, time_limit_ms, backend, json } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let plan = match solver {
                 Solver::Greedy => {
                     if time_limit_ms.is_some() {
-                        eprintln!("warning: --time-limit-ms only applies to --solver exact; ignored");
+                        output.warn("warning: --time-limit-ms only applies to --solver exact; ignored");
                     }
                     if backend != Backend::Microlp {
-                        eprintln!("warning: --backend only applies to --solver exact; ignored");
+                        output.warn("warning: --backend only applies to --solver exact; ignored");
                     }
                     fleetplan::plan_greedy(&problem)
                 }
@@ -165,7 +212,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             Ok(EXIT_OK)
         }
         Command::Consolidate { scenario, json } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let plan = fleetplan::consolidate(&problem);
             if json {
                 emit(&to_json(&plan)?);
@@ -174,9 +221,33 @@ fn run(command: Command) -> Result<u8, BadInput> {
             }
             Ok(EXIT_OK)
         }
-        Command::Report { scenario, json, svg } => {
-            let problem = load_problem(&scenario)?;
-            let report = ReliabilityReport::build(&problem);
+        Command::Report { scenario, plan, json, svg } => {
+            if scenario == "-" && plan.as_deref() == Some("-") {
+                return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
+            }
+            let problem = load_problem(&scenario, output)?;
+            let (report, heading) = match plan {
+                None => (ReliabilityReport::build(&problem), String::new()),
+                Some(source) => {
+                    let plan = load_plan(&source)?;
+                    let (fleet, problems) = FinalFleet::apply(&problem, &plan.actions);
+                    if let Some(first) = problems.first() {
+                        output.warn(&render::escape_text(&format!(
+                            "warning: {}: {} of the plan's actions do not apply to this fleet (first: {}); the report \
+                             shows the fleet as far as they do; `fleetplan verify` lists them all",
+                            display_name(&source),
+                            problems.len(),
+                            first.message
+                        )));
+                    }
+                    let heading = format!(
+                        "Fleet after the plan {} ({} actions)\n",
+                        render::escape_text(display_name(&source)),
+                        plan.actions.len()
+                    );
+                    (ReliabilityReport::for_fleet(&problem, &fleet), heading)
+                }
+            };
             if let Some(path) = svg {
                 std::fs::write(&path, report.to_svg())
                     .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
@@ -184,7 +255,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             if json {
                 emit(&to_json(&report)?);
             } else {
-                emit(&report.to_table());
+                emit(&format!("{heading}{}", report.to_table()));
             }
             Ok(EXIT_OK)
         }
@@ -192,7 +263,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             if scenario == "-" && plan == "-" {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
             }
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let plan_text = read_input(&plan)?;
             let plan: Plan = serde_json::from_str(&plan_text)
                 .map_err(|error| BadInput(format!("{}: not a valid plan: {error}", display_name(&plan))))?;
@@ -203,6 +274,13 @@ fn run(command: Command) -> Result<u8, BadInput> {
                 emit(&render::violations_table(&violations));
             }
             Ok(if violations.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
+        }
+        Command::Schema { document } => {
+            emit(&match document {
+                SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
+                SchemaDocument::Plan => fleetplan::schema::plan_schema(),
+            });
+            Ok(EXIT_OK)
         }
     }
 }
@@ -229,12 +307,20 @@ fn read_input(source: &str) -> Result<String, BadInput> {
 }
 
 /// Reads and validates a scenario. Validation messages become the exit-2 message (one per
-/// line, `path: message`); warnings go to standard error and the run continues.
-fn load_problem(source: &str) -> Result<Problem, BadInput> {
+/// line, `path: message`); warnings go to standard error, grouped by kind, and the run continues.
+fn load_problem(source: &str, output: Output) -> Result<Problem, BadInput> {
     let text = read_input(source)?;
     let problem = Problem::from_json(&text).map_err(|error| BadInput(render::validation_text(&error)))?;
-    eprint!("{}", render::warnings_text(problem.warnings()));
+    output.warn(&render::warnings_summary(&problem, problem.warnings()));
     Ok(problem)
+}
+
+/// Reads a plan for `report --plan`.
+fn load_plan(source: &str) -> Result<Plan, BadInput> {
+    let text = read_input(source)?;
+    serde_json::from_str(&text).map_err(|error| {
+        BadInput(render::escape_text(&format!("{}: not a valid plan: {error}", display_name(source))).into_owned())
+    })
 }
 
 /// Pretty JSON with a trailing newline (deterministic: serde_json keeps field order).
