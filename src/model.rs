@@ -259,7 +259,7 @@ pub struct FleetInstance {
     #[serde(default)]
     pub reserved: bool,
     /// `InService` (default) or `Draining` (cordoned: receives no new copy; `consolidate` and
-    /// `rebalance` empty and release it first). Contract §6.
+    /// `rebalance` empty and release it first). docs/contract.md §6.
     #[serde(default)]
     pub state: Option<String>,
 }
@@ -402,7 +402,7 @@ impl ScenarioBuilder {
         self
     }
 
-    /// Marks a running instance as draining (contract §6: cordoned, to be emptied and released).
+    /// Marks a running instance as draining (docs/contract.md §6: cordoned, to be emptied and released).
     pub fn draining(mut self, id: &str) -> Self {
         if let Some(instance) = self.scenario.fleet.instances.iter_mut().find(|instance| instance.instance_id == id) {
             instance.state = Some("Draining".into());

@@ -96,7 +96,7 @@ pub enum StopReason {
     SolverError(String),
 }
 
-/// The lexicographic objective of spec §2 (L1 placed, L2 balance, L3 preference, L4 cost).
+/// The lexicographic objective of docs/contract.md §2 (L1 placed, L2 balance, L3 preference, L4 cost).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]

@@ -199,7 +199,7 @@ fn verify_rejects_a_tampered_plan_with_exit_1() {
 
 #[test]
 fn verify_loads_a_contract_plan_without_optional_keys() {
-    // Spec §4 shape, without StopReason, Unplaced, Bound, Warnings, ModelName or Reserved.
+    // docs/contract.md §4 shape, without StopReason, Unplaced, Bound, Warnings, ModelName or Reserved.
     let plan = r#"{
       "Solver": "greedy", "Status": "Feasible",
       "Actions": [
