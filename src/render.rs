@@ -591,6 +591,25 @@ mod tests {
     }
 
     #[test]
+    fn escape_text_covers_controls_bidi_and_noncharacters() {
+        assert!(matches!(escape_text("plain ünïcode ✓"), Cow::Borrowed("plain ünïcode ✓")));
+        assert_eq!(escape_text("a\r\nb"), "a\\r\\nb");
+        assert_eq!(escape_text("\u{0}\u{7f}\u{85}\u{9f}"), "\\u{0}\\u{7f}\\u{85}\\u{9f}");
+        assert_eq!(escape_text("x\u{202e}y\u{2066}z\u{2028}"), "x\\u{202e}y\\u{2066}z\\u{2028}");
+        assert_eq!(escape_text("\u{fffe}\u{ffff}\u{fffd}"), "\\u{fffe}\\u{ffff}\u{fffd}");
+        // Two different names never escape to the same text.
+        assert_ne!(escape_text("a\nb"), escape_text("a\\nb"));
+    }
+
+    #[test]
+    fn table_cells_and_headers_are_escaped_before_measuring() {
+        let mut table = Table::new(&[("AZ\t1", Align::Left), ("N", Align::Right)]);
+        table.row(vec!["x\u{1b}[1m".into(), "1".into()]);
+        table.row(vec!["two\nlines".into(), "22".into()]);
+        assert_eq!(table.render(""), "AZ\\t1        N\nx\\u{1b}[1m   1\ntwo\\nlines  22\n");
+    }
+
+    #[test]
     fn table_aligns_columns_and_trims() {
         let mut table = Table::new(&[("A", Align::Left), ("NUMBER", Align::Right), ("LAST", Align::Left)]);
         table.row(vec!["long-name".into(), "7".into(), "".into()]);
