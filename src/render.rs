@@ -275,7 +275,8 @@ fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
 
 /// Warnings grouped by kind, one line per kind, escaped, in [`WarningKind`] order.
 ///
-/// A kind with one warning prints it whole (`warning: path: message`); a kind with several
+/// A kind with one warning prints it whole (`warning: path: message`, with the name of what the
+/// path points into after the path when the message does not say it); a kind with several
 /// prints a count, what they are about and the first few names, e.g.
 /// `warning: 131 components with a single copy (one AZ outage takes each down): a, b, c, d, e and
 /// 126 more`. Names are those of the component, AZ or fleet instance the warning's path points
@@ -289,7 +290,14 @@ pub fn warnings_summary(problem: &Problem, warnings: &[Warning]) -> String {
     let mut out = String::new();
     for (kind, group) in groups {
         if let [only] = group.as_slice() {
-            let _ = writeln!(out, "{}", escape_text(&only.to_string()));
+            // Name what the path points into unless the message already does.
+            let subject = warning_subject(problem, only);
+            let line = if subject == only.path || only.message.contains(subject.as_str()) {
+                only.to_string()
+            } else {
+                format!("warning: {} ({}): {}", only.path, shorten(&subject, WARNING_NAME_CHARS), only.message)
+            };
+            let _ = writeln!(out, "{}", escape_text(&line));
             continue;
         }
         let names: Vec<String> = group
