@@ -1,4 +1,4 @@
-//! The `fleetplan` command line (docs/contract.md, "Command line").
+//! The `fleetplan` command line (docs/contract.md §5).
 //!
 //! ```text
 //! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json]
@@ -32,7 +32,14 @@ const EXIT_VIOLATIONS: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "fleetplan", version, about = "Plan where ML model replicas run on SageMaker-style instance pools")]
+#[command(
+    name = "fleetplan",
+    version,
+    about = "Plan where ML model replicas run on SageMaker-style instance pools",
+    after_help = "The contract (every input key, the objective, the output, exit codes) is docs/contract.md; \
+                  `fleetplan schema scenario|plan` prints the JSON Schemas.\nResults go to standard output, \
+                  warnings to standard error. Exit codes: 0 success, 1 violations found, 2 bad input."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +51,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Reconcile the fleet to the desired copy counts (docs/contract.md, "Planning").
+    /// Reconcile the fleet to the desired copy counts (docs/contract.md §2).
     Plan {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -58,12 +65,13 @@ enum Command {
         /// Integer-programming backend of the exact solver.
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
-        /// Print the plan as JSON (docs/contract.md, "Output") instead of a table.
+        /// Print the plan as JSON (docs/contract.md §4) instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Move copies between existing instances so instances can be released (docs/contract.md,
-    /// "Consolidation"). The table shows the objective before and after.
+    /// Move copies between existing instances so instances can be released (docs/contract.md §3).
+    ///
+    /// The table shows the objective of the current fleet (before) and of the final fleet (after).
     Consolidate {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -71,7 +79,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The reliability view: copies per AZ, blast radius, fleet composition.
+    /// The reliability view: copies per AZ, blast radius, fleet composition (docs/contract.md §5).
     Report {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -86,11 +94,11 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
-    /// Check a plan from any source against the scenario; exit 1 if it breaks a rule.
+    /// Check a plan from any source against the scenario; exit 1 if it breaks a rule (docs/contract.md §5).
     Verify {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
-        /// Plan JSON file (docs/contract.md, "Output"), or `-` for standard input.
+        /// Plan JSON file (docs/contract.md §4), or `-` for standard input.
         plan: String,
         /// Print the violations as JSON instead of a table.
         #[arg(long)]
