@@ -263,7 +263,7 @@ fn warning_subject(problem: &Problem, warning: &Warning) -> String {
 }
 
 /// Cuts `text` to `max_chars` characters, ending with `…` when cut.
-fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
+pub(crate) fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
     if text.chars().count() <= max_chars {
         Cow::Borrowed(text)
     } else {

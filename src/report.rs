@@ -39,7 +39,7 @@ use serde::Serialize;
 use crate::fleet::{balance_excess, imbalance, objective, FinalFleet};
 use crate::plan::Plan;
 use crate::problem::{PlacementStrategy, Problem};
-use crate::render::{escape_text, Align, Table};
+use crate::render::{escape_text, shorten, Align, Table};
 
 /// The SVG's escaping helper, also reachable from here for existing callers.
 pub use crate::render::escape_xml;
@@ -407,7 +407,7 @@ impl ReliabilityReport {
             let _ = writeln!(
                 svg,
                 "<text x=\"10\" y=\"{text_y}\">{}</text>",
-                escape_xml(&truncate(&component.inference_component_name, 30))
+                escape_xml(&shorten(&component.inference_component_name, 30))
             );
             for (z, &copies) in component.copies_per_az.iter().enumerate() {
                 let x = NAME_WIDTH + CELL_WIDTH * z;
@@ -473,16 +473,6 @@ fn cell_colour(copies: u64, placed: u64, zones: usize) -> String {
     let (r, g, b) =
         if fraction < 0.5 { mix(red, yellow, fraction * 2.0) } else { mix(yellow, green, fraction * 2.0 - 1.0) };
     format!("#{:02x}{:02x}{:02x}", r.round() as u8, g.round() as u8, b.round() as u8)
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        text.to_string()
-    } else {
-        let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-        short.push('…');
-        short
-    }
 }
 
 /// Renders `header` and `rows` with the crate's table writer: columns before `numeric_from` and
