@@ -58,6 +58,7 @@ impl std::error::Error for ValidationError {}
 /// What a [`Warning`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum WarningKind {
     /// A component with AZ balance has a single copy: one AZ outage takes it down.
     SingleCopy,
@@ -71,6 +72,7 @@ pub enum WarningKind {
 
 /// Something valid but worth a person's attention; planning goes on.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Warning {
     /// What kind of warning.

@@ -15,6 +15,8 @@ pub mod plan;
 pub mod problem;
 pub mod render;
 pub mod report;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod verify;
 
 pub use engines::consolidate::{

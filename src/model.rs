@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// A whole planning scenario: the endpoint, its components, capacity and the running fleet.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Scenario {
     /// The endpoint's availability zones (its subnets): the balance domains.
@@ -30,6 +31,7 @@ pub struct Scenario {
 
 /// One instance type's shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct InstanceTypeSpec {
     /// Name, e.g. `ml.g6.48xlarge`.
@@ -37,7 +39,7 @@ pub struct InstanceTypeSpec {
     /// Number of accelerator devices (GPUs, Inferentia chips).
     pub accelerator_count: f64,
     /// Memory per accelerator in GiB (informational).
-    #[serde(default)]
+    #[serde(default, rename = "AcceleratorMemoryGiB")]
     pub accelerator_memory_gib: f64,
     /// Virtual CPUs.
     pub v_cpu_count: f64,
@@ -50,6 +52,7 @@ pub struct InstanceTypeSpec {
 
 /// Launch limits for one (instance type, AZ).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct CapacityEntry {
     /// Instance type.
@@ -66,6 +69,7 @@ pub struct CapacityEntry {
 
 /// The endpoint (one production variant) with its instance pools and scaling settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Endpoint {
     /// Endpoint name.
@@ -93,6 +97,7 @@ pub struct Endpoint {
 
 /// One entry of the endpoint's instance pool list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct InstancePool {
     /// Instance type.
@@ -106,6 +111,7 @@ pub struct InstancePool {
 
 /// Managed instance scaling settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct ManagedInstanceScaling {
     /// `ENABLED` or `DISABLED` (informational).
@@ -124,6 +130,7 @@ pub struct ManagedInstanceScaling {
 
 /// Scale-in policy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct ScaleInPolicySpec {
     /// `IDLE_RELEASE` (default) or `CONSOLIDATION`.
@@ -139,6 +146,7 @@ pub struct ScaleInPolicySpec {
 
 /// An inference component: one model with a desired copy count.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct InferenceComponent {
     /// Unique name.
@@ -156,6 +164,7 @@ pub struct InferenceComponent {
 
 /// Requirements and scheduling of a component (for one type, or for all).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct ComponentSpecification {
     /// The type this specification is for (required inside `Specifications`).
@@ -173,6 +182,7 @@ pub struct ComponentSpecification {
 
 /// Resources one copy needs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct ComputeResourceRequirements {
     /// Whole accelerator devices (default 0).
@@ -187,6 +197,7 @@ pub struct ComputeResourceRequirements {
 
 /// Where copies go.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct SchedulingConfig {
     /// `SPREAD` (default) or `BINPACK`.
@@ -199,6 +210,7 @@ pub struct SchedulingConfig {
 
 /// Balance between AZs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct AvailabilityZoneBalance {
     /// Only `PERMISSIVE` is defined.
@@ -211,6 +223,7 @@ pub struct AvailabilityZoneBalance {
 
 /// Runtime configuration of a component.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct RuntimeConfig {
     /// Desired number of copies.
@@ -220,6 +233,7 @@ pub struct RuntimeConfig {
 
 /// The running fleet.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Fleet {
     /// Running instances.
@@ -232,6 +246,7 @@ pub struct Fleet {
 
 /// A running instance.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct FleetInstance {
     /// Unique id.
@@ -244,13 +259,14 @@ pub struct FleetInstance {
     #[serde(default)]
     pub reserved: bool,
     /// `InService` (default) or `Draining` (cordoned: receives no new copy; `consolidate` and
-    /// `rebalance` empty and release it first). Contract §6.
+    /// `rebalance` empty and release it first). docs/contract.md §6.
     #[serde(default)]
     pub state: Option<String>,
 }
 
 /// Copies of one component on one running instance.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct FleetCopy {
     /// Component name.
@@ -386,7 +402,7 @@ impl ScenarioBuilder {
         self
     }
 
-    /// Marks a running instance as draining (contract §6: cordoned, to be emptied and released).
+    /// Marks a running instance as draining (docs/contract.md §6: cordoned, to be emptied and released).
     pub fn draining(mut self, id: &str) -> Self {
         if let Some(instance) = self.scenario.fleet.instances.iter_mut().find(|instance| instance.instance_id == id) {
             instance.state = Some("Draining".into());

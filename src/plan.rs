@@ -9,6 +9,7 @@ use crate::error::Warning;
 
 /// One step of a plan, in the contract's JSON form (`"Type": "LaunchInstance"`, …).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "Type")]
 #[non_exhaustive]
 pub enum Action {
@@ -58,6 +59,7 @@ pub enum Action {
 
 /// Which engine produced a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum SolverKind {
     /// The greedy fast path.
     #[serde(rename = "greedy")]
@@ -70,6 +72,7 @@ pub enum SolverKind {
 /// How good a plan is known to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Status {
     /// L1–L4 proven optimal.
     Optimal,
@@ -83,6 +86,7 @@ pub enum Status {
 /// Why an engine stopped: the one stop vocabulary of every engine (see [`crate::Limits`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum StopReason {
     /// The engine ran to completion (greedy, or an exact search that finished).
     Completed,
@@ -116,8 +120,9 @@ impl fmt::Display for StopReason {
     }
 }
 
-/// The lexicographic objective of spec §2 (L1 placed, L2 balance, L3 preference, L4 cost).
+/// The lexicographic objective of docs/contract.md §2 (L1 placed, L2 balance, L3 preference, L4 cost).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Objective {
     /// L1: copies in the final fleet (maximised).
@@ -128,6 +133,7 @@ pub struct Objective {
     pub instances_by_priority: BTreeMap<u8, u32>,
     /// L4: hourly cost in millionths (dollars, or instances when a price is missing).
     #[serde(rename = "Cost", with = "micros")]
+    #[cfg_attr(feature = "schema", schemars(with = "f64"))]
     pub cost_micros: i64,
 }
 
@@ -186,6 +192,7 @@ pub struct ObjectiveKey {
 
 /// Copies of a component that could not be placed, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Unplaced {
     /// Component.
@@ -198,6 +205,7 @@ pub struct Unplaced {
 
 /// A plan: actions, what could not be placed, and how good it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Plan {
     /// Which engine produced the plan.

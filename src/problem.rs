@@ -215,7 +215,7 @@ pub struct ExistingInstance {
     pub reserved: bool,
     /// Copies running on it: (component index, count), sorted by component.
     pub copies: Vec<(usize, u32)>,
-    /// `State: Draining` (contract §6): the operator wants it gone. It receives no new copy;
+    /// `State: Draining` (docs/contract.md §6): the operator wants it gone. It receives no new copy;
     /// `plan` keeps its copies, `consolidate` and `rebalance` empty and release it first.
     pub draining: bool,
 }

@@ -4,6 +4,11 @@
 //! and deterministic (the same input renders to the same bytes). Machine consumers should use
 //! the JSON forms instead; these tables may gain columns.
 //!
+//! Names come from the input and may hold anything, so every name and message goes through one
+//! escaping helper per medium before it is printed: [`escape_text`] for terminal text (tables,
+//! messages, warnings) and [`escape_xml`] for the SVG heat map. A name with a newline, a tab or
+//! a terminal escape sequence can therefore neither break a table nor recolour a terminal.
+//!
 //! ```
 //! use fleetplan::{plan_greedy, render, Problem};
 //!
@@ -18,32 +23,100 @@
 //! assert!(table.starts_with("Plan for endpoint"));
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::engines::consolidate::ConsolidationPlan;
-use crate::error::{ValidationError, Warning};
-use crate::fleet::{imbalance, FinalFleet};
+use crate::error::{ValidationError, Warning, WarningKind};
+use crate::fleet::{imbalance, objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, StopReason};
 use crate::problem::Problem;
 use crate::verify::Violation;
 
+/// Whether a character is shown as an escape sequence in terminal text: control characters
+/// (C0, DEL, C1), the backslash (so an escaped name never looks like another name), characters
+/// that reorder or break lines in a terminal (bidirectional controls, line and paragraph
+/// separators), and the noncharacters U+FFFE and U+FFFF.
+fn needs_escape(ch: char) -> bool {
+    ch == '\\'
+        || ch.is_control()
+        || matches!(ch, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(ch, '\u{fffe}' | '\u{ffff}')
+}
+
+/// Escapes a name or message for terminal text: `\n`, `\r`, `\t` and `\\` as in Rust string
+/// literals; any other control character (C0, DEL, C1), bidirectional control, line or paragraph
+/// separator, U+FFFE or U+FFFF as `\u{1b}` (lowercase hex). The backslash is doubled so that an
+/// escaped name never reads like another name. Text without such characters is returned as it is.
+///
+/// ```
+/// use fleetplan::render::escape_text;
+/// assert_eq!(escape_text("chat"), "chat");
+/// assert_eq!(escape_text("a\u{1b}[31mb\nc\td\\e"), "a\\u{1b}[31mb\\nc\\td\\\\e");
+/// ```
+pub fn escape_text(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for ch in text.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            ch if needs_escape(ch) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(ch));
+            }
+            ch => out.push(ch),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Escapes a name or message for XML text and attribute values (the SVG): first as for the
+/// terminal ([`escape_text`], so the SVG shows the same characters as the tables and holds no
+/// character that XML 1.0 forbids), then `&`, `<`, `>`, `"` and `'` as entities.
+///
+/// ```
+/// use fleetplan::render::escape_xml;
+/// assert_eq!(escape_xml("a<b & \"c\" 'd'\u{1}"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\\u{1}");
+/// ```
+pub fn escape_xml(text: &str) -> String {
+    let visible = escape_text(text);
+    let mut out = String::with_capacity(visible.len());
+    for ch in visible.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Column alignment.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
-/// A plain-text table: a header row and data rows, columns padded to their widest cell.
-struct Table {
+/// A plain-text table: a header row and data rows, columns padded to their widest cell. The one
+/// table writer of the crate (plans, violations, consolidation, the reliability report); every
+/// cell is escaped with [`escape_text`] when the table is rendered, so callers pass raw names.
+pub(crate) struct Table {
     headers: Vec<String>,
     align: Vec<Align>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(columns: &[(&str, Align)]) -> Table {
+    pub(crate) fn new(columns: &[(&str, Align)]) -> Table {
         Table {
             headers: columns.iter().map(|(name, _)| name.to_string()).collect(),
             align: columns.iter().map(|(_, align)| *align).collect(),
@@ -51,21 +124,24 @@ impl Table {
         }
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
     /// Renders every line prefixed with `indent`; trailing spaces are trimmed.
-    fn render(&self, indent: &str) -> String {
+    pub(crate) fn render(&self, indent: &str) -> String {
         let columns = self.headers.len();
-        let mut widths: Vec<usize> = self.headers.iter().map(|header| header.chars().count()).collect();
-        for row in &self.rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
+        let escape_row =
+            |cells: &Vec<String>| -> Vec<String> { cells.iter().map(|cell| escape_text(cell).into_owned()).collect() };
+        let lines: Vec<Vec<String>> = std::iter::once(&self.headers).chain(&self.rows).map(escape_row).collect();
+        let mut widths: Vec<usize> = vec![0; columns];
+        for cells in &lines {
+            for (width, cell) in widths.iter_mut().zip(cells) {
                 *width = (*width).max(cell.chars().count());
             }
         }
         let mut out = String::new();
-        for cells in std::iter::once(&self.headers).chain(&self.rows) {
+        for cells in &lines {
             let mut line = String::from(indent);
             for column in 0..columns {
                 let cell = cells.get(column).map(String::as_str).unwrap_or("");
@@ -138,14 +214,102 @@ pub fn stop_reason_text(reason: &StopReason) -> String {
     reason.to_string()
 }
 
-/// Warnings, one per line (`warning: path: message`).
+/// Warnings, one per line (`warning: path: message`), escaped. See [`warnings_summary`] for the
+/// grouped form the command line prints.
 pub fn warnings_text(warnings: &[Warning]) -> String {
-    warnings.iter().map(|warning| format!("{warning}\n")).collect()
+    warnings.iter().map(|warning| format!("{}\n", escape_text(&warning.to_string()))).collect()
 }
 
-/// Validation messages, one per line (`path: message`), in the order they were found.
+/// How many names a grouped warning line shows before `and N more`.
+const WARNING_NAMES_SHOWN: usize = 5;
+
+/// Names in a grouped warning line are cut to this many characters.
+const WARNING_NAME_CHARS: usize = 40;
+
+/// What a group of warnings of one kind is about, as a plural noun phrase.
+fn warning_kind_title(kind: WarningKind) -> &'static str {
+    match kind {
+        WarningKind::SingleCopy => "components with a single copy (one AZ outage takes each down)",
+        WarningKind::ImbalanceUnreachable => "components whose copy count can never meet MaxImbalance 0",
+        WarningKind::NoCapacityInAz => "AZs where no pool instance type can launch",
+        WarningKind::Ignored => "fields given without effect",
+    }
+}
+
+/// The index in `path` right after `prefix` (`InferenceComponents[12].X` → 12).
+fn indexed(path: &str, prefix: &str) -> Option<usize> {
+    let rest = path.strip_prefix(prefix)?.strip_prefix('[')?;
+    rest.split(']').next()?.parse().ok()
+}
+
+/// What a warning is about, by name: the component, AZ or fleet instance its path points into,
+/// otherwise the path itself.
+fn warning_subject(problem: &Problem, warning: &Warning) -> String {
+    let path = warning.path.as_str();
+    let named = indexed(path, "InferenceComponents")
+        .and_then(|index| problem.components().get(index))
+        .map(|component| component.name.clone())
+        .or_else(|| indexed(path, "AvailabilityZones").and_then(|index| problem.azs().get(index).cloned()))
+        .or_else(|| {
+            indexed(path, "Fleet.Instances").and_then(|index| problem.fleet().get(index)).map(|i| i.id.clone())
+        });
+    named.unwrap_or_else(|| path.to_string())
+}
+
+/// Cuts `text` to `max_chars` characters, ending with `…` when cut.
+pub(crate) fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
+    if text.chars().count() <= max_chars {
+        Cow::Borrowed(text)
+    } else {
+        let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+        short.push('…');
+        Cow::Owned(short)
+    }
+}
+
+/// Warnings grouped by kind, one line per kind, escaped, in [`WarningKind`] order.
+///
+/// A kind with one warning prints it whole (`warning: path: message`, with the name of what the
+/// path points into after the path when the message does not say it); a kind with several
+/// prints a count, what they are about and the first few names, e.g.
+/// `warning: 131 components with a single copy (one AZ outage takes each down): a, b, c, d, e and
+/// 126 more`. Names are those of the component, AZ or fleet instance the warning's path points
+/// into (not `InferenceComponents[3071]`). The complete list stays available in the plan JSON
+/// (`Warnings`) and [`Problem::warnings`].
+pub fn warnings_summary(problem: &Problem, warnings: &[Warning]) -> String {
+    let mut groups: BTreeMap<WarningKind, Vec<&Warning>> = BTreeMap::new();
+    for warning in warnings {
+        groups.entry(warning.kind).or_default().push(warning);
+    }
+    let mut out = String::new();
+    for (kind, group) in groups {
+        if let [only] = group.as_slice() {
+            // Name what the path points into unless the message already does.
+            let subject = warning_subject(problem, only);
+            let line = if subject == only.path || only.message.contains(subject.as_str()) {
+                only.to_string()
+            } else {
+                format!("warning: {} ({}): {}", only.path, shorten(&subject, WARNING_NAME_CHARS), only.message)
+            };
+            let _ = writeln!(out, "{}", escape_text(&line));
+            continue;
+        }
+        let names: Vec<String> = group
+            .iter()
+            .take(WARNING_NAMES_SHOWN)
+            .map(|warning| shorten(&warning_subject(problem, warning), WARNING_NAME_CHARS).into_owned())
+            .collect();
+        let more = group.len().saturating_sub(WARNING_NAMES_SHOWN);
+        let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let line = format!("warning: {} {}: {}{tail}", group.len(), warning_kind_title(kind), names.join(", "));
+        let _ = writeln!(out, "{}", escape_text(&line));
+    }
+    out
+}
+
+/// Validation messages, one per line (`path: message`), escaped, in the order they were found.
 pub fn validation_text(error: &ValidationError) -> String {
-    error.issues().iter().map(|issue| format!("{issue}\n")).collect()
+    error.issues().iter().map(|issue| format!("{}\n", escape_text(&issue.to_string()))).collect()
 }
 
 /// Every violation as a table (kind, message), headed by the count; `plan is valid` when empty.
@@ -186,7 +350,9 @@ fn component_name(problem: &Problem, component_index: usize) -> String {
 
 /// A readable plan: header (solver, status, stop reason), objective and bound, launches, a
 /// per-component AZ summary, copies per instance of the final fleet, removals and
-/// terminations, unplaced copies with their reasons, and warnings.
+/// terminations, and unplaced copies with their reasons. Validation warnings are not repeated
+/// here ([`warnings_summary`] renders them; the command line prints them once, on standard
+/// error).
 ///
 /// Sections without content are left out, except the launches and copies tables, which say
 /// `none`.
@@ -196,7 +362,12 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         SolverKind::Greedy => "greedy",
         SolverKind::Exact => "exact",
     };
-    let _ = writeln!(out, "Plan for endpoint {} (variant {})", endpoint_text(problem), problem.variant_name());
+    let _ = writeln!(
+        out,
+        "Plan for endpoint {} (variant {})",
+        escape_text(endpoint_text(problem)),
+        escape_text(problem.variant_name())
+    );
     let _ =
         writeln!(out, "Solver: {}   Status: {:?}   Stop: {}", solver, plan.status, stop_reason_text(&plan.stop_reason));
     let _ = writeln!(out, "Objective: {}", objective_line(&plan.objective));
@@ -338,18 +509,15 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
         let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
         for entry in &plan.unplaced {
-            let _ =
-                writeln!(out, "  {}: {}", entry.inference_component_name, counted(entry.copy_count, "copy", "copies"));
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                escape_text(&entry.inference_component_name),
+                counted(entry.copy_count, "copy", "copies")
+            );
             for reason in &entry.reasons {
-                let _ = writeln!(out, "    - {reason}");
+                let _ = writeln!(out, "    - {}", escape_text(reason));
             }
-        }
-    }
-
-    if !plan.warnings.is_empty() {
-        let _ = writeln!(out, "\nWarnings ({})", plan.warnings.len());
-        for warning in &plan.warnings {
-            let _ = writeln!(out, "  {}: {}", warning.path, warning.message);
         }
     }
     out
@@ -365,8 +533,8 @@ fn instance_text(problem: &Problem, id: &str) -> String {
     }
 }
 
-/// A readable consolidation plan: a summary line, then each step's moves and releases, then the
-/// objective of the final fleet.
+/// A readable consolidation plan: a summary line, the objective of the current fleet and of the
+/// final fleet, then each step's moves and releases.
 pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> String {
     let mut out = String::new();
     let moves: usize = plan.steps.iter().map(|step| step.moves.len()).sum();
@@ -374,12 +542,14 @@ pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> Strin
     let _ = writeln!(
         out,
         "Consolidation for endpoint {}: {}, {}, {} released",
-        endpoint_text(problem),
+        escape_text(endpoint_text(problem)),
         counted(plan.steps.len() as u64, "step", "steps"),
         counted(moves as u64, "move", "moves"),
         counted(released as u64, "instance", "instances"),
     );
-    let _ = writeln!(out, "Objective after: {}", objective_line(&plan.objective));
+    let (current, _) = FinalFleet::apply(problem, &[]);
+    let _ = writeln!(out, "Objective before: {}", objective_line(&objective(problem, &current)));
+    let _ = writeln!(out, "Objective after:  {}", objective_line(&plan.objective));
     if plan.steps.is_empty() {
         out.push_str("\nNothing to consolidate.\n");
     }
@@ -403,7 +573,7 @@ pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> Strin
             out.push_str(&table.render("  "));
         }
         for id in &step.release {
-            let _ = writeln!(out, "  release {}", instance_text(problem, id));
+            let _ = writeln!(out, "  release {}", escape_text(&instance_text(problem, id)));
         }
     }
     out
@@ -420,6 +590,25 @@ mod tests {
         assert_eq!(micros_text(1_212_500), "1.2125");
         assert_eq!(micros_text(3_000_001), "3.000001");
         assert_eq!(micros_text(-1_500_000), "-1.50");
+    }
+
+    #[test]
+    fn escape_text_covers_controls_bidi_and_noncharacters() {
+        assert!(matches!(escape_text("plain ünïcode ✓"), Cow::Borrowed("plain ünïcode ✓")));
+        assert_eq!(escape_text("a\r\nb"), "a\\r\\nb");
+        assert_eq!(escape_text("\u{0}\u{7f}\u{85}\u{9f}"), "\\u{0}\\u{7f}\\u{85}\\u{9f}");
+        assert_eq!(escape_text("x\u{202e}y\u{2066}z\u{2028}"), "x\\u{202e}y\\u{2066}z\\u{2028}");
+        assert_eq!(escape_text("\u{fffe}\u{ffff}\u{fffd}"), "\\u{fffe}\\u{ffff}\u{fffd}");
+        // Two different names never escape to the same text.
+        assert_ne!(escape_text("a\nb"), escape_text("a\\nb"));
+    }
+
+    #[test]
+    fn table_cells_and_headers_are_escaped_before_measuring() {
+        let mut table = Table::new(&[("AZ\t1", Align::Left), ("N", Align::Right)]);
+        table.row(vec!["x\u{1b}[1m".into(), "1".into()]);
+        table.row(vec!["two\nlines".into(), "22".into()]);
+        assert_eq!(table.render(""), "AZ\\t1        N\nx\\u{1b}[1m   1\ntwo\\nlines  22\n");
     }
 
     #[test]

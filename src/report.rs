@@ -39,6 +39,10 @@ use serde::Serialize;
 use crate::fleet::{balance_excess, imbalance, objective, FinalFleet};
 use crate::plan::Plan;
 use crate::problem::{PlacementStrategy, Problem};
+use crate::render::{escape_text, shorten, Align, Table};
+
+/// The SVG's escaping helper, also reachable from here for existing callers.
+pub use crate::render::escape_xml;
 
 /// Something about a component's placement that a person should look at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -292,8 +296,8 @@ impl ReliabilityReport {
         let _ = writeln!(
             out,
             "Endpoint {} / {}: {} instance{} over {} AZ{}, {cost}",
-            self.endpoint_name,
-            self.variant_name,
+            escape_text(&self.endpoint_name),
+            escape_text(&self.variant_name),
             self.instance_count,
             plural(self.instance_count),
             self.availability_zones.len(),
@@ -322,7 +326,7 @@ impl ReliabilityReport {
                 row
             })
             .collect();
-        write_table(&mut out, &header, &rows, 1);
+        write_table(&mut out, &header, rows, 1);
         out.push('\n');
 
         let mut header = vec!["InstanceType".to_string(), "Priority".to_string()];
@@ -346,7 +350,7 @@ impl ReliabilityReport {
         total.push(self.instance_types.iter().map(|t| t.reserved).sum::<u64>().to_string());
         total.push(String::new());
         rows.push(total);
-        write_table(&mut out, &header, &rows, 2);
+        write_table(&mut out, &header, rows, 2);
 
         let priorities: Vec<String> =
             self.instances_by_priority.iter().map(|(priority, count)| format!("P{priority}: {count}")).collect();
@@ -403,7 +407,7 @@ impl ReliabilityReport {
             let _ = writeln!(
                 svg,
                 "<text x=\"10\" y=\"{text_y}\">{}</text>",
-                escape_xml(&truncate(&component.inference_component_name, 30))
+                escape_xml(&shorten(&component.inference_component_name, 30))
             );
             for (z, &copies) in component.copies_per_az.iter().enumerate() {
                 let x = NAME_WIDTH + CELL_WIDTH * z;
@@ -471,63 +475,22 @@ fn cell_colour(copies: u64, placed: u64, zones: usize) -> String {
     format!("#{:02x}{:02x}{:02x}", r.round() as u8, g.round() as u8, b.round() as u8)
 }
 
-/// Escapes the five XML special characters.
-pub fn escape_xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        text.to_string()
-    } else {
-        let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-        short.push('…');
-        short
-    }
-}
-
-/// Left-aligned columns; numeric columns (index ≥ `numeric_from`) right-aligned.
-fn write_table(out: &mut String, header: &[String], rows: &[Vec<String>], numeric_from: usize) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (index, cell) in row.iter().enumerate() {
-            if let Some(width) = widths.get_mut(index) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-    }
+/// Renders `header` and `rows` with the crate's table writer: columns before `numeric_from` and
+/// the last column left-aligned, the others (numbers) right-aligned.
+fn write_table(out: &mut String, header: &[String], rows: Vec<Vec<String>>, numeric_from: usize) {
     let last = header.len().saturating_sub(1);
-    let mut line = |cells: &[String]| {
-        let mut text = String::new();
-        for (index, cell) in cells.iter().enumerate() {
-            let width = widths.get(index).copied().unwrap_or(0);
-            if index > 0 {
-                text.push_str("  ");
-            }
-            if index >= numeric_from && index != last {
-                let _ = write!(text, "{cell:>width$}");
-            } else {
-                let _ = write!(text, "{cell:<width$}");
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(header);
+    let columns: Vec<(&str, Align)> = header
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            (name.as_str(), if index >= numeric_from && index != last { Align::Right } else { Align::Left })
+        })
+        .collect();
+    let mut table = Table::new(&columns);
     for row in rows {
-        line(row);
+        table.row(row);
     }
+    out.push_str(&table.render(""));
 }
 
 fn plural(count: u64) -> &'static str {

@@ -1,4 +1,4 @@
-//! The independent checker: does a plan (from any source) satisfy spec §2?
+//! The independent checker: does a plan (from any source) satisfy docs/contract.md §2?
 //!
 //! `verify` shares nothing with the planners except [`FinalFleet::apply`] and the objective
 //! definition; it re-derives the final fleet from the actions and checks every hard constraint,
@@ -35,7 +35,7 @@ pub enum ViolationKind {
     Spread,
     /// The reported objective, bound or `Unplaced` counts do not match the actions.
     Accounting,
-    /// A consolidation step breaks a rule of spec §3 (step size, release of a busy instance,
+    /// A consolidation step breaks a rule of docs/contract.md §3 (step size, release of a busy instance,
     /// imbalance growing, a move the fleet cannot execute).
     Consolidation,
 }
@@ -174,7 +174,7 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
     }
 
     // Existing instances that end up empty are released unless MinInstanceCount needs them
-    // (spec §2). Above MaxInstanceCount without launches they are reported just above.
+    // (docs/contract.md §2). Above MaxInstanceCount without launches they are reported just above.
     let above_max_unlaunched = launches == 0 && scaling.max_instances.is_some_and(|max| size > u64::from(max));
     if size > u64::from(scaling.min_instances) && !above_max_unlaunched {
         let idle: Vec<&str> = fleet

@@ -152,3 +152,158 @@ fn seed_multi_gpu_llm_partial_plan_explained() {
         ReliabilityReport::for_plan(&problem, &plan).to_table()
     );
 }
+
+/// Component, AZ, endpoint and instance names with XML specials and control characters.
+const MARKUP_NAMES: &str = r#"{
+  "AvailabilityZones": ["az<1>", "az&2"],
+  "Endpoint": {"EndpointName": "ep \"quoted\" & 'single'", "VariantName": "v\u0001",
+               "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
+  "InferenceComponents": [
+    {"InferenceComponentName": "<script>&amp;\"x\"", "RuntimeConfig": {"CopyCount": 3},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024},
+       "SchedulingConfig": {"AvailabilityZoneBalance": {"MaxImbalance": 1}}}},
+    {"InferenceComponentName": "esc\u001b[31m\ttab\nline\uFFFF", "RuntimeConfig": {"CopyCount": 1},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}}
+  ],
+  "Fleet": {"Instances": [{"InstanceId": "i<1>", "InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "az<1>"}],
+            "Copies": [{"InferenceComponentName": "<script>&amp;\"x\"", "InstanceId": "i<1>", "CopyCount": 2}]}
+}"#;
+
+/// Whether `ch` may appear in an XML 1.0 document at all.
+fn xml_char(ch: char) -> bool {
+    matches!(ch, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+}
+
+/// Checks that every `&` in `text` starts one of XML's predefined or numeric references.
+fn check_references(text: &str) -> Result<(), String> {
+    for (at, _) in text.match_indices('&') {
+        let rest = &text[at + 1..];
+        let name = rest.split(';').next().unwrap_or("");
+        let numeric = name
+            .strip_prefix("#x")
+            .map(|hex| !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
+            .or_else(|| name.strip_prefix('#').map(|dec| !dec.is_empty() && dec.chars().all(|c| c.is_ascii_digit())));
+        let predefined = matches!(name, "amp" | "lt" | "gt" | "quot" | "apos");
+        if !rest.contains(';') || !(predefined || numeric == Some(true)) {
+            return Err(format!("bad reference at {at}: {:?}", &text[at..(at + 12).min(text.len())]));
+        }
+    }
+    Ok(())
+}
+
+/// A strict well-formedness check, enough for the SVG the report writes: only XML 1.0
+/// characters; tags with quoted attributes that hold no `<` and only valid references; text with
+/// no `<` outside tags and only valid references; every start tag closed in order; one root.
+fn check_well_formed(xml: &str) -> Result<(), String> {
+    if let Some(bad) = xml.chars().find(|&ch| !xml_char(ch)) {
+        return Err(format!("character {bad:?} is not allowed in XML 1.0"));
+    }
+    let mut open: Vec<&str> = Vec::new();
+    let mut roots = 0;
+    let mut rest = xml;
+    while let Some(start) = rest.find('<') {
+        let (text, tag_and_more) = rest.split_at(start);
+        check_references(text)?;
+        if open.is_empty() && !text.trim().is_empty() {
+            return Err(format!("text outside the root: {text:?}"));
+        }
+        // The tag ends at the first `>` outside a quoted attribute value.
+        let mut quote = None;
+        let end = tag_and_more
+            .char_indices()
+            .find(|&(_, ch)| match quote {
+                Some(q) if ch == q => {
+                    quote = None;
+                    false
+                }
+                Some(_) => false,
+                None if ch == '"' || ch == '\'' => {
+                    quote = Some(ch);
+                    false
+                }
+                None => ch == '>',
+            })
+            .map(|(index, _)| index)
+            .ok_or_else(|| format!("unterminated tag: {tag_and_more:?}"))?;
+        let tag = &tag_and_more[1..end];
+        rest = &tag_and_more[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            match open.pop() {
+                Some(expected) if expected == name.trim() => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name = body.split_whitespace().next().unwrap_or("");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':') {
+            return Err(format!("bad tag name in <{tag}>"));
+        }
+        // Attributes: name="value" pairs; values hold no `<` and only valid references.
+        let mut attributes = body[name.len()..].trim();
+        while !attributes.is_empty() {
+            let (attribute, after) =
+                attributes.split_once('=').ok_or_else(|| format!("attribute without value in <{tag}>"))?;
+            let quote = after
+                .chars()
+                .next()
+                .filter(|&q| q == '"' || q == '\'')
+                .ok_or_else(|| format!("unquoted attribute {attribute} in <{tag}>"))?;
+            let value_and_more = &after[1..];
+            let close = value_and_more.find(quote).ok_or_else(|| format!("unterminated attribute in <{tag}>"))?;
+            let value = &value_and_more[..close];
+            if value.contains('<') {
+                return Err(format!("`<` in attribute {attribute} of <{tag}>"));
+            }
+            check_references(value)?;
+            attributes = value_and_more[close + 1..].trim_start();
+        }
+        if open.is_empty() {
+            roots += 1;
+        }
+        if !self_closing {
+            open.push(name);
+        }
+    }
+    if !rest.trim().is_empty() {
+        return Err(format!("text after the root: {rest:?}"));
+    }
+    match (open.as_slice(), roots) {
+        ([], 1) => Ok(()),
+        (unclosed, roots) => Err(format!("unclosed {unclosed:?}, {roots} roots")),
+    }
+}
+
+#[test]
+fn the_well_formedness_check_rejects_broken_xml() {
+    assert_eq!(check_well_formed("<svg><text>a &amp; b</text></svg>"), Ok(()));
+    for broken in [
+        "<svg><text>a & b</text></svg>",
+        "<svg><text>a < b</text></svg>",
+        "<svg><text title=\"a\"b\">x</text></svg>",
+        "<svg><text>x</svg>",
+        "<svg><text>\u{1b}</text></svg>",
+        "<svg/><svg/>",
+    ] {
+        assert!(check_well_formed(broken).is_err(), "{broken}");
+    }
+}
+
+#[test]
+fn svg_with_markup_and_control_characters_in_names_is_well_formed() {
+    let problem = Problem::from_json(MARKUP_NAMES).unwrap();
+    let plan = fleetplan::plan_greedy(&problem);
+    for report in [ReliabilityReport::build(&problem), ReliabilityReport::for_plan(&problem, &plan)] {
+        let svg = report.to_svg();
+        assert_eq!(check_well_formed(&svg), Ok(()), "{svg}");
+        assert!(svg.contains(">&lt;script&gt;&amp;amp;&quot;x&quot;</text>"), "{svg}");
+        assert!(svg.contains(">esc\\u{1b}[31m\\ttab\\nline\\u{ffff}</text>"), "{svg}");
+        assert!(svg.contains("<title>Copies per AZ: ep &quot;quoted&quot; &amp; &apos;single&apos; / v\\u{1}</title>"));
+    }
+    let report = ReliabilityReport::for_plan(&problem, &plan);
+    insta::assert_snapshot!("markup_names_plan_svg", report.to_svg());
+    let table = report.to_table();
+    assert!(!table.chars().any(|ch| ch.is_control() && ch != '\n'), "{table}");
+    insta::assert_snapshot!("markup_names_plan_table", table);
+}

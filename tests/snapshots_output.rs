@@ -8,7 +8,7 @@
 use fleetplan::fleet::objective_of_actions;
 use fleetplan::{
     plan_greedy, render, verify, Action, ConsolidationPlan, ConsolidationStep, Move, Plan, Problem, SolverKind, Status,
-    StopReason, Unplaced,
+    StopReason, Unplaced, WarningKind,
 };
 
 fn bundled(name: &str) -> Problem {
@@ -146,4 +146,108 @@ fn consolidation_table() {
         stop_reason: StopReason::Completed,
     };
     insta::assert_snapshot!(render::consolidation_table(&problem, &plan));
+}
+
+/// Names with a terminal escape sequence, a newline, a tab, a backslash and XML specials.
+const CONTROL_NAMES: &str = r#"{
+  "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+  "Endpoint": {"EndpointName": "ep\u001b]0;owned\u0007", "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
+  "InferenceComponents": [
+    {"InferenceComponentName": "red\u001b[31m", "RuntimeConfig": {"CopyCount": 2},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}},
+    {"InferenceComponentName": "two\nlines", "RuntimeConfig": {"CopyCount": 2},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}},
+    {"InferenceComponentName": "tab\tback\\slash", "RuntimeConfig": {"CopyCount": 2},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}},
+    {"InferenceComponentName": "<b>&\"q\"", "RuntimeConfig": {"CopyCount": 2},
+     "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}}
+  ]
+}"#;
+
+#[test]
+fn control_characters_are_escaped_in_the_plan_table() {
+    let problem = Problem::from_json(CONTROL_NAMES).unwrap();
+    let table = render::plan_table(&problem, &plan_greedy(&problem));
+    let raw_controls: Vec<char> = table.chars().filter(|&ch| ch.is_control() && ch != '\n').collect();
+    assert!(raw_controls.is_empty(), "raw control characters {raw_controls:?} in:\n{table}");
+    assert!(table.starts_with("Plan for endpoint ep\\u{1b}]0;owned\\u{7} (variant AllTraffic)\n"), "{table}");
+    // One line per component in the components table: a newline in a name cannot add a row.
+    let components = table.split("copies per AZ\n").nth(1).unwrap_or("");
+    let rows: Vec<&str> = components.lines().skip(1).take_while(|line| !line.is_empty()).collect();
+    assert_eq!(
+        rows.iter().map(|row| row.split("  ").nth(1).unwrap_or("")).collect::<Vec<_>>(),
+        ["red\\u{1b}[31m", "two\\nlines", "tab\\tback\\\\slash", "<b>&\"q\""],
+        "{table}"
+    );
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn validation_messages_are_escaped() {
+    let text = CONTROL_NAMES.replace(r#""CopyCount": 2}"#, r#""CopyCount": -1}"#);
+    let error = Problem::from_json(&text).unwrap_err();
+    let rendered = render::validation_text(&error);
+    assert!(!rendered.chars().any(|ch| ch.is_control() && ch != '\n'), "{rendered}");
+    assert_eq!(rendered.lines().count(), error.issues().len(), "{rendered}");
+}
+
+/// Seven single-copy components, one copy count that cannot meet MaxImbalance 0 over three AZs,
+/// and an ignored `DesiredInstanceCount`: three kinds of warnings, nine in all.
+fn many_warnings() -> Problem {
+    let component = |name: &str, copies: u32| {
+        format!(
+            r#"{{"InferenceComponentName": "{name}", "RuntimeConfig": {{"CopyCount": {copies}}},
+               "Specification": {{"ComputeResourceRequirements": {{"MinMemoryRequiredInMb": 1024}},
+                 "SchedulingConfig": {{"AvailabilityZoneBalance": {{"MaxImbalance": 0}}}}}}}}"#
+        )
+    };
+    let mut components: Vec<String> = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta\u{1b}"]
+        .iter()
+        .map(|name| component(&name.replace('\u{1b}', "\\u001b"), 1))
+        .collect();
+    components.push(component("pair", 2));
+    let json = format!(
+        r#"{{"AvailabilityZones": ["a", "b", "c"],
+            "Endpoint": {{"InstanceType": "ml.g6.12xlarge", "DesiredInstanceCount": 3}},
+            "InferenceComponents": [{}]}}"#,
+        components.join(",")
+    );
+    Problem::from_json(&json).unwrap()
+}
+
+#[test]
+fn warnings_are_grouped_by_kind_with_names() {
+    let problem = many_warnings();
+    assert_eq!(problem.warnings().len(), 9);
+    assert_eq!(
+        render::warnings_summary(&problem, problem.warnings()),
+        "warning: 7 components with a single copy (one AZ outage takes each down): alpha, beta, gamma, delta, epsilon \
+         and 2 more\n\
+         warning: InferenceComponents[7].RuntimeConfig.CopyCount (pair): 2 copies over 3 AZs can never meet \
+         MaxImbalance 0 (best is 1)\n\
+         warning: Endpoint.DesiredInstanceCount: ignored: the endpoint hosts inference components, whose CopyCount \
+         drives the plan\n"
+    );
+    // The names past the first five are escaped too.
+    let last_two: Vec<_> =
+        problem.warnings().iter().filter(|warning| warning.kind == WarningKind::SingleCopy).skip(5).cloned().collect();
+    assert_eq!(
+        render::warnings_summary(&problem, &last_two),
+        "warning: 2 components with a single copy (one AZ outage takes each down): zeta, eta\\u{1b}\n"
+    );
+}
+
+#[test]
+fn consolidation_table_shows_the_objective_before_and_after() {
+    let problem = Problem::from_json(SMALL).unwrap();
+    let plan = fleetplan::consolidate(&problem);
+    let table = render::consolidation_table(&problem, &plan);
+    let lines: Vec<&str> = table.lines().collect();
+    let before = render::objective_line(&objective_of_actions(&problem, &[]));
+    assert_eq!(lines.get(1).copied(), Some(format!("Objective before: {before}").as_str()), "{table}");
+    assert_eq!(
+        lines.get(2).copied(),
+        Some(format!("Objective after:  {}", render::objective_line(&plan.objective)).as_str()),
+        "{table}"
+    );
 }

@@ -1,15 +1,20 @@
-//! The `fleetplan` command line (spec §5).
+//! The `fleetplan` command line (docs/contract.md §5).
 //!
 //! ```text
 //! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json] [--stats]
 //! fleetplan consolidate SCENARIO [--time-limit-ms N] [--json] [--stats]
-//! fleetplan report SCENARIO [--json] [--svg FILE]
+//! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
+//! fleetplan schema scenario|plan
 //! ```
 //!
 //! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
 //! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
 //! line, on standard error) or a file that cannot be read or written.
+//!
+//! Standard output carries only the result (a table or JSON), so it can be piped; validation
+//! warnings go to standard error, once, grouped by kind (`--quiet` drops them). The plan JSON
+//! still lists every warning under `Warnings`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -17,7 +22,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fleetplan::{render, Consolidator, ExactPlanner, GreedyPlanner, Limits, Plan, Problem, ReliabilityReport};
+use fleetplan::{
+    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReliabilityReport,
+};
 
 /// Exit code for success, including a partial plan.
 const EXIT_OK: u8 = 0;
@@ -27,15 +34,26 @@ const EXIT_VIOLATIONS: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "fleetplan", version, about = "Plan where ML model replicas run on SageMaker-style instance pools")]
+#[command(
+    name = "fleetplan",
+    version,
+    about = "Plan where ML model replicas run on SageMaker-style instance pools",
+    after_help = "The contract (every input key, the objective, the output, exit codes) is docs/contract.md; \
+                  `fleetplan schema scenario|plan` prints the JSON Schemas.\nResults go to standard output, \
+                  warnings to standard error. Exit codes: 0 success, 1 violations found, 2 bad input."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print no warnings on standard error (errors are still printed; the plan JSON keeps its
+    /// `Warnings`).
+    #[arg(long, short, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Reconcile the fleet to the desired copy counts (spec §2).
+    /// Reconcile the fleet to the desired copy counts (docs/contract.md §2).
     Plan {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -50,14 +68,16 @@ enum Command {
         /// Integer-programming backend of the exact solver.
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
-        /// Print the plan as JSON (spec §4) instead of a table.
+        /// Print the plan as JSON (docs/contract.md §4) instead of a table.
         #[arg(long)]
         json: bool,
         /// Also print what the engine did (solver calls, nodes, time per phase) to standard error.
         #[arg(long)]
         stats: bool,
     },
-    /// Move copies between existing instances so instances can be released (spec §3).
+    /// Move copies between existing instances so instances can be released (docs/contract.md §3).
+    ///
+    /// The table shows the objective of the current fleet (before) and of the final fleet (after).
     Consolidate {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
@@ -72,10 +92,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The reliability view: copies per AZ, blast radius, fleet composition.
+    /// The reliability view: copies per AZ, blast radius, fleet composition (docs/contract.md §5).
     Report {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
+        /// Report on the fleet this plan leads to (its actions applied to the scenario's fleet)
+        /// instead of the current fleet. Plan JSON file, or `-` for standard input.
+        #[arg(long, value_name = "PLAN")]
+        plan: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -83,16 +107,30 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
-    /// Check a plan from any source against the scenario; exit 1 if it breaks a rule.
+    /// Check a plan from any source against the scenario; exit 1 if it breaks a rule (docs/contract.md §5).
     Verify {
         /// Scenario JSON file, or `-` for standard input.
         scenario: String,
-        /// Plan JSON file (spec §4), or `-` for standard input.
+        /// Plan JSON file (docs/contract.md §4), or `-` for standard input.
         plan: String,
         /// Print the violations as JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
+    /// Print the JSON Schema of a scenario or a plan (also shipped in docs/schema/).
+    Schema {
+        /// Which document.
+        #[arg(value_enum)]
+        document: SchemaDocument,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaDocument {
+    /// The scenario (input of every command).
+    Scenario,
+    /// The plan (output of `plan --json`, input of `verify` and `report --plan`).
+    Plan,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,7 +160,8 @@ fn main() -> ExitCode {
     // `--time-limit-ms` counts from here: it covers the whole command.
     let started = Instant::now();
     let cli = Cli::parse();
-    match run(cli.command, started) {
+    let output = Output { quiet: cli.quiet };
+    match run(cli.command, output, started) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
             eprint!("{message}");
@@ -148,14 +187,32 @@ fn deadline_limits(started: Instant, time_limit_ms: Option<u64>) -> Limits {
     }
 }
 
-fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
+/// Where warnings go: standard error, unless `--quiet`.
+#[derive(Clone, Copy)]
+struct Output {
+    quiet: bool,
+}
+
+impl Output {
+    /// Prints already-formatted warning lines on standard error (nothing with `--quiet`).
+    fn warn(self, lines: &str) {
+        if !self.quiet && !lines.is_empty() {
+            eprint!("{lines}");
+            if !lines.ends_with('\n') {
+                eprintln!();
+            }
+        }
+    }
+}
+
+fn run(command: Command, output: Output, started: Instant) -> Result<u8, BadInput> {
     match command {
         Command::Plan { scenario, solver, time_limit_ms, backend, json, stats } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let (plan, engine_stats) = match solver {
                 Solver::Greedy => {
                     if backend != Backend::Microlp {
-                        eprintln!("warning: --backend only applies to --solver exact; ignored");
+                        output.warn("warning: --backend only applies to --solver exact; ignored");
                     }
                     GreedyPlanner::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem)
                 }
@@ -186,7 +243,7 @@ fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
             Ok(EXIT_OK)
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let (plan, engine_stats) =
                 Consolidator::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem);
             if stats {
@@ -199,9 +256,33 @@ fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
             }
             Ok(EXIT_OK)
         }
-        Command::Report { scenario, json, svg } => {
-            let problem = load_problem(&scenario)?;
-            let report = ReliabilityReport::build(&problem);
+        Command::Report { scenario, plan, json, svg } => {
+            if scenario == "-" && plan.as_deref() == Some("-") {
+                return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
+            }
+            let problem = load_problem(&scenario, output)?;
+            let (report, heading) = match plan {
+                None => (ReliabilityReport::build(&problem), String::new()),
+                Some(source) => {
+                    let plan = load_plan(&source)?;
+                    let (fleet, problems) = FinalFleet::apply(&problem, &plan.actions);
+                    if let Some(first) = problems.first() {
+                        output.warn(&render::escape_text(&format!(
+                            "warning: {}: {} of the plan's actions do not apply to this fleet (first: {}); the report \
+                             shows the fleet as far as they do; `fleetplan verify` lists them all",
+                            display_name(&source),
+                            problems.len(),
+                            first.message
+                        )));
+                    }
+                    let heading = format!(
+                        "Fleet after the plan {} ({} actions)\n",
+                        render::escape_text(display_name(&source)),
+                        plan.actions.len()
+                    );
+                    (ReliabilityReport::for_fleet(&problem, &fleet), heading)
+                }
+            };
             if let Some(path) = svg {
                 std::fs::write(&path, report.to_svg())
                     .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
@@ -209,7 +290,7 @@ fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
             if json {
                 emit(&to_json(&report)?);
             } else {
-                emit(&report.to_table());
+                emit(&format!("{heading}{}", report.to_table()));
             }
             Ok(EXIT_OK)
         }
@@ -217,7 +298,7 @@ fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
             if scenario == "-" && plan == "-" {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
             }
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, output)?;
             let plan_text = read_input(&plan)?;
             let plan: Plan = serde_json::from_str(&plan_text)
                 .map_err(|error| BadInput(format!("{}: not a valid plan: {error}", display_name(&plan))))?;
@@ -228,6 +309,13 @@ fn run(command: Command, started: Instant) -> Result<u8, BadInput> {
                 emit(&render::violations_table(&violations));
             }
             Ok(if violations.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
+        }
+        Command::Schema { document } => {
+            emit(&match document {
+                SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
+                SchemaDocument::Plan => fleetplan::schema::plan_schema(),
+            });
+            Ok(EXIT_OK)
         }
     }
 }
@@ -254,12 +342,20 @@ fn read_input(source: &str) -> Result<String, BadInput> {
 }
 
 /// Reads and validates a scenario. Validation messages become the exit-2 message (one per
-/// line, `path: message`); warnings go to standard error and the run continues.
-fn load_problem(source: &str) -> Result<Problem, BadInput> {
+/// line, `path: message`); warnings go to standard error, grouped by kind, and the run continues.
+fn load_problem(source: &str, output: Output) -> Result<Problem, BadInput> {
     let text = read_input(source)?;
     let problem = Problem::from_json(&text).map_err(|error| BadInput(render::validation_text(&error)))?;
-    eprint!("{}", render::warnings_text(problem.warnings()));
+    output.warn(&render::warnings_summary(&problem, problem.warnings()));
     Ok(problem)
+}
+
+/// Reads a plan for `report --plan`.
+fn load_plan(source: &str) -> Result<Plan, BadInput> {
+    let text = read_input(source)?;
+    serde_json::from_str(&text).map_err(|error| {
+        BadInput(render::escape_text(&format!("{}: not a valid plan: {error}", display_name(source))).into_owned())
+    })
 }
 
 /// Pretty JSON with a trailing newline (deterministic: serde_json keeps field order).

@@ -1,4 +1,4 @@
-//! The SPREAD quality rule of spec §2 as a pass shared by the planners.
+//! The SPREAD quality rule of docs/contract.md §2 as a pass shared by the planners.
 //!
 //! Within an AZ, no instance may hold two or more copies of a SPREAD component more than
 //! another eligible instance of the final fleet that still has room for one more. The pass

@@ -1,7 +1,7 @@
-//! The independent checker for consolidation plans (spec §3).
+//! The independent checker for consolidation plans (docs/contract.md §3).
 //!
 //! It replays a [`ConsolidationPlan`] step by step on the problem's fleet, by instance id, and
-//! checks every rule of spec §3 for each step. It shares nothing with the planner except the rule
+//! checks every rule of docs/contract.md §3 for each step. It shares nothing with the planner except the rule
 //! definitions (imbalance, SPREAD offenders) and the objective.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -64,7 +64,7 @@ impl Fleet<'_> {
     }
 }
 
-/// Checks a consolidation plan against spec §3; returns every violation (empty = valid).
+/// Checks a consolidation plan against docs/contract.md §3; returns every violation (empty = valid).
 ///
 /// Per step: moves name known components and instances alive at the step's start, a source holds
 /// the copies it gives, a target is a pool type the component may use and is not released in

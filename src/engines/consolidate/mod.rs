@@ -1,4 +1,4 @@
-//! Consolidation (spec §3): move copies between existing instances so instances can be released.
+//! Consolidation (docs/contract.md §3): move copies between existing instances so instances can be released.
 //!
 //! The planner is a deterministic greedy (see `docs/consolidation.md`): it walks the release
 //! candidates in objective order (highest priority number first, then most expensive, then fewest
@@ -318,7 +318,7 @@ impl Consolidator {
 /// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
 pub type ConsolidationScore = ([u32; 6], i64, usize);
 
-/// What consolidation minimises, in order (spec §3): L3 `(n6, …, n1)`, then L4 cost, then the
+/// What consolidation minimises, in order (docs/contract.md §3): L3 `(n6, …, n1)`, then L4 cost, then the
 /// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
 /// that happens to improve it is not preferred for that.)
 pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {

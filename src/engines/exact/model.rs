@@ -980,7 +980,7 @@ pub(crate) fn solve(
     if integral {
         let (mut low, high) = value_range(&model.lp, &target);
         if goal == Goal::Unplaced {
-            // Minus the final copies, which never exceed the copies wanted (spec §2.5); the
+            // Minus the final copies, which never exceed the copies wanted (docs/contract.md §2.1, constraint 5); the
             // terms' own bounds are much looser.
             low = low.max(-(wanted as f64));
         }

@@ -1,4 +1,4 @@
-//! The greedy planner: fast, always valid, as close to the optimum of spec §2 as a greedy gets.
+//! The greedy planner: fast, always valid, as close to the optimum of docs/contract.md §2 as a greedy gets.
 //!
 //! Phases:
 //! 1. **Scale-in** (`scale_in.rs`): components with more copies than desired lose the excess,
@@ -148,7 +148,7 @@ struct Mode {
     /// instance budget runs out).
     coverage_first: bool,
     /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
-    /// be kept (spec §3, constraint 4).
+    /// be kept (docs/contract.md §2.1, constraint 4).
     forbid_launches: bool,
     /// Place balanced components only as far as adds no balance excess, then place what is
     /// still missing in a second, permissive pass over all components.
