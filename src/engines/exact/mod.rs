@@ -686,7 +686,9 @@ fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
                 }
                 let light = (0..drafts.len()).find(|&light| {
                     let draft = &drafts[light];
-                    draft.az_index == drafts[heavy].az_index
+                    let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
+                    !draining
+                        && draft.az_index == drafts[heavy].az_index
                         && draft.copies.get(&c).copied().unwrap_or(0) + 2 <= heavy_count
                         && component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
                             types.get(draft.type_index).is_some_and(|info| {
