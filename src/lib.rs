@@ -11,6 +11,9 @@
 //! - [`plan_greedy`] is the fast path; [`ExactPlanner`] solves the integer program with
 //!   explicit limits and says whether it proved optimality ([`Status`], [`StopReason`]).
 //! - [`verify()`] independently checks any plan; every plan the library returns passes it.
+//! - [`control`] closes the loop (contract §6): a [`CapacityLedger`] of launch outcomes that
+//!   blocks failing (type, AZ) pairs for a while, and [`observe`] to turn an executed plan back
+//!   into the fleet that really runs.
 //!
 //! The library does no I/O: no files, no environment, no threads; the only clock use is an
 //! explicit time limit you set on the exact planner.
@@ -42,6 +45,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalogue;
+pub mod control;
 pub mod engines;
 pub mod error;
 pub mod explain;
@@ -56,6 +60,7 @@ pub mod render;
 pub mod report;
 pub mod verify;
 
+pub use control::{observe, CapacityLedger, CapacityRecord, Execution, LaunchFailure, LaunchOutcome, Observed};
 pub use engines::consolidate::{
     consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
 };
@@ -67,6 +72,6 @@ pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use metrics::MetricsError;
 pub use model::*;
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
-pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
+pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
 pub use verify::{verify, Violation, ViolationKind};

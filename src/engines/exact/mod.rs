@@ -17,7 +17,7 @@ pub mod backend;
 mod model;
 mod packing;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -728,12 +728,21 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
     let mut actions = Vec::new();
     let mut ids: Vec<String> = Vec::new();
     let mut launched = 0usize;
+    let taken: BTreeSet<&str> =
+        problem.fleet().iter().map(|instance| instance.id.as_str()).filter(|id| id.starts_with("new-")).collect();
     for draft in drafts {
         match draft.existing.and_then(|i| problem.fleet().get(i)) {
             Some(instance) => ids.push(instance.id.clone()),
             None => {
-                launched += 1;
-                let id = format!("new-{launched}");
+                // An existing instance may carry a `new-N` id (a fleet observed after an earlier
+                // plan kept its ids): skip such numbers, as the greedy planner does.
+                let id = loop {
+                    launched += 1;
+                    let candidate = format!("new-{launched}");
+                    if !taken.contains(candidate.as_str()) {
+                        break candidate;
+                    }
+                };
                 actions.push(Action::LaunchInstance {
                     instance_id: id.clone(),
                     instance_type: types.get(draft.type_index).map(|info| info.name.clone()).unwrap_or_default(),
