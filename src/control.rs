@@ -431,19 +431,21 @@ pub fn observe(problem: &Problem, actions: &[Action], execution: &Execution) -> 
                     issue(path, format!("{component:?} is not a component of the problem"));
                     continue;
                 };
-                if failed_launches.contains(instance_id) {
-                    continue; // its instance never came up
+                let reported_failed = match placements_left.get_mut(&(component.clone(), instance_id.clone())) {
+                    Some(left) if *left > 0 => {
+                        *left -= 1;
+                        true
+                    }
+                    _ => false,
+                };
+                // On a launch that failed the copy fails too, whether or not the caller says so.
+                if reported_failed || failed_launches.contains(instance_id) {
+                    continue;
                 }
                 let Some(&target) = by_plan_id.get(instance_id) else {
                     issue(path, format!("instance {instance_id:?} is neither in the fleet nor launched before"));
                     continue;
                 };
-                if let Some(left) = placements_left.get_mut(&(component.clone(), instance_id.clone())) {
-                    if *left > 0 {
-                        *left -= 1;
-                        continue;
-                    }
-                }
                 *running[target].copies.entry(component_index).or_insert(0) += 1;
             }
             Action::RemoveCopy { component, instance_id } => {
