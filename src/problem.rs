@@ -976,7 +976,7 @@ impl Validator {
 
         // Capacity feedback (contract §6), after the warnings above: those are about `Capacity`.
         let (now, capacity_blocks) = self.capacity_events(scenario, &catalogue, &types, &azs);
-        for (&(t, z), _) in &capacity_blocks {
+        for &(t, z) in capacity_blocks.keys() {
             if let Some(limit) = limits.get_mut(t).and_then(|row| row.get_mut(z)) {
                 *limit = LaunchLimit { reserved: 0, available: Some(0) };
             }

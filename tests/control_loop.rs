@@ -32,7 +32,10 @@ fn two_tier() -> Scenario {
         .build()
 }
 
-fn with_events(mut scenario: Scenario, now: i64, events: &[(&str, &str, CapacityEventKind, i64)]) -> Scenario {
+/// (type, AZ, event, time) as a test writes it.
+type EventEntry<'a> = (&'a str, &'a str, CapacityEventKind, i64);
+
+fn with_events(mut scenario: Scenario, now: i64, events: &[EventEntry<'_>]) -> Scenario {
     let mut ledger = CapacityLedger::new();
     for &(instance_type, az, event, time) in events {
         ledger.record(instance_type, az, event, time);
@@ -129,7 +132,7 @@ fn expired_or_overridden_events_leave_the_plan_byte_identical() {
     use CapacityEventKind::*;
     let baseline = Problem::new(&two_tier()).unwrap();
     let expected = both_plans(&baseline).map(|plan| plan.to_json());
-    let histories: Vec<(i64, Vec<(&str, &str, CapacityEventKind, i64)>)> = vec![
+    let histories: Vec<(i64, Vec<EventEntry<'_>>)> = vec![
         // Now − Time = TTL: expired.
         (1_180, vec![(P5, AZ_B, InsufficientCapacity, 1_000)]),
         (5_000, vec![(P5, AZ_A, ProvisioningTimeout, 1_000), (P5, AZ_B, InsufficientCapacity, 4_000)]),
