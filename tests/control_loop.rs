@@ -310,6 +310,12 @@ fn bad_control_loop_input_is_named_with_path_and_value() {
         Problem::from_json(wrong_type).unwrap_err().to_string(),
         "Now: expected an integer, found \"soon\"\nCapacityEvents[0].Time: is required"
     );
+    let not_a_list = r#"{"AvailabilityZones": ["a"], "Endpoint": {"InstanceType": "ml.g5.xlarge"}, "Now": 5,
+      "CapacityErrorTtlSeconds": -1, "CapacityEvents": {"Event": "Launched"}}"#;
+    assert_eq!(
+        Problem::from_json(not_a_list).unwrap_err().to_string(),
+        "CapacityEvents: expected an array, found {\"Event\":\"Launched\"}\nCapacityErrorTtlSeconds: -1 is below the minimum 0"
+    );
 }
 
 #[test]
