@@ -547,3 +547,53 @@ proptest! {
         prop_assert_eq!(&again.objective, &once.objective, "\nonce: {}\nagain: {}", once.to_json(), again.to_json());
     }
 }
+
+#[test]
+fn a_single_model_fleet_round_trips_through_observe() {
+    let mut scenario = ScenarioBuilder::new(["a", "b"])
+        .pool("ml.g5.xlarge", 1)
+        .fleet_instance("i-1", "ml.g5.xlarge", "a", false)
+        .build();
+    scenario.endpoint.desired_instance_count = Some(3.0);
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = plan_greedy(&problem);
+    assert_eq!(plan.launches(), 2);
+    let observed = observe(&problem, &plan.actions, &Execution::new(0).launched("new-1", "i-2")).unwrap();
+    let copies: Vec<(&str, &str, f64)> = observed
+        .fleet
+        .copies
+        .iter()
+        .map(|copy| (copy.inference_component_name.as_str(), copy.instance_id.as_str(), copy.copy_count))
+        .collect();
+    assert_eq!(copies, vec![("AllTraffic", "i-1", 1.0), ("AllTraffic", "i-2", 1.0), ("AllTraffic", "new-2", 1.0)]);
+    scenario.fleet = observed.fleet;
+    let problem = Problem::new(&scenario).unwrap();
+    // The kept plan id new-2 is an existing instance now: nothing left to do, and no id clash.
+    for plan in both_plans(&problem) {
+        assert!(plan.actions.is_empty(), "{}", plan.to_json());
+        assert_eq!(plan.objective.placed_copies, 3);
+    }
+}
+
+#[test]
+fn launch_ids_skip_new_ids_already_in_the_fleet() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .pool("ml.g5.xlarge", 1)
+        .component("chat", 3, 1, 1.0, 1_024)
+        .fleet_instance("new-1", "ml.g5.xlarge", "a", false)
+        .fleet_copies("chat", "new-1", 1)
+        .build();
+    let problem = Problem::new(&scenario).unwrap();
+    for plan in both_plans(&problem) {
+        assert!(verify(&problem, &plan).is_empty(), "{:?}", verify(&problem, &plan));
+        let ids: Vec<String> = plan
+            .actions
+            .iter()
+            .filter_map(|action| match action {
+                Action::LaunchInstance { instance_id, .. } => Some(instance_id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, vec!["new-2", "new-3"]);
+    }
+}
