@@ -28,13 +28,15 @@
 //! ledger.apply(&mut scenario, 1_000);
 //! let problem = Problem::new(&scenario).unwrap();
 //! let plan = plan_greedy(&problem);
-//! // The p5 launch in us-east-1b fails for lack of capacity; the other one comes up as i-0a.
-//! let execution = Execution::new(1_000).launched("new-1", "i-0a").launch_failed("new-2", LaunchFailure::InsufficientCapacity);
+//! // One p5 comes up as i-0a; the other launch fails for lack of capacity in its AZ.
+//! let execution = Execution::new(1_000)
+//!     .launched("new-1", "i-0a")
+//!     .launch_failed("new-2", LaunchFailure::InsufficientCapacity);
 //! let observed = observe(&problem, &plan.actions, &execution).unwrap();
 //! ledger.extend(observed.capacity_events.iter().cloned());
 //! assert_eq!(observed.fleet.instances[0].instance_id, "i-0a");
 //!
-//! // Ten seconds later: the next plan starts from the truth and falls back to g6 in us-east-1b.
+//! // Ten seconds later: the next plan starts from the truth and falls back to g6 in that AZ.
 //! scenario.fleet = observed.fleet;
 //! ledger.apply(&mut scenario, 1_010);
 //! let problem = Problem::new(&scenario).unwrap();

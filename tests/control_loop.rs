@@ -314,7 +314,8 @@ fn bad_control_loop_input_is_named_with_path_and_value() {
       "CapacityErrorTtlSeconds": -1, "CapacityEvents": {"Event": "Launched"}}"#;
     assert_eq!(
         Problem::from_json(not_a_list).unwrap_err().to_string(),
-        "CapacityEvents: expected an array, found {\"Event\":\"Launched\"}\nCapacityErrorTtlSeconds: -1 is below the minimum 0"
+        "CapacityEvents: expected an array, found {\"Event\":\"Launched\"}\n\
+         CapacityErrorTtlSeconds: -1 is below the minimum 0"
     );
 }
 
@@ -322,12 +323,18 @@ fn bad_control_loop_input_is_named_with_path_and_value() {
 fn observe_maps_new_ids_keeps_failures_out_and_reports_capacity_events() {
     let problem = Problem::new(&two_tier()).unwrap();
     let plan = plan_greedy(&problem);
-    let (first, second) = match plan.actions.as_slice() {
-        [Action::LaunchInstance { instance_id: a, availability_zone: za, .. }, Action::LaunchInstance { instance_id: b, availability_zone: zb, .. }, ..] => {
-            ((a.clone(), za.clone()), (b.clone(), zb.clone()))
-        }
-        other => panic!("expected two launches first: {other:?}"),
-    };
+    // (plan id, AZ) of each launch.
+    let launched: Vec<(String, String)> = plan
+        .actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::LaunchInstance { instance_id, availability_zone, .. } => {
+                Some((instance_id.clone(), availability_zone.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let [first, second] = <[(String, String); 2]>::try_from(launched).unwrap();
     let execution = Execution::new(2_000)
         .launched(&first.0, "i-real")
         .launch_failed(&second.0, LaunchFailure::InsufficientCapacity)
@@ -361,7 +368,8 @@ fn observe_maps_new_ids_keeps_failures_out_and_reports_capacity_events() {
         messages,
         vec![
             "Execution.launches[\"new-9\"]: the plan does not launch this id",
-            "Execution.failed_placements[\"llm\", \"i-nowhere\"]: 1 more failed placement(s) than the plan's PlaceCopy actions",
+            "Execution.failed_placements[\"llm\", \"i-nowhere\"]: \
+             1 more failed placement(s) than the plan's PlaceCopy actions",
         ]
     );
 }

@@ -2,12 +2,13 @@
 //!
 //! The planner is a deterministic greedy (see `docs/consolidation.md`): it walks the release
 //! candidates in objective order (draining instances first — contract §6 — then highest priority
-//! number, then most expensive, then fewest copies), never moving a copy onto a draining instance, tries to re-home every copy of a candidate onto the instances that stay, and commits
-//! the release only if every copy found a home without breaking packing, eligibility, AZ balance or
-//! the SPREAD rule. Committed releases are grouped into steps of at most `MaximumStepSize`
-//! releases. Small fleets get extra greedy runs with one instance pinned (never released), tiny
-//! ones an exhaustive search; [`Consolidator`] sets the limits. [`verify_consolidation`]
-//! re-checks any plan independently.
+//! number, then most expensive, then fewest copies), tries to re-home every copy of a candidate
+//! onto the instances that stay (never a draining one), and commits the release only if every
+//! copy found a home without breaking packing, eligibility, AZ balance or the SPREAD rule.
+//! Committed releases are grouped into steps of at most `MaximumStepSize` releases. Small fleets
+//! get extra greedy runs with one instance pinned (never released), tiny ones an exhaustive
+//! search; [`Consolidator`] sets the limits. [`verify_consolidation`] re-checks any plan
+//! independently.
 
 mod check;
 mod exhaustive;
