@@ -7,10 +7,12 @@
 //! - every instance of the final fleet gets exactly one [`InstanceVerdict`]: not eligible, short
 //!   of a resource (the first short one, in the order accelerators, CPU, memory), or has room;
 //! - every (pool type, AZ) gets exactly one [`LaunchVerdict`]: no specification, a copy larger
-//!   than the whole type, no launch capacity left, `MaxInstanceCount` reached, or still open.
+//!   than the whole type, blocked by a live capacity error (contract §6), no launch capacity
+//!   left, `MaxInstanceCount` reached, or still open.
 //!
 //! The reasons in [`Unplaced`] are these verdicts grouped into short clauses, e.g.
 //! `ml.p5.48xlarge has no capacity in us-east-1b (Available 0)`,
+//! `ml.p5.48xlarge in us-east-1b blocked by InsufficientCapacity at 1000 until 1180`,
 //! `ml.g6.48xlarge needs 2 accelerators per copy, 0 free (3 instances in us-east-1a)`,
 //! `MaxInstanceCount 16 reached (16 instances; blocks 4 launch options)`.
 //! Open options ("has room", "could still launch") mean a better plan could place more copies
@@ -23,7 +25,7 @@ use serde::Serialize;
 
 use crate::fleet::{balance_excess, FinalFleet};
 use crate::plan::Unplaced;
-use crate::problem::{Problem, Resources};
+use crate::problem::{CapacityEventKind, Problem, Resources};
 
 /// A resource a copy needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -119,6 +121,15 @@ pub enum LaunchVerdict {
         need: u64,
         /// Offered by a whole instance.
         has: u64,
+    },
+    /// A live capacity error (contract §6) blocks launches of this (type, AZ) in this plan.
+    Blocked {
+        /// `InsufficientCapacity` or `ProvisioningTimeout`.
+        event: CapacityEventKind,
+        /// When it happened (caller's clock, seconds).
+        time: i64,
+        /// When it stops blocking (`Time + CapacityErrorTtlSeconds`).
+        until: i64,
     },
     /// `Reserved + Available` launches are used up.
     NoCapacity {
@@ -337,6 +348,8 @@ fn explain_index(
                     let remaining = limit.total().map(|total| total.saturating_sub(launched));
                     if let Some(resource) = Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&info.capacity)) {
                         LaunchVerdict::TooLarge { resource, need: resource.of(need), has: resource.of(&info.capacity) }
+                    } else if let Some(block) = problem.capacity_block(type_index, az) {
+                        LaunchVerdict::Blocked { event: block.event, time: block.time, until: block.until }
                     } else if remaining == Some(0) {
                         LaunchVerdict::NoCapacity {
                             available: limit.available.unwrap_or(0),
@@ -457,6 +470,9 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
                 resource.describe(need),
                 resource.describe(has)
             ),
+            LaunchVerdict::Blocked { event, time, until } => {
+                format!("{type_name} in {in_azs} blocked by {event} at {time} until {until}")
+            }
             LaunchVerdict::NoCapacity { available, reserved, launched } => {
                 if reserved == 0 && launched == 0 {
                     format!("{type_name} has no capacity in {in_azs} (Available {available})")

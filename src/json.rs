@@ -217,7 +217,22 @@ impl Reader {
         if let Some(fleet) = self.field(map, "Fleet") {
             scenario.fleet = self.fleet(fleet, "Fleet");
         }
+        scenario.now = self.opt_integer(map, "Now", "");
+        scenario.capacity_error_ttl_seconds = self.opt_integer(map, "CapacityErrorTtlSeconds", "");
+        scenario.capacity_events = self.list(map, "CapacityEvents", "", Self::capacity_event);
         scenario
+    }
+
+    fn capacity_event(&mut self, value: &Value, path: &str) -> CapacityEvent {
+        let mut event = CapacityEvent::default();
+        let Some(map) = self.object(value, path) else { return event };
+        event.instance_type = self.req_string(map, "InstanceType", path);
+        event.availability_zone = self.req_string(map, "AvailabilityZone", path);
+        event.event = self.req_string(map, "Event", path);
+        if let Some(time) = self.required(map, "Time", path) {
+            event.time = self.integer(time, &join(path, "Time"));
+        }
+        event
     }
 
     fn instance_type(&mut self, value: &Value, path: &str) -> InstanceTypeSpec {

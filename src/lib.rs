@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod catalogue;
+pub mod control;
 pub mod engines;
 pub mod error;
 pub mod explain;
@@ -19,6 +20,7 @@ pub mod report;
 pub mod schema;
 pub mod verify;
 
+pub use control::{observe, CapacityLedger, CapacityRecord, Execution, LaunchFailure, LaunchOutcome, Observed};
 pub use engines::consolidate::{
     consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
 };
@@ -30,11 +32,11 @@ pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use metrics::MetricsError;
 pub use model::{
-    AvailabilityZoneBalance, CapacityEntry, ComponentSpecification, ComputeResourceRequirements, Endpoint, Fleet,
-    FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling,
-    RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
+    AvailabilityZoneBalance, CapacityEntry, CapacityEvent, ComponentSpecification, ComputeResourceRequirements,
+    Endpoint, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec,
+    ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
 };
 pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
-pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
+pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
 pub use verify::{verify, Violation, ViolationKind};

@@ -27,6 +27,32 @@ pub struct Scenario {
     /// What runs now.
     #[serde(default)]
     pub fleet: Fleet,
+    /// The caller's clock, in seconds (any epoch), when this scenario is planned. Required when
+    /// `CapacityEvents` is given; the library never reads a clock itself. Contract §6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<f64>,
+    /// How long a capacity error blocks its (type, AZ), in seconds: 0–86400, default 180.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_error_ttl_seconds: Option<f64>,
+    /// What the caller learned from earlier launches (contract §6): per (type, AZ) the latest
+    /// event decides whether launches there are blocked for this plan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_events: Vec<CapacityEvent>,
+}
+
+/// One observed launch outcome for a (type, AZ), on the caller's clock (contract §6).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CapacityEvent {
+    /// Instance type.
+    pub instance_type: String,
+    /// Availability zone.
+    pub availability_zone: String,
+    /// `InsufficientCapacity`, `ProvisioningTimeout` or `Launched`.
+    pub event: String,
+    /// When it happened, in seconds on the same clock as `Now`.
+    pub time: f64,
 }
 
 /// One instance type's shape.

@@ -202,6 +202,66 @@ impl LaunchLimit {
     }
 }
 
+/// Largest magnitude accepted for `Now` and event times, in seconds (exact in an `f64`).
+pub const MAX_TIME_SECONDS: i64 = 1_000_000_000_000_000;
+/// Largest `CapacityErrorTtlSeconds` accepted (one day).
+pub const MAX_CAPACITY_ERROR_TTL_SECONDS: u32 = 86_400;
+/// `CapacityErrorTtlSeconds` when none is given.
+pub const DEFAULT_CAPACITY_ERROR_TTL_SECONDS: u32 = 180;
+
+/// What happened when the caller tried to launch an instance (contract §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub enum CapacityEventKind {
+    /// The cloud had no capacity for the type in the AZ.
+    InsufficientCapacity,
+    /// The launch did not come up in time.
+    ProvisioningTimeout,
+    /// A launch succeeded: capacity is back.
+    Launched,
+}
+
+impl CapacityEventKind {
+    /// Every kind, in the order the contract lists them.
+    pub const ALL: [CapacityEventKind; 3] =
+        [CapacityEventKind::InsufficientCapacity, CapacityEventKind::ProvisioningTimeout, CapacityEventKind::Launched];
+
+    /// The JSON spelling, e.g. `InsufficientCapacity`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityEventKind::InsufficientCapacity => "InsufficientCapacity",
+            CapacityEventKind::ProvisioningTimeout => "ProvisioningTimeout",
+            CapacityEventKind::Launched => "Launched",
+        }
+    }
+
+    /// Parses the JSON spelling (exact case).
+    pub fn parse(text: &str) -> Option<CapacityEventKind> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+
+    /// Whether the event says the (type, AZ) had no capacity (it blocks launches while live).
+    pub fn is_error(self) -> bool {
+        !matches!(self, CapacityEventKind::Launched)
+    }
+}
+
+impl std::fmt::Display for CapacityEventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A live capacity error that keeps a (type, AZ) from launching in this plan (contract §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapacityBlock {
+    /// The blocking event (`InsufficientCapacity` or `ProvisioningTimeout`).
+    pub event: CapacityEventKind,
+    /// When it happened (caller's clock, seconds).
+    pub time: i64,
+    /// When it stops blocking: `time + CapacityErrorTtlSeconds`.
+    pub until: i64,
+}
+
 /// A running instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExistingInstance {
@@ -234,6 +294,10 @@ pub struct Problem {
     pub(crate) scaling: ScalingLimits,
     pub(crate) single_model: bool,
     pub(crate) warnings: Vec<Warning>,
+    /// `Now` of the scenario, when given.
+    pub(crate) now: Option<i64>,
+    /// Live capacity errors per (type, AZ); their launch limits are zero in `limits`.
+    pub(crate) capacity_blocks: BTreeMap<(usize, usize), CapacityBlock>,
 }
 
 impl Problem {
@@ -271,6 +335,19 @@ impl Problem {
     /// Launch limit of (type, AZ).
     pub fn launch_limit(&self, type_index: usize, az_index: usize) -> LaunchLimit {
         self.limits.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or_default()
+    }
+    /// The live capacity error that blocks launches of (type, AZ) in this plan, if any
+    /// (contract §6). [`Self::launch_limit`] is already zero there.
+    pub fn capacity_block(&self, type_index: usize, az_index: usize) -> Option<&CapacityBlock> {
+        self.capacity_blocks.get(&(type_index, az_index))
+    }
+    /// Every live capacity block, by (type index, AZ index).
+    pub fn capacity_blocks(&self) -> &BTreeMap<(usize, usize), CapacityBlock> {
+        &self.capacity_blocks
+    }
+    /// `Now` of the scenario (the caller's clock), when given.
+    pub fn now(&self) -> Option<i64> {
+        self.now
     }
     /// The running fleet.
     pub fn fleet(&self) -> &[ExistingInstance] {
@@ -792,6 +869,14 @@ impl Validator {
                     format!("{:?} is not in AvailabilityZones", instance.availability_zone),
                 );
             }
+            let draining = match instance.state.as_deref() {
+                None | Some("InService") => false,
+                Some("Draining") => true,
+                Some(other) => {
+                    self.error(format!("{path}.State"), format!("{other:?} is not InService or Draining"));
+                    false
+                }
+            };
             if let (Some(type_index), Some(az_index)) = (type_index(&instance.instance_type), az) {
                 fleet.push(ExistingInstance {
                     id: instance.instance_id.clone(),
@@ -799,7 +884,7 @@ impl Validator {
                     az_index,
                     reserved: instance.reserved,
                     copies: Vec::new(),
-                    draining: instance.state.as_deref() == Some("Draining"),
+                    draining,
                 });
             }
         }
@@ -889,6 +974,14 @@ impl Validator {
             }
         }
 
+        // Capacity feedback (contract §6), after the warnings above: those are about `Capacity`.
+        let (now, capacity_blocks) = self.capacity_events(scenario, &catalogue, &types, &azs);
+        for &(t, z) in capacity_blocks.keys() {
+            if let Some(limit) = limits.get_mut(t).and_then(|row| row.get_mut(z)) {
+                *limit = LaunchLimit { reserved: 0, available: Some(0) };
+            }
+        }
+
         if !self.issues.is_empty() {
             return Err(ValidationError::new(self.issues));
         }
@@ -904,7 +997,82 @@ impl Validator {
             scaling,
             single_model,
             warnings: self.warnings,
+            now,
+            capacity_blocks,
         })
+    }
+
+    /// Validates `Now`, `CapacityErrorTtlSeconds` and `CapacityEvents` and returns `Now` and the
+    /// live blocks: per (type, AZ) the latest event (by `Time`, a tie going to the later entry)
+    /// blocks when it is an error and `Now − Time < CapacityErrorTtlSeconds`.
+    fn capacity_events(
+        &mut self,
+        scenario: &Scenario,
+        catalogue: &BTreeMap<String, (InstanceTypeSpec, String)>,
+        types: &[InstanceTypeInfo],
+        azs: &[String],
+    ) -> (Option<i64>, BTreeMap<(usize, usize), CapacityBlock>) {
+        let time_range = (-(MAX_TIME_SECONDS as f64), MAX_TIME_SECONDS as f64);
+        let now = scenario.now.and_then(|value| self.number("Now", value, Kind::Integer, time_range.0, time_range.1));
+        let now = now.map(|value| value as i64);
+        let ttl = match scenario.capacity_error_ttl_seconds {
+            Some(value) => self
+                .count("CapacityErrorTtlSeconds", value, 0, MAX_CAPACITY_ERROR_TTL_SECONDS)
+                .unwrap_or(DEFAULT_CAPACITY_ERROR_TTL_SECONDS),
+            None => DEFAULT_CAPACITY_ERROR_TTL_SECONDS,
+        };
+        if !scenario.capacity_events.is_empty() && scenario.now.is_none() {
+            self.error("Now", "is required when CapacityEvents is given");
+        }
+        // (type, AZ) → (kind, time) of the latest event so far.
+        let mut latest: BTreeMap<(usize, usize), (CapacityEventKind, i64)> = BTreeMap::new();
+        for (index, event) in scenario.capacity_events.iter().enumerate() {
+            let path = format!("CapacityEvents[{index}]");
+            let kind = CapacityEventKind::parse(&event.event);
+            if kind.is_none() {
+                self.error(
+                    format!("{path}.Event"),
+                    format!("{:?} is not InsufficientCapacity, ProvisioningTimeout or Launched", event.event),
+                );
+            }
+            let time = self
+                .number(&format!("{path}.Time"), event.time, Kind::Integer, time_range.0, time_range.1)
+                .map(|value| value as i64);
+            if let (Some(time), Some(now)) = (time, now) {
+                if time > now {
+                    self.error(format!("{path}.Time"), format!("{time} is after Now ({now})"));
+                }
+            }
+            if !catalogue.contains_key(&event.instance_type) {
+                self.error(
+                    format!("{path}.InstanceType"),
+                    format!("{:?} is not in the instance type catalogue", event.instance_type),
+                );
+            }
+            let az = azs.iter().position(|name| name == &event.availability_zone);
+            if az.is_none() {
+                self.error(
+                    format!("{path}.AvailabilityZone"),
+                    format!("{:?} is not in AvailabilityZones", event.availability_zone),
+                );
+            }
+            // A catalogue type that is neither in the pool nor in the fleet is never launched.
+            let type_index = types.iter().position(|info| info.name == event.instance_type);
+            if let (Some(kind), Some(time), Some(t), Some(z)) = (kind, time, type_index, az) {
+                if latest.get(&(t, z)).is_none_or(|&(_, seen)| time >= seen) {
+                    latest.insert((t, z), (kind, time));
+                }
+            }
+        }
+        let mut blocks = BTreeMap::new();
+        if let Some(now) = now {
+            for (group, (event, time)) in latest {
+                if event.is_error() && now.saturating_sub(time) < i64::from(ttl) {
+                    blocks.insert(group, CapacityBlock { event, time, until: time.saturating_add(i64::from(ttl)) });
+                }
+            }
+        }
+        (now, blocks)
     }
 
     /// Converts a requirement to integer resources (milli-cores and MiB rounded up).

@@ -35,6 +35,8 @@ pub enum ViolationKind {
     Spread,
     /// The reported objective, bound or `Unplaced` counts do not match the actions.
     Accounting,
+    /// A new copy on an instance whose `State` is `Draining` (contract §6).
+    Draining,
     /// A consolidation step breaks a rule of docs/contract.md §3 (step size, release of a busy instance,
     /// imbalance growing, a move the fleet cannot execute).
     Consolidation,
@@ -119,12 +121,42 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
         }
     }
 
+    // Draining instances (contract §6) keep their copies but receive no new one.
+    for instance in &fleet.instances {
+        let draining = instance.existing.and_then(|index| problem.fleet.get(index)).is_some_and(|e| e.draining);
+        let placed: u32 = instance.new_copies.values().sum();
+        if draining && placed > 0 {
+            let names: Vec<&str> = instance
+                .new_copies
+                .keys()
+                .filter_map(|&component| problem.components.get(component).map(|c| c.name.as_str()))
+                .collect();
+            push(
+                ViolationKind::Draining,
+                format!(
+                    "{} is Draining but receives {placed} new cop{} ({})",
+                    instance.id,
+                    if placed == 1 { "y" } else { "ies" },
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+
     // 3. Capacity.
     for (&(type_index, az_index), &(total, reserved)) in &fleet.launches {
         let limit = problem.launch_limit(type_index, az_index);
         let name = &problem.types[type_index].name;
         let az = &problem.azs[az_index];
-        if let Some(allowed) = limit.total() {
+        if let Some(block) = problem.capacity_block(type_index, az_index) {
+            push(
+                ViolationKind::Capacity,
+                format!(
+                    "{total} launches of {name} in {az}, but it is blocked by {} at {} until {}",
+                    block.event, block.time, block.until
+                ),
+            );
+        } else if let Some(allowed) = limit.total() {
             if total > allowed {
                 push(
                     ViolationKind::Capacity,

@@ -217,7 +217,8 @@ impl<'a> Balancer<'a> {
     fn new(problem: &'a Problem, slots: Vec<Slot>, new_copies: BTreeMap<(usize, usize), Vec<usize>>) -> Self {
         let mut by_room = vec![vec![BTreeSet::new(); problem.types.len()]; problem.azs.len()];
         for (index, slot) in slots.iter().enumerate() {
-            if slot.gone {
+            // Existing instances come first, in fleet order; a draining one takes no new copy.
+            if slot.gone || problem.fleet.get(index).is_some_and(|existing| existing.draining) {
                 continue;
             }
             if let Some(set) =

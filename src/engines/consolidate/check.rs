@@ -148,6 +148,9 @@ pub fn verify_consolidation(problem: &Problem, plan: &ConsolidationPlan) -> Vec<
             if released_now.contains(planned.to.as_str()) {
                 push(ViolationKind::Consolidation, format!("{what}: target is released in the same step"));
             }
+            if problem.fleet().get(to).is_some_and(|existing| existing.draining) {
+                push(ViolationKind::Draining, format!("{what}: target is Draining and receives no new copy"));
+            }
             let given = outgoing.entry((from, component)).or_insert(0);
             *given += 1;
             let held = fleet.instances[from].copies.get(&component).copied().unwrap_or(0);

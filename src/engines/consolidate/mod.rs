@@ -1,13 +1,14 @@
 //! Consolidation (docs/contract.md §3): move copies between existing instances so instances can be released.
 //!
 //! The planner is a deterministic greedy (see `docs/consolidation.md`): it walks the release
-//! candidates in objective order (highest priority number first, then most expensive, then fewest
-//! copies), tries to re-home every copy of a candidate onto the instances that stay, and commits
-//! the release only if every copy found a home without breaking packing, eligibility, AZ balance or
-//! the SPREAD rule. Committed releases are grouped into steps of at most `MaximumStepSize`
-//! releases. Small fleets get extra greedy runs with one instance pinned (never released), tiny
-//! ones an exhaustive search; [`Consolidator`] sets the limits. [`verify_consolidation`]
-//! re-checks any plan independently.
+//! candidates in objective order (draining instances first — contract §6 — then highest priority
+//! number, then most expensive, then fewest copies), tries to re-home every copy of a candidate
+//! onto the instances that stay (never a draining one), and commits the release only if every
+//! copy found a home without breaking packing, eligibility, AZ balance or the SPREAD rule.
+//! Committed releases are grouped into steps of at most `MaximumStepSize` releases. Small fleets
+//! get extra greedy runs with one instance pinned (never released), tiny ones an exhaustive
+//! search; [`Consolidator`] sets the limits. [`verify_consolidation`] re-checks any plan
+//! independently.
 
 mod check;
 mod exhaustive;
@@ -279,13 +280,15 @@ impl Consolidator {
             let stop_reason = planner.stopped.clone().unwrap_or(StopReason::Completed);
             ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()), stop_reason }
         };
-        let score = consolidation_score;
+        // Draining instances left in the final fleet come before the objective (contract §6).
+        let score = |plan: &ConsolidationPlan| (draining_left(problem, plan), consolidation_score(plan));
         let mut greedy = greedy_run(None);
         stats.solves += 1;
         // Small fleets: also rerun with each instance pinned, which catches the greedy's typical
         // miss (releasing an instance that would have been the best home for others' copies).
+        // A draining instance is never pinned: it is to be released.
         if problem.fleet().len() <= self.pinning_instances {
-            for pinned in 0..problem.fleet().len() {
+            for pinned in (0..problem.fleet().len()).filter(|&index| !problem.fleet()[index].draining) {
                 if let Some(reason) = self.limits.stop_now() {
                     greedy.stop_reason = reason;
                     break;
@@ -298,7 +301,9 @@ impl Consolidator {
             }
         }
         stats.phase("greedy runs", started);
-        let best = if self.max_steps.is_some() || greedy.stop_reason != StopReason::Completed {
+        // The exhaustive search orders releases by objective alone, not draining first.
+        let any_draining = problem.fleet().iter().any(|instance| instance.draining);
+        let best = if self.max_steps.is_some() || any_draining || greedy.stop_reason != StopReason::Completed {
             greedy
         } else {
             let phase = Instant::now();
@@ -313,6 +318,12 @@ impl Consolidator {
         stats.rounds = best.steps.len() as u64;
         (best, stats)
     }
+}
+
+/// Draining instances (contract §6) that a plan leaves in the fleet.
+fn draining_left(problem: &Problem, plan: &ConsolidationPlan) -> usize {
+    let released: BTreeSet<&str> = plan.released().collect();
+    problem.fleet().iter().filter(|instance| instance.draining && !released.contains(instance.id.as_str())).count()
 }
 
 /// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
@@ -401,6 +412,8 @@ struct Node {
     type_index: usize,
     az_index: usize,
     reserved: bool,
+    /// `State: Draining` (contract §6): released first, never a move target.
+    draining: bool,
     copies: BTreeMap<usize, u32>,
     used: Resources,
     alive: bool,
@@ -451,6 +464,7 @@ impl<'p> Planner<'p> {
                     type_index: existing.type_index,
                     az_index: existing.az_index,
                     reserved: existing.reserved,
+                    draining: existing.draining,
                     copies: existing.copies.iter().copied().collect(),
                     used,
                     alive: true,
@@ -477,13 +491,14 @@ impl<'p> Planner<'p> {
         }
     }
 
-    /// Release order: fallback first (L3), then most expensive (L4), then fewest copies (moves).
+    /// Release order: draining first (contract §6), then fallback (L3), then most expensive
+    /// (L4), then fewest copies (moves).
     fn release_order(&self) -> Vec<usize> {
         let mut order: Vec<usize> =
             (0..self.nodes.len()).filter(|&index| self.nodes[index].alive && self.pinned != Some(index)).collect();
         order.sort_by_key(|&index| {
             let node = &self.nodes[index];
-            (Reverse(self.priority(node)), Reverse(self.cost(node)), node.total_copies(), index)
+            (!node.draining, Reverse(self.priority(node)), Reverse(self.cost(node)), node.total_copies(), index)
         });
         order
     }
@@ -670,7 +685,9 @@ impl<'p> Planner<'p> {
         self.nodes
             .iter()
             .enumerate()
-            .filter(|&(index, node)| node.alive && index != candidate && az_allowed.get(node.az_index) == Some(&true))
+            .filter(|&(index, node)| {
+                node.alive && !node.draining && index != candidate && az_allowed.get(node.az_index) == Some(&true)
+            })
             .filter_map(|(index, node)| {
                 let requirement = info.placement_requirement(problem, node.type_index)?;
                 let capacity = problem.instance_types().get(node.type_index)?.capacity;
@@ -710,7 +727,7 @@ impl<'p> Planner<'p> {
         else {
             return false;
         };
-        if !node.alive || target == candidate {
+        if !node.alive || node.draining || target == candidate {
             return false;
         }
         let Some(requirement) = info.placement_requirement(problem, node.type_index) else { return false };

@@ -17,7 +17,7 @@ pub mod backend;
 mod model;
 mod packing;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -803,7 +803,9 @@ fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
                 }
                 let light = (0..drafts.len()).find(|&light| {
                     let draft = &drafts[light];
-                    draft.az_index == drafts[heavy].az_index
+                    let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
+                    !draining
+                        && draft.az_index == drafts[heavy].az_index
                         && draft.copies.get(&c).copied().unwrap_or(0) + 2 <= heavy_count
                         && component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
                             types.get(draft.type_index).is_some_and(|info| {
@@ -843,12 +845,21 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
     let mut actions = Vec::new();
     let mut ids: Vec<String> = Vec::new();
     let mut launched = 0usize;
+    let taken: BTreeSet<&str> =
+        problem.fleet().iter().map(|instance| instance.id.as_str()).filter(|id| id.starts_with("new-")).collect();
     for draft in drafts {
         match draft.existing.and_then(|i| problem.fleet().get(i)) {
             Some(instance) => ids.push(instance.id.clone()),
             None => {
-                launched += 1;
-                let id = format!("new-{launched}");
+                // An existing instance may carry a `new-N` id (a fleet observed after an earlier
+                // plan kept its ids): skip such numbers, as the greedy planner does.
+                let id = loop {
+                    launched += 1;
+                    let candidate = format!("new-{launched}");
+                    if !taken.contains(candidate.as_str()) {
+                        break candidate;
+                    }
+                };
                 actions.push(Action::LaunchInstance {
                     instance_id: id.clone(),
                     instance_type: types.get(draft.type_index).map(|info| info.name.clone()).unwrap_or_default(),

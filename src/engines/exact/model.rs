@@ -720,7 +720,8 @@ pub(crate) fn solve(
         }
         for (c, component) in components.iter().enumerate() {
             let need = facts.need.get(c).copied().unwrap_or(0);
-            if need == 0 {
+            // A draining instance (contract §6) gets no variable for new copies at all.
+            if need == 0 || instance.draining {
                 continue;
             }
             let Some(requirement) = eligible_need(problem, component, instance.type_index, &capacity) else {

@@ -193,6 +193,8 @@ struct Instance {
     existing: Option<usize>,
     /// In a reservation: costs nothing.
     reserved: bool,
+    /// `State: Draining` (contract §6): keeps its copies, receives no new one, never reused.
+    draining: bool,
     /// Intrinsic tie-break: existing instances by id, then launches in launch order.
     rank: usize,
     used: Resources,
@@ -322,6 +324,7 @@ impl<'a> Greedy<'a> {
                     az: existing.az_index,
                     existing: Some(index),
                     reserved: existing.reserved,
+                    draining: existing.draining,
                     rank: id_ranks.get(index).copied().unwrap_or(index),
                     used: Resources::ZERO,
                     copies: SmallVec::new(),
@@ -382,12 +385,16 @@ impl<'a> Greedy<'a> {
             if !instance.copies.is_empty() {
                 instance.in_fleet = true;
                 self.fleet_size += 1;
+                // A draining instance stays for its copies but offers no room to new ones.
+                if instance.draining {
+                    continue;
+                }
                 for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
                     if let Some(list) = lists.get_mut(instance.az) {
                         list.push(index);
                     }
                 }
-            } else if self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
+            } else if !instance.draining && self.problem.types.get(instance.type_index).is_some_and(|t| t.in_pool) {
                 if let Some(list) = self.idle.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az)) {
                     list.push(index);
                 }
@@ -448,6 +455,7 @@ impl<'a> Greedy<'a> {
             az,
             existing: None,
             reserved,
+            draining: false,
             rank: self.problem.fleet.len() + self.launch_order.len(),
             used: Resources::ZERO,
             copies: SmallVec::new(),
@@ -476,11 +484,15 @@ impl<'a> Greedy<'a> {
             return;
         }
         instance.in_fleet = true;
-        let (type_index, az) = (instance.type_index, instance.az);
+        let (type_index, az, draining) = (instance.type_index, instance.az, instance.draining);
         if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
             list.retain(|&i| i != index);
         }
         self.fleet_size += 1;
+        if draining {
+            // Kept only to meet MinInstanceCount: it takes no copies.
+            return;
+        }
         for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
             if let Some(list) = lists.get_mut(az) {
                 list.push(index);
@@ -529,8 +541,8 @@ impl<'a> Greedy<'a> {
     /// the best instances on offer. Returns false when MinInstanceCount cannot be reached.
     fn release_and_meet_min(&mut self) -> bool {
         let min_size = u64::from(self.problem.scaling.min_instances);
-        // Key: priority, cost, kept before launched, type name, AZ load, AZ name / id.
-        type Key = (u8, i64, bool, usize, usize, usize);
+        // Key: draining last, priority, cost, kept before launched, type name, AZ load, AZ name / id.
+        type Key = (bool, u8, i64, bool, usize, usize, usize);
         // Idle existing instances in key order, computed once: their keys do not change while
         // the fleet grows, so each round takes the first one still idle instead of rescanning
         // every instance (MinInstanceCount 20,000 took seconds that way).
@@ -542,6 +554,7 @@ impl<'a> Greedy<'a> {
             .map(|(index, instance)| {
                 let t = instance.type_index;
                 let key = (
+                    instance.draining,
                     self.priority(t),
                     instance_cost(self.problem, t, instance.reserved),
                     false,
@@ -577,6 +590,7 @@ impl<'a> Greedy<'a> {
                         let reserved = self.reserved_left(t, z) > 0;
                         let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
                         let key = (
+                            false,
                             self.priority(t),
                             instance_cost(self.problem, t, reserved),
                             true,
@@ -599,10 +613,11 @@ impl<'a> Greedy<'a> {
         let mut idle: Vec<usize> = (0..self.instances.len())
             .filter(|&i| self.instances[i].existing.is_some() && !self.instances[i].in_fleet)
             .collect();
-        // Lowest priority first, then paid before reserved, most expensive first, then id.
+        // Draining first, lowest priority first, then paid before reserved, most expensive first, then id.
         idle.sort_by_key(|&i| {
             let instance = &self.instances[i];
             (
+                !instance.draining,
                 std::cmp::Reverse(self.priority(instance.type_index)),
                 instance.reserved,
                 std::cmp::Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
@@ -798,6 +813,7 @@ mod tests {
             az: 0,
             existing: Some(0),
             reserved: false,
+            draining: false,
             rank: 0,
             used: Resources::ZERO,
             copies: SmallVec::new(),

@@ -288,7 +288,7 @@ impl Greedy<'_> {
 
     /// Copies of the component that still fit on instance `index` (`None` where it may not run).
     fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
-        let instance = self.instances.get(index)?;
+        let instance = self.instances.get(index).filter(|instance| !instance.draining)?;
         let need = needs.get(instance.type_index)?.as_ref()?;
         let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
         // Most instances are full by now: the comparison is much cheaper than the divisions.

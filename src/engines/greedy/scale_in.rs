@@ -83,10 +83,11 @@ impl Greedy<'_> {
         self.had_removals[component] = true;
     }
 
-    /// Release order key: lowest priority, paid, most expensive, least loaded first.
-    fn release_key(&self, index: usize) -> (Reverse<u8>, bool, Reverse<i64>, u64, usize) {
+    /// Release order key: draining, lowest priority, paid, most expensive, least loaded first.
+    fn release_key(&self, index: usize) -> (bool, Reverse<u8>, bool, Reverse<i64>, u64, usize) {
         let instance = &self.instances[index];
         (
+            !instance.draining,
             Reverse(self.priority(instance.type_index)),
             instance.reserved,
             Reverse(instance_cost(self.problem, instance.type_index, instance.reserved)),
