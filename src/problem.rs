@@ -237,15 +237,24 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Validates a scenario. Every problem is reported at once.
+    /// Validates a scenario. Every problem is reported at once. A scenario built in code
+    /// (e.g. by [`ScenarioBuilder`]) is held to exactly the rules JSON input is.
     pub fn new(scenario: &Scenario) -> Result<Problem, ValidationError> {
         Validator::default().run(scenario)
     }
 
     /// Parses and validates scenario JSON (type and semantic problems reported together).
+    /// Unknown keys follow the default rules of [`crate::json::ReadOptions`].
     #[cfg(feature = "json")]
     pub fn from_json(text: &str) -> Result<Problem, ValidationError> {
         crate::json::problem_from_json(text)
+    }
+
+    /// [`Problem::from_json`] with reading options, e.g. `&ReadOptions::strict()` to make every
+    /// unknown key an error.
+    #[cfg(feature = "json")]
+    pub fn from_json_with(text: &str, options: &crate::json::ReadOptions) -> Result<Problem, ValidationError> {
+        crate::json::problem_from_json_with(text, options)
     }
 
     /// Endpoint name.
@@ -332,9 +341,23 @@ impl Problem {
 }
 
 #[derive(Default)]
-struct Validator {
+pub(crate) struct Validator {
     issues: Vec<Issue>,
     warnings: Vec<Warning>,
+    /// Numbers as written in the JSON input, by path, where the parsed value prints otherwise
+    /// (a big integer, `1e3`): messages echo what the user wrote.
+    raw_numbers: BTreeMap<String, String>,
+}
+
+/// A number for a message: plain decimals for ordinary magnitudes, exponent form for huge or
+/// tiny ones (`1e300`, not three hundred digits).
+pub(crate) fn number_text(value: f64) -> String {
+    let magnitude = value.abs();
+    if value.is_finite() && value != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
 }
 
 /// Whether a number must be whole.
@@ -353,19 +376,31 @@ impl Validator {
         self.warnings.push(Warning { kind, path: path.into(), message: message.into() });
     }
 
+    /// A validator that echoes the given numbers as written (see [`crate::json`]).
+    pub(crate) fn with_raw_numbers(raw_numbers: BTreeMap<String, String>) -> Self {
+        Validator { raw_numbers, ..Validator::default() }
+    }
+
+    /// `value` at `path` for a message: as written in the input when known.
+    fn shown(&self, path: &str, value: f64) -> String {
+        self.raw_numbers.get(path).cloned().unwrap_or_else(|| number_text(value))
+    }
+
     /// Checks a number is finite, within `[min, max]`, and whole if asked; returns it if valid.
     fn number(&mut self, path: &str, value: f64, kind: Kind, min: f64, max: f64) -> Option<f64> {
+        let shown = self.shown(path, value);
+        let (min_text, max_text) = (number_text(min), number_text(max));
         if !value.is_finite() {
-            self.error(path, format!("{value} is not a number"));
+            self.error(path, format!("{shown} is not a number"));
             None
         } else if kind == Kind::Integer && value.fract() != 0.0 {
-            self.error(path, format!("expected an integer, found {value}"));
+            self.error(path, format!("expected an integer, found {shown}"));
             None
         } else if value < min {
-            self.error(path, format!("{value} is below the minimum {min}"));
+            self.error(path, format!("{shown} is below the minimum {min_text}"));
             None
         } else if value > max {
-            self.error(path, format!("{value} is above the maximum {max}"));
+            self.error(path, format!("{shown} is above the maximum {max_text}"));
             None
         } else {
             Some(value)
@@ -376,7 +411,7 @@ impl Validator {
         self.number(path, value, Kind::Integer, f64::from(min), f64::from(max)).map(|v| v as u32)
     }
 
-    fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
+    pub(crate) fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
         // Availability zones.
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
@@ -513,6 +548,7 @@ impl Validator {
             }
         }
         let type_index = |name: &str| types.iter().position(|t| t.name == name);
+        self.warn_partial_prices(&types);
 
         // Capacity.
         let mut limits = vec![vec![LaunchLimit::default(); azs.len()]; types.len()];
@@ -905,6 +941,33 @@ impl Validator {
             single_model,
             warnings: self.warnings,
         })
+    }
+
+    /// One warning when some pool or fleet types have a price and some do not (contract §2 L4:
+    /// a final fleet with an unpriced type costs instances, not dollars).
+    fn warn_partial_prices(&mut self, types: &[InstanceTypeInfo]) {
+        let (priced, unpriced): (Vec<&InstanceTypeInfo>, Vec<&InstanceTypeInfo>) =
+            types.iter().partition(|info| info.hourly_price.is_some());
+        if priced.is_empty() || unpriced.is_empty() {
+            return;
+        }
+        let names = |in_pool: bool| -> Vec<String> {
+            unpriced.iter().filter(|info| info.in_pool == in_pool).map(|info| info.name.clone()).collect()
+        };
+        let mut parts = Vec::new();
+        for (label, list) in [("pool", names(true)), ("fleet", names(false))] {
+            if !list.is_empty() {
+                parts.push(format!("{label} {}", list.join(", ")));
+            }
+        }
+        self.warn(
+            WarningKind::PartialPrices,
+            "InstanceTypes",
+            format!(
+                "no HourlyPrice for {}: a final fleet with one of them costs instances, not dollars (CostUnit \"instances\")",
+                parts.join("; ")
+            ),
+        );
     }
 
     /// Converts a requirement to integer resources (milli-cores and MiB rounded up).
