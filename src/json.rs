@@ -79,6 +79,94 @@ pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate
     Err(ValidationError::new(issues))
 }
 
+/// Reads a plan from any source (see [`crate::Plan::from_json`]).
+pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
+    use crate::plan::{Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
+    let parsed = parse(text)?;
+    let mut issues: Vec<Issue> =
+        parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }).collect();
+    let Value::Object(map) = &parsed.value else {
+        issues.push(Issue {
+            path: String::new(),
+            message: format!("expected a plan object, found {}", describe(&parsed.value)),
+        });
+        return Err(ValidationError::new(issues));
+    };
+    let present = |key: &str| map.get(key).filter(|value| !value.is_null());
+    // serde's own message, under our path, for one typed part.
+    fn typed<T: serde::de::DeserializeOwned>(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<T> {
+        match T::deserialize(value) {
+            Ok(typed) => Some(typed),
+            Err(error) => {
+                issues.push(Issue { path: path.to_string(), message: shorten(&error.to_string(), 200) });
+                None
+            }
+        }
+    }
+    let mut actions = Vec::new();
+    match present("Actions") {
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                if let Some(action) = typed(item, &format!("Actions[{index}]"), &mut issues) {
+                    actions.push(action);
+                }
+            }
+        }
+        Some(other) => issues
+            .push(Issue { path: "Actions".into(), message: format!("expected an array, found {}", describe(other)) }),
+        None => issues.push(Issue { path: "Actions".into(), message: "is required".into() }),
+    }
+    let mut omitted = Omitted::default();
+    let solver = match present("Solver") {
+        Some(Value::String(name)) if name == "greedy" => SolverKind::Greedy,
+        Some(Value::String(name)) if name == "exact" => SolverKind::Exact,
+        Some(Value::String(name)) => {
+            omitted.solver_name = Some(name.clone());
+            SolverKind::Other
+        }
+        Some(other) => {
+            issues.push(Issue {
+                path: "Solver".into(),
+                message: format!("expected a string, found {}", describe(other)),
+            });
+            SolverKind::Other
+        }
+        None => SolverKind::Other,
+    };
+    let status = match present("Status") {
+        Some(value) => typed::<Status>(value, "Status", &mut issues).unwrap_or(Status::Feasible),
+        None => {
+            omitted.status = true;
+            Status::Feasible
+        }
+    };
+    let stop_reason = present("StopReason")
+        .and_then(|value| typed::<StopReason>(value, "StopReason", &mut issues))
+        .unwrap_or(StopReason::Completed);
+    let unplaced = match present("Unplaced") {
+        Some(value) => typed::<Vec<Unplaced>>(value, "Unplaced", &mut issues).unwrap_or_default(),
+        None => {
+            omitted.unplaced = true;
+            Vec::new()
+        }
+    };
+    let objective = match present("Objective") {
+        Some(value) => {
+            omitted.cost_unit = value.get("CostUnit").is_none_or(Value::is_null);
+            typed::<Objective>(value, "Objective", &mut issues).unwrap_or_default()
+        }
+        None => {
+            omitted.objective = true;
+            Objective::default()
+        }
+    };
+    let bound = present("Bound").and_then(|value| typed::<Objective>(value, "Bound", &mut issues));
+    if !issues.is_empty() {
+        return Err(ValidationError::new(issues));
+    }
+    Ok(Plan { solver, status, stop_reason, actions, unplaced, objective, bound, warnings: Vec::new(), omitted })
+}
+
 /// What reading produced before semantic validation.
 struct Read {
     scenario: Scenario,

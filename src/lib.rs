@@ -64,9 +64,11 @@ pub use engines::greedy::plan_greedy;
 pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
+#[cfg(feature = "json")]
+pub use json::ReadOptions;
 pub use metrics::MetricsError;
 pub use model::*;
-pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
+pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
 pub use verify::{verify, Violation, ViolationKind};

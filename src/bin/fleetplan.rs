@@ -7,6 +7,7 @@
 //! fleetplan verify SCENARIO PLAN [--json]
 //! ```
 //!
+//! Every subcommand takes `--strict` (every unknown scenario key is an error).
 //! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
 //! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
 //! line, on standard error) or a file that cannot be read or written.
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use fleetplan::{render, ExactPlanner, Plan, Problem, ReliabilityReport};
+use fleetplan::{render, ExactPlanner, Plan, Problem, ReadOptions, ReliabilityReport};
 
 /// Exit code for success, including a partial plan.
 const EXIT_OK: u8 = 0;
@@ -31,6 +32,10 @@ const EXIT_BAD_INPUT: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Make every unknown key in the scenario an error (by default a key fleetplan does not
+    /// read is a warning, and one that looks like a misspelt known key is an error).
+    #[arg(long, global = true)]
+    strict: bool,
 }
 
 #[derive(Subcommand)]
@@ -109,7 +114,8 @@ struct BadInput(String);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let options = ReadOptions { strict: cli.strict };
+    match run(cli.command, &options) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
             eprint!("{message}");
@@ -124,10 +130,10 @@ fn main() -> ExitCode {
 /// The exact planner's time limit when `--time-limit-ms` is not given.
 const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
-fn run(command: Command) -> Result<u8, BadInput> {
+fn run(command: Command, options: &ReadOptions) -> Result<u8, BadInput> {
     match command {
         Command::Plan { scenario, solver, time_limit_ms, backend, json } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, options)?;
             let plan = match solver {
                 Solver::Greedy => {
                     if time_limit_ms.is_some() {
@@ -165,7 +171,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             Ok(EXIT_OK)
         }
         Command::Consolidate { scenario, json } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, options)?;
             let plan = fleetplan::consolidate(&problem);
             if json {
                 emit(&to_json(&plan)?);
@@ -175,7 +181,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             Ok(EXIT_OK)
         }
         Command::Report { scenario, json, svg } => {
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, options)?;
             let report = ReliabilityReport::build(&problem);
             if let Some(path) = svg {
                 std::fs::write(&path, report.to_svg())
@@ -192,10 +198,11 @@ fn run(command: Command) -> Result<u8, BadInput> {
             if scenario == "-" && plan == "-" {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
             }
-            let problem = load_problem(&scenario)?;
+            let problem = load_problem(&scenario, options)?;
             let plan_text = read_input(&plan)?;
-            let plan: Plan = serde_json::from_str(&plan_text)
-                .map_err(|error| BadInput(format!("{}: not a valid plan: {error}", display_name(&plan))))?;
+            let plan = Plan::from_json(&plan_text).map_err(|error| {
+                BadInput(format!("{}: not a valid plan:\n{}", display_name(&plan), render::validation_text(&error)))
+            })?;
             let violations = fleetplan::verify(&problem, &plan);
             if json {
                 emit(&to_json(&violations)?);
@@ -230,9 +237,9 @@ fn read_input(source: &str) -> Result<String, BadInput> {
 
 /// Reads and validates a scenario. Validation messages become the exit-2 message (one per
 /// line, `path: message`); warnings go to standard error and the run continues.
-fn load_problem(source: &str) -> Result<Problem, BadInput> {
+fn load_problem(source: &str, options: &ReadOptions) -> Result<Problem, BadInput> {
     let text = read_input(source)?;
-    let problem = Problem::from_json(&text).map_err(|error| BadInput(render::validation_text(&error)))?;
+    let problem = Problem::from_json_with(&text, options).map_err(|error| BadInput(render::validation_text(&error)))?;
     eprint!("{}", render::warnings_text(problem.warnings()));
     Ok(problem)
 }

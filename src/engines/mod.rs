@@ -32,5 +32,15 @@ pub(crate) fn finish(
     let (fleet, _) = FinalFleet::apply(problem, &actions);
     let objective = objective(problem, &fleet);
     let unplaced = crate::explain::unplaced(problem, &fleet);
-    Plan { solver, status, stop_reason, actions, unplaced, objective, bound, warnings: problem.warnings.clone() }
+    Plan {
+        solver,
+        status,
+        stop_reason,
+        actions,
+        unplaced,
+        objective,
+        bound,
+        warnings: problem.warnings.clone(),
+        omitted: Default::default(),
+    }
 }

@@ -27,12 +27,9 @@ use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 use super::spread::{self, Slot};
-use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
+use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
-
-/// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
-const UNIT_COST_MICROS: i64 = 1_000_000;
 
 /// Plans with the greedy fast path. Every hard constraint holds; `Status::Infeasible` only when
 /// MinInstanceCount cannot be reached with the capacity given.
