@@ -355,7 +355,8 @@ impl ParseState<'_> {
     /// Consumes the next number token; keeps it when it does not print back as written.
     fn number(&mut self, value: Value) -> Value {
         if let Some(written) = self.numbers.get(self.next_number).copied() {
-            if value.to_string() != written {
+            let printed = value.to_string();
+            if printed != written {
                 let path = self.path_text();
                 self.raw_numbers.insert(path, written.to_string());
             }

@@ -349,6 +349,59 @@ pub(crate) struct Validator {
     raw_numbers: BTreeMap<String, String>,
 }
 
+/// A name for a message: quoted and escaped (control characters cannot break a line) and cut
+/// to 60 characters, so one long name cannot flood the output.
+pub(crate) fn quoted(name: &str) -> String {
+    if name.chars().count() > 60 {
+        let cut: String = name.chars().take(57).collect();
+        format!("{cut:?}...")
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// `message` about the entry at `path`, naming it when the path only indexes it: paths stay
+/// JSON paths (`InferenceComponents[3].RuntimeConfig.CopyCount`), and a message about a
+/// component, fleet instance or fleet copy entry ends with its name (`(component "llm-7b")`)
+/// unless it already says it.
+pub(crate) fn with_entry_name(scenario: &Scenario, path: &str, message: &str) -> String {
+    match entry_name(scenario, path) {
+        Some((name, bare)) if !bare.is_empty() && !mentions(message, &bare) => format!("{message} ({name})"),
+        _ => message.to_string(),
+    }
+}
+
+/// Whether `message` names `name` as a whole word (`m` is not mentioned by "number").
+fn mentions(message: &str, name: &str) -> bool {
+    let part_of_name = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    message.match_indices(name).any(|(start, _)| {
+        let before = message[..start].chars().next_back();
+        let after = message[start + name.len()..].chars().next();
+        !before.is_some_and(part_of_name) && !after.is_some_and(part_of_name)
+    })
+}
+
+/// The entry a path starts in, as (`component "llm"`, `llm`).
+fn entry_name(scenario: &Scenario, path: &str) -> Option<(String, String)> {
+    let index_after = |prefix: &str| -> Option<usize> {
+        let rest = path.strip_prefix(prefix)?;
+        rest.get(..rest.find(']')?)?.parse().ok()
+    };
+    if let Some(index) = index_after("InferenceComponents[") {
+        let name = &scenario.inference_components.get(index)?.inference_component_name;
+        Some((format!("component {}", quoted(name)), name.clone()))
+    } else if let Some(index) = index_after("Fleet.Instances[") {
+        let id = &scenario.fleet.instances.get(index)?.instance_id;
+        Some((format!("instance {}", quoted(id)), id.clone()))
+    } else if let Some(index) = index_after("Fleet.Copies[") {
+        let copy = scenario.fleet.copies.get(index)?;
+        let name = format!("copies of {} on {}", quoted(&copy.inference_component_name), quoted(&copy.instance_id));
+        Some((name, copy.inference_component_name.clone()))
+    } else {
+        None
+    }
+}
+
 /// A number for a message: plain decimals for ordinary magnitudes, exponent form for huge or
 /// tiny ones (`1e300`, not three hundred digits).
 pub(crate) fn number_text(value: f64) -> String {
@@ -422,7 +475,7 @@ impl Validator {
             if az.is_empty() {
                 self.error(format!("AvailabilityZones[{index}]"), "empty name");
             } else if !seen.insert(az.as_str()) {
-                self.error(format!("AvailabilityZones[{index}]"), format!("{az:?} is listed twice"));
+                self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
             }
         }
         let az_index = |name: &str| azs.iter().position(|az| az == name);
@@ -440,7 +493,7 @@ impl Validator {
                 continue;
             }
             if !overridden.insert(spec.instance_type.clone()) {
-                self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", spec.instance_type));
+                self.error(format!("{path}.InstanceType"), format!("{} is listed twice", quoted(&spec.instance_type)));
             }
             let ok = [
                 self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
@@ -480,7 +533,10 @@ impl Validator {
             }
             (Some(name), true) => {
                 if !catalogue.contains_key(name) {
-                    self.error("Endpoint.InstanceType", format!("{name:?} is not in the instance type catalogue"));
+                    self.error(
+                        "Endpoint.InstanceType",
+                        format!("{} is not in the instance type catalogue", quoted(name)),
+                    );
                 } else {
                     pools.push((name.clone(), 1, None));
                 }
@@ -499,11 +555,14 @@ impl Validator {
                     if !catalogue.contains_key(&pool.instance_type) {
                         self.error(
                             format!("{path}.InstanceType"),
-                            format!("{:?} is not in the instance type catalogue", pool.instance_type),
+                            format!("{} is not in the instance type catalogue", quoted(&pool.instance_type)),
                         );
                         ok = false;
                     } else if pools.iter().any(|(name, _, _)| name == &pool.instance_type) {
-                        self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", pool.instance_type));
+                        self.error(
+                            format!("{path}.InstanceType"),
+                            format!("{} is listed twice", quoted(&pool.instance_type)),
+                        );
                         ok = false;
                     }
                     if let (true, Some(priority)) = (ok, priority) {
@@ -543,7 +602,7 @@ impl Validator {
                 Some(type_info) => types.push(type_info),
                 None => self.error(
                     format!("Fleet.Instances[{index}].InstanceType"),
-                    format!("{:?} is not in the instance type catalogue", instance.instance_type),
+                    format!("{} is not in the instance type catalogue", quoted(&instance.instance_type)),
                 ),
             }
         }
@@ -563,19 +622,23 @@ impl Validator {
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
-                    format!("{:?} is not in AvailabilityZones", entry.availability_zone),
+                    format!("{} is not in AvailabilityZones", quoted(&entry.availability_zone)),
                 );
             }
             if !catalogue.contains_key(&entry.instance_type) {
                 self.error(
                     format!("{path}.InstanceType"),
-                    format!("{:?} is not in the instance type catalogue", entry.instance_type),
+                    format!("{} is not in the instance type catalogue", quoted(&entry.instance_type)),
                 );
             }
             if !capacity_seen.insert((entry.instance_type.clone(), entry.availability_zone.clone())) {
                 self.error(
                     path.clone(),
-                    format!("a second entry for ({:?}, {:?})", entry.instance_type, entry.availability_zone),
+                    format!(
+                        "a second entry for ({}, {})",
+                        quoted(&entry.instance_type),
+                        quoted(&entry.availability_zone)
+                    ),
                 );
                 continue;
             }
@@ -611,7 +674,7 @@ impl Validator {
         }
         if let Some(status) = &scaling_spec.status {
             if status != "ENABLED" && status != "DISABLED" {
-                self.error(format!("{scaling_path}.Status"), format!("{status:?} is not ENABLED or DISABLED"));
+                self.error(format!("{scaling_path}.Status"), format!("{} is not ENABLED or DISABLED", quoted(status)));
             }
         }
         let policy = scaling_spec.scale_in_policy.clone().unwrap_or_default();
@@ -622,7 +685,7 @@ impl Validator {
             Some(other) => {
                 self.error(
                     format!("{policy_path}.Strategy"),
-                    format!("{other:?} is not IDLE_RELEASE or CONSOLIDATION"),
+                    format!("{} is not IDLE_RELEASE or CONSOLIDATION", quoted(other)),
                 );
                 ScaleInStrategy::IdleRelease
             }
@@ -679,7 +742,7 @@ impl Validator {
             if name.is_empty() {
                 self.error(format!("{path}.InferenceComponentName"), "empty name");
             } else if !names.insert(name.clone()) {
-                self.error(format!("{path}.InferenceComponentName"), format!("{name:?} is listed twice"));
+                self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
             }
             let copy_count = self.count(
                 &format!("{path}.RuntimeConfig.CopyCount"),
@@ -731,12 +794,15 @@ impl Validator {
                         let Some(t) = pool_index(type_name) else {
                             self.error(
                                 format!("{spec_path}.InstanceType"),
-                                format!("{type_name:?} is not in Endpoint.InstancePools"),
+                                format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
                             );
                             continue;
                         };
                         if requirements[t].is_some() {
-                            self.error(format!("{spec_path}.InstanceType"), format!("{type_name:?} is listed twice"));
+                            self.error(
+                                format!("{spec_path}.InstanceType"),
+                                format!("{} is listed twice", quoted(type_name)),
+                            );
                             continue;
                         }
                         if let Some(resources) = resources {
@@ -766,7 +832,7 @@ impl Validator {
                     Some("BINPACK") => strategy = PlacementStrategy::Binpack,
                     Some(other) => self.error(
                         format!("{config_path}.PlacementStrategy"),
-                        format!("{other:?} is not SPREAD or BINPACK"),
+                        format!("{} is not SPREAD or BINPACK", quoted(other)),
                     ),
                 }
                 if let Some(balance) = &config.availability_zone_balance {
@@ -775,7 +841,7 @@ impl Validator {
                         if mode != "PERMISSIVE" {
                             self.error(
                                 format!("{balance_path}.EnforcementMode"),
-                                format!("{mode:?} is not PERMISSIVE"),
+                                format!("{} is not PERMISSIVE", quoted(mode)),
                             );
                         }
                     }
@@ -818,14 +884,14 @@ impl Validator {
                 self.error(format!("{path}.InstanceId"), "empty id");
                 untrusted.insert(String::new());
             } else if !fleet_ids.insert(instance.instance_id.clone()) {
-                self.error(format!("{path}.InstanceId"), format!("{:?} is listed twice", instance.instance_id));
+                self.error(format!("{path}.InstanceId"), format!("{} is listed twice", quoted(&instance.instance_id)));
                 untrusted.insert(instance.instance_id.clone());
             }
             let az = az_index(&instance.availability_zone);
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
-                    format!("{:?} is not in AvailabilityZones", instance.availability_zone),
+                    format!("{} is not in AvailabilityZones", quoted(&instance.availability_zone)),
                 );
             }
             if let (Some(type_index), Some(az_index)) = (type_index(&instance.instance_type), az) {
@@ -858,14 +924,17 @@ impl Validator {
             {
                 self.error(
                     format!("{path}.InferenceComponentName"),
-                    format!("{:?} is not an inference component of this endpoint", copy.inference_component_name),
+                    format!(
+                        "{} is not an inference component of this endpoint",
+                        quoted(&copy.inference_component_name)
+                    ),
                 );
             }
             let instance = fleet.iter().position(|i| i.id == copy.instance_id);
             if instance.is_none() && !fleet_ids.contains(&copy.instance_id) {
                 self.error(
                     format!("{path}.InstanceId"),
-                    format!("{:?} is not an instance in Fleet.Instances", copy.instance_id),
+                    format!("{} is not an instance in Fleet.Instances", quoted(&copy.instance_id)),
                 );
             }
             let (Some(component), Some(instance), Some(count)) = (component, instance, count) else {
@@ -925,6 +994,12 @@ impl Validator {
             }
         }
 
+        for issue in &mut self.issues {
+            issue.message = with_entry_name(scenario, &issue.path, &issue.message);
+        }
+        for warning in &mut self.warnings {
+            warning.message = with_entry_name(scenario, &warning.path, &warning.message);
+        }
         if !self.issues.is_empty() {
             return Err(ValidationError::new(self.issues));
         }
