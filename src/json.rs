@@ -246,17 +246,21 @@ fn unknown_keys(value: &Value, path: &str, known: &BTreeMap<usize, BTreeSet<&'st
 }
 
 /// The known key that `key` looks like a misspelling of: the same letters in another case, or
-/// else the nearest key at most two edits away (Damerau–Levenshtein; ties by name).
+/// else the nearest key at most two edits away (Damerau–Levenshtein; on a tie the one whose
+/// length is closest, as a mistyped letter is likelier than a lost or doubled one; then by name).
 fn misspelt(key: &str, known: &BTreeSet<&'static str>) -> Option<&'static str> {
     if let Some(same) = known.iter().find(|candidate| candidate.eq_ignore_ascii_case(key)) {
         return Some(same);
     }
     known
         .iter()
-        .map(|candidate| (strsim::damerau_levenshtein(key, candidate), *candidate))
-        .filter(|&(distance, _)| distance <= 2)
+        .map(|candidate| {
+            let distance = strsim::damerau_levenshtein(key, candidate);
+            (distance, key.len().abs_diff(candidate.len()), *candidate)
+        })
+        .filter(|&(distance, _, _)| distance <= 2)
         .min()
-        .map(|(_, candidate)| candidate)
+        .map(|(_, _, candidate)| candidate)
 }
 
 /// Identity of an object within the parsed document (the document outlives every use).
@@ -437,10 +441,10 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
         while let Some(key) = access.next_key::<String>()? {
             state.path.push(Segment::Key(key.clone()));
             let value = access.next_value_seed(ValueSeed(&mut *state))?;
-            if map.contains_key(&key) {
+            // Keep the last value, as serde_json does, so the rest of the document reads as the
+            // user most likely meant; the duplicate itself is an error.
+            if map.insert(key, value).is_some() {
                 state.duplicates.push(state.path_text());
-            } else {
-                map.insert(key, value);
             }
             state.path.pop();
         }
