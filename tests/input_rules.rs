@@ -508,3 +508,70 @@ proptest! {
         prop_assert!(text.lines().any(|line| line == expected), "expected {expected:?} in:\n{text}");
     }
 }
+
+/// The command line: `--strict` on every subcommand that reads a scenario, `verify` of plans
+/// from other tools.
+#[cfg(feature = "cli")]
+mod cli {
+    use std::process::Command;
+
+    use serde_json::json;
+
+    const BIN: &str = env!("CARGO_BIN_EXE_fleetplan");
+
+    /// A file in the temp dir, unique per test, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, contents: &str) -> TempFile {
+            let path = std::env::temp_dir().join(format!("fleetplan-input-{}-{name}", std::process::id()));
+            std::fs::write(&path, contents).expect("write temp file");
+            TempFile(path)
+        }
+
+        fn path(&self) -> &str {
+            self.0.to_str().expect("UTF-8 temp path")
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn run(args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(BIN).args(args).output().expect("the fleetplan binary runs");
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (output.status.code().expect("exited normally"), text(&output.stdout), text(&output.stderr))
+    }
+
+    #[test]
+    fn strict_is_accepted_by_every_subcommand_that_reads_a_scenario() {
+        let mut scenario = super::base();
+        scenario["EndpointArn"] = json!("arn");
+        let file = TempFile::new("strict.json", &scenario.to_string());
+        for command in ["plan", "consolidate", "report"] {
+            let (code, _, stderr) = run(&[command, "--strict", file.path()]);
+            assert_eq!((code, stderr.as_str()), (2, "EndpointArn: unknown key\n"), "{command}");
+            let (code, _, stderr) = run(&[command, file.path()]);
+            assert_eq!(code, 0, "{command}: {stderr}");
+        }
+        let plan = TempFile::new("strict-plan.json", r#"{"Actions": []}"#);
+        let (code, _, stderr) = run(&["verify", "--strict", file.path(), plan.path()]);
+        assert_eq!((code, stderr.as_str()), (2, "EndpointArn: unknown key\n"));
+    }
+
+    #[test]
+    fn verify_accepts_a_plan_from_another_tool() {
+        let scenario = TempFile::new("verify.json", &super::base().to_string());
+        let (code, plan_json, _) = run(&["plan", "--json", scenario.path()]);
+        assert_eq!(code, 0);
+        let mut plan: serde_json::Value = serde_json::from_str(&plan_json).unwrap();
+        let foreign = json!({"Solver": "homegrown-milp", "Actions": plan["Actions"].take(),
+                             "Unplaced": [{"InferenceComponentName": "llm", "CopyCount": 0}]});
+        let plan = TempFile::new("verify-plan.json", &foreign.to_string());
+        let (code, stdout, stderr) = run(&["verify", scenario.path(), plan.path()]);
+        assert_eq!((code, stdout.as_str()), (0, "plan is valid: no violations\n"), "{stderr}");
+    }
+}
