@@ -1136,7 +1136,8 @@ mod tests {
         let error = Problem::new(&scenario).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "InferenceComponents[0].Specifications[0].InstanceType: \"ml.g6.4xlarge\" is not in Endpoint.InstancePools"
+            "InferenceComponents[0].Specifications[0].InstanceType: \"ml.g6.4xlarge\" is not in Endpoint.InstancePools \
+             (component \"chat\")"
         );
     }
 
