@@ -187,7 +187,7 @@ fn read_scenario(text: &str, options: &ReadOptions) -> Result<Read, ValidationEr
     let mut issues = reader.issues;
     issues.extend(parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
     let mut unknown = Vec::new();
-    unknown_keys(&parsed.value, "", &reader.known, &mut unknown);
+    unknown_keys(&parsed.value, &mut String::new(), &reader.known, &mut unknown);
     let mut ignored = Vec::new();
     for key in unknown {
         match (key.suggestion, options.strict) {
@@ -223,22 +223,38 @@ struct UnknownKey {
 
 /// Collects unknown keys of every object the reader read (objects it never read — under an
 /// unknown key or in place of a scalar — are not descended into: their parent is reported).
-fn unknown_keys(value: &Value, path: &str, known: &BTreeMap<usize, BTreeSet<&'static str>>, out: &mut Vec<UnknownKey>) {
+/// `path` is a buffer holding the value's path; it is restored before returning (one buffer for
+/// the whole walk, as a document can hold millions of keys).
+fn unknown_keys(
+    value: &Value,
+    path: &mut String,
+    known: &BTreeMap<usize, BTreeSet<&'static str>>,
+    out: &mut Vec<UnknownKey>,
+) {
+    let length = path.len();
     match value {
         Value::Object(map) => {
             let Some(keys) = known.get(&address(map)) else { return };
             for (key, child) in map {
-                let child_path = join(path, key);
-                if keys.contains(key.as_str()) {
-                    unknown_keys(child, &child_path, known, out);
-                } else {
-                    out.push(UnknownKey { path: child_path, suggestion: misspelt(key, keys) });
+                if !path.is_empty() {
+                    path.push('.');
                 }
+                path.push_str(key);
+                if keys.contains(key.as_str()) {
+                    unknown_keys(child, path, known, out);
+                } else {
+                    out.push(UnknownKey { path: path.clone(), suggestion: misspelt(key, keys) });
+                }
+                path.truncate(length);
             }
         }
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                unknown_keys(item, &format!("{path}[{index}]"), known, out);
+                path.push('[');
+                path.push_str(&index.to_string());
+                path.push(']');
+                unknown_keys(item, path, known, out);
+                path.truncate(length);
             }
         }
         _ => {}
@@ -246,16 +262,20 @@ fn unknown_keys(value: &Value, path: &str, known: &BTreeMap<usize, BTreeSet<&'st
 }
 
 /// The known key that `key` looks like a misspelling of: the same letters in another case, or
-/// else the nearest key at most two edits away (Damerau–Levenshtein; on a tie the one whose
-/// length is closest, as a mistyped letter is likelier than a lost or doubled one; then by name).
+/// else the nearest key at most two edits away (optimal string alignment: insertions, deletions,
+/// substitutions and swaps of neighbours; on a tie the one whose length is closest, as a
+/// mistyped letter is likelier than a lost or doubled one; then by name). Keys whose lengths
+/// differ by more than two are skipped without computing a distance: real payloads carry
+/// thousands of unknown keys.
 fn misspelt(key: &str, known: &BTreeSet<&'static str>) -> Option<&'static str> {
     if let Some(same) = known.iter().find(|candidate| candidate.eq_ignore_ascii_case(key)) {
         return Some(same);
     }
     known
         .iter()
+        .filter(|candidate| key.len().abs_diff(candidate.len()) <= 2)
         .map(|candidate| {
-            let distance = strsim::damerau_levenshtein(key, candidate);
+            let distance = strsim::osa_distance(key, candidate);
             (distance, key.len().abs_diff(candidate.len()), *candidate)
         })
         .filter(|&(distance, _, _)| distance <= 2)
