@@ -37,7 +37,8 @@ pub struct InstanceTypeSpec {
     /// Number of accelerator devices (GPUs, Inferentia chips).
     pub accelerator_count: f64,
     /// Memory per accelerator in GiB (informational).
-    #[serde(default)]
+    // PascalCase would derive `AcceleratorMemoryGib`; the contract's key is `…GiB`.
+    #[serde(default, rename = "AcceleratorMemoryGiB")]
     pub accelerator_memory_gib: f64,
     /// Virtual CPUs.
     pub v_cpu_count: f64,
