@@ -1009,11 +1009,12 @@ fn check(scenario: &Scenario, plan: &Plan) -> Checked {
             if unit {
                 1_000_000
             } else {
-                facts.types.get(&i.0).and_then(|t| t.price).map_or(0, |p| (p * 1e6).round() as i64)
+                facts.types.get(&i.0).and_then(|t| t.price).map_or(0, |p| (p * 1e6).round() as i128)
             }
         })
         .sum();
-    let objective = Objective { placed_copies: placed, balance_excess, instances_by_priority, cost_micros };
+    let cost_unit = if unit { CostUnit::Instances } else { CostUnit::UsdPerHour };
+    let objective = Objective { placed_copies: placed, balance_excess, instances_by_priority, cost_micros, cost_unit };
     let mut accounting = Vec::new();
     let mut missing_per_component = BTreeMap::new();
     if objective != plan.objective {

@@ -68,6 +68,12 @@ pub enum WarningKind {
     NoCapacityInAz,
     /// A field was given but has no effect here.
     Ignored,
+    /// Keys fleetplan does not read (e.g. `EndpointArn` from a real API payload); one warning
+    /// lists every such path.
+    UnknownKeys,
+    /// Some pool or fleet types have an `HourlyPrice` and some do not: whenever an unpriced
+    /// type is in the final fleet, cost counts instances instead of dollars (`CostUnit`).
+    PartialPrices,
 }
 
 /// Something valid but worth a person's attention; planning goes on.
@@ -85,6 +91,10 @@ pub struct Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "warning: {}: {}", self.path, self.message)
+        if self.path.is_empty() {
+            write!(f, "warning: {}", self.message)
+        } else {
+            write!(f, "warning: {}: {}", self.path, self.message)
+        }
     }
 }

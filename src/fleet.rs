@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::plan::{Action, Objective};
+use crate::plan::{Action, CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
 
@@ -267,10 +267,15 @@ pub fn balance_excess(copies_per_az: &[u64], max_imbalance: Option<u32>) -> u64 
     imbalance(copies_per_az).saturating_sub(u64::from(limit))
 }
 
-/// Hourly price of one instance in millionths; `None` when the type has no price.
+/// Hourly price of one instance in millionths; `None` when the type has no price. Validation
+/// caps prices at 1e9, so this is at most 1e15 and fits an `i64`.
 pub fn price_micros(problem: &Problem, type_index: usize) -> Option<i64> {
-    problem.types.get(type_index)?.hourly_price.map(|price| (price * 1e6).round() as i64)
+    let price = problem.types.get(type_index)?.hourly_price?;
+    Some(i64::try_from(crate::plan::to_micros(price)).unwrap_or(i64::MAX))
 }
+
+/// Cost of one non-reserved instance whose type has no price (one unit, in millionths).
+pub const UNIT_COST_MICROS: i64 = 1_000_000;
 
 /// The objective (L1–L4) of a final fleet. The single definition used everywhere.
 pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
@@ -288,13 +293,21 @@ pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
     }
     // If any type in the fleet lacks a price, every non-reserved instance costs one unit.
     let unit_costs = fleet.instances.iter().any(|instance| price_micros(problem, instance.type_index).is_none());
+    // Exact and wide: i128 cannot overflow on any fleet (see `Objective::cost_micros`).
     let cost_micros = fleet
         .instances
         .iter()
         .filter(|instance| !instance.reserved)
-        .map(|instance| if unit_costs { 1_000_000 } else { price_micros(problem, instance.type_index).unwrap_or(0) })
+        .map(|instance| {
+            i128::from(if unit_costs {
+                UNIT_COST_MICROS
+            } else {
+                price_micros(problem, instance.type_index).unwrap_or(0)
+            })
+        })
         .sum();
-    Objective { placed_copies, balance_excess, instances_by_priority, cost_micros }
+    let cost_unit = if unit_costs { CostUnit::Instances } else { CostUnit::UsdPerHour };
+    Objective { placed_copies, balance_excess, instances_by_priority, cost_micros, cost_unit }
 }
 
 /// The objective reached by a list of actions (ignoring structural violations).

@@ -2,43 +2,72 @@
 //!
 //! serde's derive stops at the first type error and reports a line/column; users of a
 //! SageMaker-shaped payload want every wrong field at once, named by its JSON path. So the
-//! document is parsed into a [`serde_json::Value`] and walked by hand. Unknown keys are ignored.
+//! document is parsed into a [`serde_json::Value`] (by our own seed, which catches keys given
+//! twice and numbers out of range with their path) and walked by hand.
+//!
+//! Unknown keys (contract §1): the known keys of an object are exactly the keys the reader
+//! looks up in it, recorded as it reads — one place, so a field added to the reader is known
+//! at once, and a key can never be "known" yet silently dropped. Every other key is unknown:
+//! a warning listing every such path, an error naming the known key when it looks like a
+//! misspelling (same letters in another case, or at most two edits away, by `strsim`), and an
+//! error in strict mode.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, ValidationError, Warning, WarningKind};
 use crate::model::*;
 
+/// How a scenario is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Every unknown key is an error (not only the ones that look like a misspelt known key).
+    pub strict: bool,
+}
+
+impl ReadOptions {
+    /// Strict reading: every unknown key is an error.
+    pub fn strict() -> Self {
+        ReadOptions { strict: true }
+    }
+}
+
 /// Parses a scenario from JSON text. Type errors name their JSON path; all are reported.
+/// Unknown keys follow the default (non-strict) rules; their warning is dropped here because
+/// a [`Scenario`] carries no warnings (use [`crate::Problem::from_json`] to see it).
 pub fn scenario_from_json(text: &str) -> Result<Scenario, ValidationError> {
-    let value: Value = serde_json::from_str(text).map_err(|error| {
-        ValidationError::new(vec![Issue { path: String::new(), message: format!("malformed JSON: {error}") }])
-    })?;
-    let mut reader = Reader::default();
-    let scenario = reader.scenario(&value);
-    if reader.issues.is_empty() {
-        Ok(scenario)
+    let read = read_scenario(text, &ReadOptions::default())?;
+    if read.issues.is_empty() {
+        Ok(read.scenario)
     } else {
-        Err(ValidationError::new(reader.issues))
+        Err(ValidationError::new(read.issues))
     }
 }
 
 /// Reads a scenario and validates it into a [`crate::Problem`], reporting type and semantic
 /// problems together.
 pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> {
-    let value: Value = serde_json::from_str(text).map_err(|error| {
-        ValidationError::new(vec![Issue { path: String::new(), message: format!("malformed JSON: {error}") }])
-    })?;
-    let mut reader = Reader::default();
-    let scenario = reader.scenario(&value);
-    if reader.issues.is_empty() {
-        return crate::Problem::new(&scenario);
+    problem_from_json_with(text, &ReadOptions::default())
+}
+
+/// [`problem_from_json`] with options (e.g. strict unknown-key checking).
+pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate::Problem, ValidationError> {
+    let read = read_scenario(text, options)?;
+    let validator = || crate::problem::Validator::with_raw_numbers(read.raw_numbers.clone());
+    if read.issues.is_empty() {
+        let mut problem = validator().run(&read.scenario)?;
+        if let Some(warning) = read.warning {
+            problem.warnings.insert(0, warning);
+        }
+        return Ok(problem);
     }
     // Validate what could be read, but drop issues about fields that already have a type error:
     // their defaulted values would only produce follow-on noise.
-    let typed_count = reader.issues.len();
-    let mut issues = reader.issues;
-    if let Err(semantic) = crate::Problem::new(&scenario) {
+    let typed_count = read.issues.len();
+    let mut issues = read.issues;
+    if let Err(semantic) = validator().run(&read.scenario) {
         for issue in semantic.issues() {
             // Compare with the type errors only, never with semantic issues kept before.
             let shadowed = issues[..typed_count].iter().any(|typed| shadows(&typed.path, &issue.path));
@@ -48,6 +77,399 @@ pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> 
         }
     }
     Err(ValidationError::new(issues))
+}
+
+/// Reads a plan from any source (see [`crate::Plan::from_json`]).
+pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
+    use crate::plan::{Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
+    let parsed = parse(text)?;
+    let mut issues: Vec<Issue> =
+        parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }).collect();
+    let Value::Object(map) = &parsed.value else {
+        issues.push(Issue {
+            path: String::new(),
+            message: format!("expected a plan object, found {}", describe(&parsed.value)),
+        });
+        return Err(ValidationError::new(issues));
+    };
+    let present = |key: &str| map.get(key).filter(|value| !value.is_null());
+    // serde's own message, under our path, for one typed part.
+    fn typed<T: serde::de::DeserializeOwned>(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<T> {
+        match T::deserialize(value) {
+            Ok(typed) => Some(typed),
+            Err(error) => {
+                issues.push(Issue { path: path.to_string(), message: shorten(&error.to_string(), 200) });
+                None
+            }
+        }
+    }
+    let mut actions = Vec::new();
+    match present("Actions") {
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                if let Some(action) = typed(item, &format!("Actions[{index}]"), &mut issues) {
+                    actions.push(action);
+                }
+            }
+        }
+        Some(other) => issues
+            .push(Issue { path: "Actions".into(), message: format!("expected an array, found {}", describe(other)) }),
+        None => issues.push(Issue { path: "Actions".into(), message: "is required".into() }),
+    }
+    let mut omitted = Omitted::default();
+    let solver = match present("Solver") {
+        Some(Value::String(name)) if name == "greedy" => SolverKind::Greedy,
+        Some(Value::String(name)) if name == "exact" => SolverKind::Exact,
+        Some(Value::String(name)) => {
+            omitted.solver_name = Some(name.clone());
+            SolverKind::Other
+        }
+        Some(other) => {
+            issues.push(Issue {
+                path: "Solver".into(),
+                message: format!("expected a string, found {}", describe(other)),
+            });
+            SolverKind::Other
+        }
+        None => SolverKind::Other,
+    };
+    let status = match present("Status") {
+        Some(value) => typed::<Status>(value, "Status", &mut issues).unwrap_or(Status::Feasible),
+        None => {
+            omitted.status = true;
+            Status::Feasible
+        }
+    };
+    let stop_reason = present("StopReason")
+        .and_then(|value| typed::<StopReason>(value, "StopReason", &mut issues))
+        .unwrap_or(StopReason::Completed);
+    let unplaced = match present("Unplaced") {
+        Some(value) => typed::<Vec<Unplaced>>(value, "Unplaced", &mut issues).unwrap_or_default(),
+        None => {
+            omitted.unplaced = true;
+            Vec::new()
+        }
+    };
+    let objective = match present("Objective") {
+        Some(value) => {
+            omitted.cost_unit = value.get("CostUnit").is_none_or(Value::is_null);
+            typed::<Objective>(value, "Objective", &mut issues).unwrap_or_default()
+        }
+        None => {
+            omitted.objective = true;
+            Objective::default()
+        }
+    };
+    let bound = present("Bound").and_then(|value| typed::<Objective>(value, "Bound", &mut issues));
+    if !issues.is_empty() {
+        return Err(ValidationError::new(issues));
+    }
+    Ok(Plan { solver, status, stop_reason, actions, unplaced, objective, bound, warnings: Vec::new(), omitted })
+}
+
+/// What reading produced before semantic validation.
+struct Read {
+    scenario: Scenario,
+    /// Type errors and unknown-key errors, in document order.
+    issues: Vec<Issue>,
+    /// The one unknown-keys warning, if any key was ignored.
+    warning: Option<Warning>,
+    /// Numbers whose text differs from how the parsed value prints (big integers, `1e3`), by
+    /// path: messages echo them as written.
+    raw_numbers: BTreeMap<String, String>,
+}
+
+/// Parses, reads and checks keys. `Err` only for a document that is not JSON at all.
+fn read_scenario(text: &str, options: &ReadOptions) -> Result<Read, ValidationError> {
+    let parsed = parse(text)?;
+    let mut reader = Reader { issues: Vec::new(), known: BTreeMap::new(), raw_numbers: &parsed.raw_numbers };
+    let scenario = reader.scenario(&parsed.value);
+    let mut issues = reader.issues;
+    issues.extend(parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
+    let mut unknown = Vec::new();
+    unknown_keys(&parsed.value, &mut String::new(), &reader.known, &mut unknown);
+    let mut ignored = Vec::new();
+    for key in unknown {
+        match (key.suggestion, options.strict) {
+            (Some(known), _) => {
+                issues.push(Issue { path: key.path, message: format!("unknown key; did you mean {known}?") })
+            }
+            (None, true) => issues.push(Issue { path: key.path, message: "unknown key".to_string() }),
+            (None, false) => ignored.push(key.path),
+        }
+    }
+    let warning = (!ignored.is_empty()).then(|| Warning {
+        kind: WarningKind::UnknownKeys,
+        path: String::new(),
+        message: format!(
+            "{} ignored (fleetplan does not read {}): {}",
+            counted(ignored.len(), "unknown key", "unknown keys"),
+            if ignored.len() == 1 { "it" } else { "them" },
+            ignored.join(", ")
+        ),
+    });
+    Ok(Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers })
+}
+
+fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// A key the reader never looked up, with the known key it most likely misspells.
+struct UnknownKey {
+    path: String,
+    suggestion: Option<&'static str>,
+}
+
+/// Collects unknown keys of every object the reader read (objects it never read — under an
+/// unknown key or in place of a scalar — are not descended into: their parent is reported).
+/// `path` is a buffer holding the value's path; it is restored before returning (one buffer for
+/// the whole walk, as a document can hold millions of keys).
+fn unknown_keys(
+    value: &Value,
+    path: &mut String,
+    known: &BTreeMap<usize, BTreeSet<&'static str>>,
+    out: &mut Vec<UnknownKey>,
+) {
+    let length = path.len();
+    match value {
+        Value::Object(map) => {
+            let Some(keys) = known.get(&address(map)) else { return };
+            for (key, child) in map {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                if keys.contains(key.as_str()) {
+                    unknown_keys(child, path, known, out);
+                } else {
+                    out.push(UnknownKey { path: path.clone(), suggestion: misspelt(key, keys) });
+                }
+                path.truncate(length);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push('[');
+                path.push_str(&index.to_string());
+                path.push(']');
+                unknown_keys(item, path, known, out);
+                path.truncate(length);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The known key that `key` looks like a misspelling of: the same letters in another case, or
+/// else the nearest key at most two edits away (optimal string alignment: insertions, deletions,
+/// substitutions and swaps of neighbours; on a tie the one whose length is closest, as a
+/// mistyped letter is likelier than a lost or doubled one; then by name). Keys whose lengths
+/// differ by more than two are skipped without computing a distance: real payloads carry
+/// thousands of unknown keys.
+fn misspelt(key: &str, known: &BTreeSet<&'static str>) -> Option<&'static str> {
+    if let Some(same) = known.iter().find(|candidate| candidate.eq_ignore_ascii_case(key)) {
+        return Some(same);
+    }
+    known
+        .iter()
+        .filter(|candidate| key.len().abs_diff(candidate.len()) <= 2)
+        .map(|candidate| {
+            let distance = strsim::osa_distance(key, candidate);
+            (distance, key.len().abs_diff(candidate.len()), *candidate)
+        })
+        .filter(|&(distance, _, _)| distance <= 2)
+        .min()
+        .map(|(_, _, candidate)| candidate)
+}
+
+/// Identity of an object within the parsed document (the document outlives every use).
+fn address(map: &Map<String, Value>) -> usize {
+    std::ptr::from_ref(map) as usize
+}
+
+/// The parsed document and what the parse step found that `serde_json::Value` would hide.
+struct Parsed {
+    value: Value,
+    /// Paths of keys given twice in one object.
+    duplicates: Vec<String>,
+    raw_numbers: BTreeMap<String, String>,
+}
+
+fn parse(text: &str) -> Result<Parsed, ValidationError> {
+    let mut state = ParseState { numbers: number_tokens(text), ..ParseState::default() };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let result = ValueSeed(&mut state).deserialize(&mut deserializer).and_then(|value| {
+        deserializer.end()?;
+        Ok(value)
+    });
+    match result {
+        Ok(value) => Ok(Parsed { value, duplicates: state.duplicates, raw_numbers: state.raw_numbers }),
+        Err(error) if error.to_string().starts_with("number out of range") => {
+            // The path stack still names the value being parsed when the error was raised.
+            let written = state.numbers.get(state.next_number).copied().unwrap_or("?");
+            Err(ValidationError::new(vec![Issue {
+                path: state.path_text(),
+                message: format!("number out of range: {}", shorten(written, 40)),
+            }]))
+        }
+        Err(error) => {
+            Err(ValidationError::new(vec![Issue { path: String::new(), message: format!("malformed JSON: {error}") }]))
+        }
+    }
+}
+
+/// Every number token of a JSON text, in document order (strings skipped). serde_json visits
+/// numbers in the same order, so the n-th visited number was written as the n-th token.
+fn number_tokens(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut index = 0;
+    while let Some(&byte) = bytes.get(index) {
+        match byte {
+            b'"' => {
+                index += 1;
+                while let Some(&inner) = bytes.get(index) {
+                    index += if inner == b'\\' { 2 } else { 1 };
+                    if inner == b'"' {
+                        break;
+                    }
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = index;
+                while bytes.get(index).is_some_and(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')) {
+                    index += 1;
+                }
+                tokens.push(text.get(start..index).unwrap_or(""));
+            }
+            _ => index += 1,
+        }
+    }
+    tokens
+}
+
+#[derive(Default)]
+struct ParseState<'t> {
+    numbers: Vec<&'t str>,
+    next_number: usize,
+    /// Keys and indices from the root to the value being parsed.
+    path: Vec<Segment>,
+    duplicates: Vec<String>,
+    raw_numbers: BTreeMap<String, String>,
+}
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+impl ParseState<'_> {
+    fn path_text(&self) -> String {
+        let mut text = String::new();
+        for segment in &self.path {
+            match segment {
+                Segment::Key(key) => text = join(&text, key),
+                Segment::Index(index) => text.push_str(&format!("[{index}]")),
+            }
+        }
+        text
+    }
+
+    /// Consumes the next number token; keeps it when it does not print back as written.
+    fn number(&mut self, value: Value) -> Value {
+        if let Some(written) = self.numbers.get(self.next_number).copied() {
+            let printed = value.to_string();
+            if printed != written {
+                let path = self.path_text();
+                self.raw_numbers.insert(path, written.to_string());
+            }
+        }
+        self.next_number += 1;
+        value
+    }
+}
+
+/// Builds a [`Value`] like serde_json does, but records duplicate keys and number texts.
+struct ValueSeed<'s, 't>(&'s mut ParseState<'t>);
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(self.0.number(Value::from(value)))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(self.0.number(Value::from(value)))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(self.0.number(Value::from(value)))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_string()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let state = self.0;
+        let mut items = Vec::new();
+        loop {
+            state.path.push(Segment::Index(items.len()));
+            let Some(item) = access.next_element_seed(ValueSeed(&mut *state))? else {
+                state.path.pop();
+                break;
+            };
+            state.path.pop();
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let state = self.0;
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            state.path.push(Segment::Key(key.clone()));
+            let value = access.next_value_seed(ValueSeed(&mut *state))?;
+            // Keep the last value, as serde_json does, so the rest of the document reads as the
+            // user most likely meant; the duplicate itself is an error.
+            if map.insert(key, value).is_some() {
+                state.duplicates.push(state.path_text());
+            }
+            state.path.pop();
+        }
+        Ok(Value::Object(map))
+    }
 }
 
 /// Whether a type error at `typed` explains a semantic issue at `semantic`: the issue is about
@@ -74,41 +496,62 @@ fn shadows(typed: &str, semantic: &str) -> bool {
 
 /// Describes a JSON value for an error message: strings quoted, long values cut.
 pub(crate) fn describe(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 40 {
-        let cut: String = text.chars().take(37).collect();
+    shorten(&value.to_string(), 40)
+}
+
+/// `text` cut to at most `limit` characters (`...` marks the cut), so one long name or value
+/// cannot flood a message.
+pub(crate) fn shorten(text: &str, limit: usize) -> String {
+    if text.chars().count() > limit {
+        let cut: String = text.chars().take(limit.saturating_sub(3)).collect();
         format!("{cut}...")
     } else {
-        text
+        text.to_string()
     }
 }
 
-#[derive(Default)]
-struct Reader {
+struct Reader<'p> {
     issues: Vec<Issue>,
+    /// Keys looked up per object (by [`address`]): the known keys of that object.
+    known: BTreeMap<usize, BTreeSet<&'static str>>,
+    raw_numbers: &'p BTreeMap<String, String>,
 }
 
-impl Reader {
+impl Reader<'_> {
     fn error(&mut self, path: &str, message: String) {
         self.issues.push(Issue { path: path.to_string(), message });
     }
 
+    /// A value described for a message: a number as it was written, anything else by [`describe`].
+    fn describe_at(&self, value: &Value, path: &str) -> String {
+        match self.raw_numbers.get(path) {
+            Some(written) if value.is_number() => shorten(written, 40),
+            _ => describe(value),
+        }
+    }
+
     fn object<'v>(&mut self, value: &'v Value, path: &str) -> Option<&'v Map<String, Value>> {
         match value {
-            Value::Object(map) => Some(map),
+            Value::Object(map) => {
+                self.known.entry(address(map)).or_default();
+                Some(map)
+            }
             other => {
-                self.error(path, format!("expected an object, found {}", describe(other)));
+                let found = self.describe_at(other, path);
+                self.error(path, format!("expected an object, found {found}"));
                 None
             }
         }
     }
 
-    /// A field that may be absent or null.
-    fn field<'v>(&mut self, map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    /// A field that may be absent or null. Every key the reader reads passes through here,
+    /// which makes it a known key of its object.
+    fn field<'v>(&mut self, map: &'v Map<String, Value>, key: &'static str) -> Option<&'v Value> {
+        self.known.entry(address(map)).or_default().insert(key);
         map.get(key).filter(|value| !value.is_null())
     }
 
-    fn required<'v>(&mut self, map: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v Value> {
+    fn required<'v>(&mut self, map: &'v Map<String, Value>, key: &'static str, path: &str) -> Option<&'v Value> {
         let value = self.field(map, key);
         if value.is_none() {
             self.error(&join(path, key), "is required".to_string());
@@ -120,7 +563,8 @@ impl Reader {
         match value {
             Value::String(text) => text.clone(),
             other => {
-                self.error(path, format!("expected a string, found {}", describe(other)));
+                let found = self.describe_at(other, path);
+                self.error(path, format!("expected a string, found {found}"));
                 String::new()
             }
         }
@@ -130,7 +574,8 @@ impl Reader {
         match value.as_f64() {
             Some(number) => number,
             None => {
-                self.error(path, format!("expected a number, found {}", describe(value)));
+                let found = self.describe_at(value, path);
+                self.error(path, format!("expected a number, found {found}"));
                 0.0
             }
         }
@@ -140,7 +585,8 @@ impl Reader {
         match value.as_f64() {
             Some(number) if number.fract() == 0.0 => number,
             _ => {
-                self.error(path, format!("expected an integer, found {}", describe(value)));
+                let found = self.describe_at(value, path);
+                self.error(path, format!("expected an integer, found {found}"));
                 0.0
             }
         }
@@ -150,7 +596,8 @@ impl Reader {
         match value {
             Value::Bool(flag) => *flag,
             other => {
-                self.error(path, format!("expected true or false, found {}", describe(other)));
+                let found = self.describe_at(other, path);
+                self.error(path, format!("expected true or false, found {found}"));
                 false
             }
         }
@@ -160,30 +607,31 @@ impl Reader {
         match value {
             Value::Array(items) => items,
             other => {
-                self.error(path, format!("expected an array, found {}", describe(other)));
+                let found = self.describe_at(other, path);
+                self.error(path, format!("expected an array, found {found}"));
                 &[]
             }
         }
     }
 
-    fn opt_string(&mut self, map: &Map<String, Value>, key: &str, path: &str) -> Option<String> {
+    fn opt_string(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> Option<String> {
         let value = self.field(map, key)?;
         Some(self.string(value, &join(path, key)))
     }
 
-    fn req_string(&mut self, map: &Map<String, Value>, key: &str, path: &str) -> String {
+    fn req_string(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> String {
         match self.required(map, key, path) {
             Some(value) => self.string(value, &join(path, key)),
             None => String::new(),
         }
     }
 
-    fn opt_integer(&mut self, map: &Map<String, Value>, key: &str, path: &str) -> Option<f64> {
+    fn opt_integer(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> Option<f64> {
         let value = self.field(map, key)?;
         Some(self.integer(value, &join(path, key)))
     }
 
-    fn opt_number(&mut self, map: &Map<String, Value>, key: &str, path: &str) -> Option<f64> {
+    fn opt_number(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> Option<f64> {
         let value = self.field(map, key)?;
         Some(self.number(value, &join(path, key)))
     }
@@ -191,7 +639,7 @@ impl Reader {
     fn list<T>(
         &mut self,
         map: &Map<String, Value>,
-        key: &str,
+        key: &'static str,
         path: &str,
         mut item: impl FnMut(&mut Self, &Value, &str) -> T,
     ) -> Vec<T> {
@@ -282,9 +730,16 @@ impl Reader {
             pool.model_name_override = reader.opt_string(map, "ModelNameOverride", path);
             pool
         });
-        endpoint.desired_instance_count = self
-            .opt_integer(map, "DesiredInstanceCount", path)
-            .or_else(|| self.opt_integer(map, "InitialInstanceCount", path));
+        // `InitialInstanceCount` is the alias the model derive accepts too (contract §1).
+        let desired = self.opt_integer(map, "DesiredInstanceCount", path);
+        let initial = self.opt_integer(map, "InitialInstanceCount", path);
+        if desired.is_some() && initial.is_some() {
+            self.error(
+                &join(path, "InitialInstanceCount"),
+                "give DesiredInstanceCount or its alias InitialInstanceCount, not both".to_string(),
+            );
+        }
+        endpoint.desired_instance_count = desired.or(initial);
         if let Some(scaling) = self.field(map, "ManagedInstanceScaling") {
             let scaling_path = join(path, "ManagedInstanceScaling");
             endpoint.managed_instance_scaling = self.scaling(scaling, &scaling_path);
@@ -445,6 +900,22 @@ mod tests {
     fn malformed_json_is_one_clear_error() {
         let error = scenario_from_json("{").unwrap_err();
         assert!(error.to_string().starts_with("malformed JSON"), "{error}");
+    }
+
+    #[test]
+    fn number_tokens_skip_strings_and_keep_the_written_text() {
+        let text = r#"{"a\"1": [1e3, -2, "7", 12345678901234567890], "b": 0.50}"#;
+        assert_eq!(number_tokens(text), vec!["1e3", "-2", "12345678901234567890", "0.50"]);
+    }
+
+    #[test]
+    fn misspellings_are_case_changes_or_at_most_two_edits() {
+        let known: BTreeSet<&'static str> = ["MaxImbalance", "EnforcementMode"].into_iter().collect();
+        assert_eq!(misspelt("maximbalance", &known), Some("MaxImbalance"));
+        assert_eq!(misspelt("MaxImbalence", &known), Some("MaxImbalance"));
+        assert_eq!(misspelt("MaxImblance", &known), Some("MaxImbalance"));
+        assert_eq!(misspelt("MaxImbal", &known), None);
+        assert_eq!(misspelt("EndpointArn", &known), None);
     }
 
     #[test]

@@ -30,13 +30,15 @@ pub use engines::limits::{Limits, Phase, Stats};
 pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::Explanation;
 pub use fleet::{objective, FinalFleet, FinalInstance};
+#[cfg(feature = "json")]
+pub use json::ReadOptions;
 pub use metrics::MetricsError;
 pub use model::{
     AvailabilityZoneBalance, CapacityEntry, CapacityEvent, ComponentSpecification, ComputeResourceRequirements,
     Endpoint, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec,
     ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
 };
-pub use plan::{Action, Objective, Plan, SolverKind, Status, StopReason, Unplaced};
+pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
 pub use verify::{verify, Violation, ViolationKind};

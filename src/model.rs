@@ -65,6 +65,7 @@ pub struct InstanceTypeSpec {
     /// Number of accelerator devices (GPUs, Inferentia chips).
     pub accelerator_count: f64,
     /// Memory per accelerator in GiB (informational).
+    // PascalCase would derive `AcceleratorMemoryGib`; the contract's key is `…GiB`.
     #[serde(default, rename = "AcceleratorMemoryGiB")]
     pub accelerator_memory_gib: f64,
     /// Virtual CPUs.
@@ -380,7 +381,9 @@ impl ScenarioBuilder {
                 model_name: None,
                 compute_resource_requirements: ComputeResourceRequirements {
                     number_of_accelerator_devices_required: Some(f64::from(accelerators)),
-                    number_of_cpu_cores_required: if cpu_cores > 0.0 { Some(cpu_cores) } else { None },
+                    // 0 means "no CPU requirement"; anything else (NaN, negative) is validated
+                    // exactly as JSON input is, never dropped.
+                    number_of_cpu_cores_required: (cpu_cores != 0.0).then_some(cpu_cores),
                     min_memory_required_in_mb: f64::from(memory_mib),
                 },
                 scheduling_config: None,

@@ -67,6 +67,10 @@ pub enum SolverKind {
     /// The exact integer-programming planner.
     #[serde(rename = "exact")]
     Exact,
+    /// Another tool (a plan read with [`Plan::from_json`]; its name is in
+    /// [`Omitted::solver_name`]).
+    #[serde(rename = "other", other)]
+    Other,
 }
 
 /// How good a plan is known to be.
@@ -120,6 +124,46 @@ impl fmt::Display for StopReason {
     }
 }
 
+/// What the L4 cost counts (contract §2 L4, §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum CostUnit {
+    /// Dollars per hour: every non-reserved instance of the final fleet has a price.
+    #[default]
+    #[serde(rename = "USD/h")]
+    UsdPerHour,
+    /// Instances: some type in the final fleet has no `HourlyPrice`, so every non-reserved
+    /// instance costs 1.
+    #[serde(rename = "instances")]
+    Instances,
+}
+
+impl CostUnit {
+    /// How the unit reads after a number: `per hour` or `instances`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            CostUnit::UsdPerHour => "per hour",
+            CostUnit::Instances => "instances",
+        }
+    }
+}
+
+/// Millionths per unit of cost.
+const MICROS_PER_UNIT: f64 = 1e6;
+
+/// An amount (dollars, or instances) in millionths, rounded: the one conversion used for
+/// prices and reported costs. Accepted prices are at most 1e9, so a price is at most 1e15
+/// micros and fits an `i64`; sums are taken in `i128` (see [`Objective::cost_micros`]).
+/// Non-finite or out-of-range amounts (only possible in a foreign plan) saturate.
+pub fn to_micros(amount: f64) -> i128 {
+    (amount * MICROS_PER_UNIT).round() as i128
+}
+
+/// Millionths back to an amount (for display and JSON).
+pub fn from_micros(micros: i128) -> f64 {
+    micros as f64 / MICROS_PER_UNIT
+}
+
 /// The lexicographic objective of docs/contract.md §2 (L1 placed, L2 balance, L3 preference, L4 cost).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -131,22 +175,27 @@ pub struct Objective {
     pub balance_excess: u64,
     /// L3: instances of the final fleet per priority (1–6), zero entries omitted.
     pub instances_by_priority: BTreeMap<u8, u32>,
-    /// L4: hourly cost in millionths (dollars, or instances when a price is missing).
+    /// L4: hourly cost in millionths (dollars, or instances when a price is missing: see
+    /// [`cost_unit`](Self::cost_unit)). An exact integer sum: `i128` holds 1e15 micros (the
+    /// largest accepted price) times more instances than any machine can hold, so no accepted
+    /// input overflows it.
     #[serde(rename = "Cost", with = "micros")]
     #[cfg_attr(feature = "schema", schemars(with = "f64"))]
-    pub cost_micros: i64,
+    pub cost_micros: i128,
+    /// What the cost counts: `USD/h`, or `instances` when a type in the final fleet has no price.
+    #[serde(default)]
+    pub cost_unit: CostUnit,
 }
 
 mod micros {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(value: &i64, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_f64(*value as f64 / 1e6)
+    pub fn serialize<S: Serializer>(value: &i128, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(super::from_micros(*value))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-        let value = f64::deserialize(deserializer)?;
-        Ok((value * 1e6).round() as i64)
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i128, D::Error> {
+        Ok(super::to_micros(f64::deserialize(deserializer)?))
     }
 }
 
@@ -156,9 +205,9 @@ impl Objective {
         self.instances_by_priority.get(&priority).copied().unwrap_or(0)
     }
 
-    /// The cost in dollars (or instance units).
+    /// The cost in dollars (or instance units, see [`cost_unit`](Self::cost_unit)).
     pub fn cost(&self) -> f64 {
-        self.cost_micros as f64 / 1e6
+        from_micros(self.cost_micros)
     }
 
     /// A key whose natural order is "better first": compare two objectives with `key() <`.
@@ -187,7 +236,7 @@ pub struct ObjectiveKey {
     /// L3: (n6, n5, n4, n3, n2, n1).
     pub fallback_counts: [u32; 6],
     /// L4.
-    pub cost_micros: i64,
+    pub cost_micros: i128,
 }
 
 /// Copies of a component that could not be placed, and why.
@@ -199,7 +248,8 @@ pub struct Unplaced {
     pub inference_component_name: String,
     /// How many copies are missing.
     pub copy_count: u64,
-    /// Reasons a person can act on.
+    /// Reasons a person can act on (a plan from another tool may leave them out).
+    #[serde(default)]
     pub reasons: Vec<String>,
 }
 
@@ -228,6 +278,27 @@ pub struct Plan {
     /// Validation warnings carried along for the reader.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// Which optional parts a plan read with [`Plan::from_json`] left out (nothing, for plans
+    /// the library makes); `verify` checks only what is given.
+    #[serde(skip)]
+    pub omitted: Omitted,
+}
+
+/// The parts of a plan from another source that were not given (contract §5: only `Actions`
+/// is required). `verify` derives these instead of checking them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// The `Solver` string when it is not `greedy` or `exact` (then `solver` is
+    /// [`SolverKind::Other`]).
+    pub solver_name: Option<String>,
+    /// No `Status` (then [`Status::Feasible`] is assumed).
+    pub status: bool,
+    /// No `Objective` (then the objective is not checked; the field holds the default).
+    pub objective: bool,
+    /// An `Objective` without `CostUnit` (then the unit is not checked).
+    pub cost_unit: bool,
+    /// No `Unplaced` (then the missing copies are not compared).
+    pub unplaced: bool,
 }
 
 fn completed() -> StopReason {
@@ -238,6 +309,16 @@ impl Plan {
     /// Number of `LaunchInstance` actions.
     pub fn launches(&self) -> usize {
         self.actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count()
+    }
+
+    /// Reads a plan from any source (contract §5): only `Actions` is required. `Solver` may be
+    /// any string; `Status`, `StopReason`, `Objective` (with or without `CostUnit`), `Unplaced`
+    /// (with or without `Reasons`) and `Bound` are optional — [`crate::verify()`] checks them when
+    /// present and derives them when absent ([`Plan::omitted`] says which). Other keys, such as
+    /// `Warnings`, are not read. Every problem is reported with its JSON path.
+    #[cfg(feature = "json")]
+    pub fn from_json(text: &str) -> Result<Plan, crate::ValidationError> {
+        crate::json::plan_from_json(text)
     }
 
     /// The plan as pretty JSON (deterministic).

@@ -301,15 +301,24 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Validates a scenario. Every problem is reported at once.
+    /// Validates a scenario. Every problem is reported at once. A scenario built in code
+    /// (e.g. by [`ScenarioBuilder`]) is held to exactly the rules JSON input is.
     pub fn new(scenario: &Scenario) -> Result<Problem, ValidationError> {
         Validator::default().run(scenario)
     }
 
     /// Parses and validates scenario JSON (type and semantic problems reported together).
+    /// Unknown keys follow the default rules of [`crate::json::ReadOptions`].
     #[cfg(feature = "json")]
     pub fn from_json(text: &str) -> Result<Problem, ValidationError> {
         crate::json::problem_from_json(text)
+    }
+
+    /// [`Problem::from_json`] with reading options, e.g. `&ReadOptions::strict()` to make every
+    /// unknown key an error.
+    #[cfg(feature = "json")]
+    pub fn from_json_with(text: &str, options: &crate::json::ReadOptions) -> Result<Problem, ValidationError> {
+        crate::json::problem_from_json_with(text, options)
     }
 
     /// Endpoint name.
@@ -409,9 +418,76 @@ impl Problem {
 }
 
 #[derive(Default)]
-struct Validator {
+pub(crate) struct Validator {
     issues: Vec<Issue>,
     warnings: Vec<Warning>,
+    /// Numbers as written in the JSON input, by path, where the parsed value prints otherwise
+    /// (a big integer, `1e3`): messages echo what the user wrote.
+    raw_numbers: BTreeMap<String, String>,
+}
+
+/// A name for a message: quoted and escaped (control characters cannot break a line) and cut
+/// to 60 characters, so one long name cannot flood the output.
+pub(crate) fn quoted(name: &str) -> String {
+    if name.chars().count() > 60 {
+        let cut: String = name.chars().take(57).collect();
+        format!("{cut:?}...")
+    } else {
+        format!("{name:?}")
+    }
+}
+
+/// `message` about the entry at `path`, naming it when the path only indexes it: paths stay
+/// JSON paths (`InferenceComponents[3].RuntimeConfig.CopyCount`), and a message about a
+/// component, fleet instance or fleet copy entry ends with its name (`(component "llm-7b")`)
+/// unless it already says it.
+pub(crate) fn with_entry_name(scenario: &Scenario, path: &str, message: &str) -> String {
+    match entry_name(scenario, path) {
+        Some((name, bare)) if !bare.is_empty() && !mentions(message, &bare) => format!("{message} ({name})"),
+        _ => message.to_string(),
+    }
+}
+
+/// Whether `message` names `name` as a whole word (`m` is not mentioned by "number").
+fn mentions(message: &str, name: &str) -> bool {
+    let part_of_name = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    message.match_indices(name).any(|(start, _)| {
+        let before = message[..start].chars().next_back();
+        let after = message[start + name.len()..].chars().next();
+        !before.is_some_and(part_of_name) && !after.is_some_and(part_of_name)
+    })
+}
+
+/// The entry a path starts in, as (`component "llm"`, `llm`).
+fn entry_name(scenario: &Scenario, path: &str) -> Option<(String, String)> {
+    let index_after = |prefix: &str| -> Option<usize> {
+        let rest = path.strip_prefix(prefix)?;
+        rest.get(..rest.find(']')?)?.parse().ok()
+    };
+    if let Some(index) = index_after("InferenceComponents[") {
+        let name = &scenario.inference_components.get(index)?.inference_component_name;
+        Some((format!("component {}", quoted(name)), name.clone()))
+    } else if let Some(index) = index_after("Fleet.Instances[") {
+        let id = &scenario.fleet.instances.get(index)?.instance_id;
+        Some((format!("instance {}", quoted(id)), id.clone()))
+    } else if let Some(index) = index_after("Fleet.Copies[") {
+        let copy = scenario.fleet.copies.get(index)?;
+        let name = format!("copies of {} on {}", quoted(&copy.inference_component_name), quoted(&copy.instance_id));
+        Some((name, copy.inference_component_name.clone()))
+    } else {
+        None
+    }
+}
+
+/// A number for a message: plain decimals for ordinary magnitudes, exponent form for huge or
+/// tiny ones (`1e300`, not three hundred digits).
+pub(crate) fn number_text(value: f64) -> String {
+    let magnitude = value.abs();
+    if value.is_finite() && value != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
 }
 
 /// Whether a number must be whole.
@@ -430,19 +506,31 @@ impl Validator {
         self.warnings.push(Warning { kind, path: path.into(), message: message.into() });
     }
 
+    /// A validator that echoes the given numbers as written (see [`crate::json`]).
+    pub(crate) fn with_raw_numbers(raw_numbers: BTreeMap<String, String>) -> Self {
+        Validator { raw_numbers, ..Validator::default() }
+    }
+
+    /// `value` at `path` for a message: as written in the input when known.
+    fn shown(&self, path: &str, value: f64) -> String {
+        self.raw_numbers.get(path).cloned().unwrap_or_else(|| number_text(value))
+    }
+
     /// Checks a number is finite, within `[min, max]`, and whole if asked; returns it if valid.
     fn number(&mut self, path: &str, value: f64, kind: Kind, min: f64, max: f64) -> Option<f64> {
+        let shown = self.shown(path, value);
+        let (min_text, max_text) = (number_text(min), number_text(max));
         if !value.is_finite() {
-            self.error(path, format!("{value} is not a number"));
+            self.error(path, format!("{shown} is not a number"));
             None
         } else if kind == Kind::Integer && value.fract() != 0.0 {
-            self.error(path, format!("expected an integer, found {value}"));
+            self.error(path, format!("expected an integer, found {shown}"));
             None
         } else if value < min {
-            self.error(path, format!("{value} is below the minimum {min}"));
+            self.error(path, format!("{shown} is below the minimum {min_text}"));
             None
         } else if value > max {
-            self.error(path, format!("{value} is above the maximum {max}"));
+            self.error(path, format!("{shown} is above the maximum {max_text}"));
             None
         } else {
             Some(value)
@@ -453,7 +541,7 @@ impl Validator {
         self.number(path, value, Kind::Integer, f64::from(min), f64::from(max)).map(|v| v as u32)
     }
 
-    fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
+    pub(crate) fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
         // Availability zones.
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
@@ -464,7 +552,7 @@ impl Validator {
             if az.is_empty() {
                 self.error(format!("AvailabilityZones[{index}]"), "empty name");
             } else if !seen.insert(az.as_str()) {
-                self.error(format!("AvailabilityZones[{index}]"), format!("{az:?} is listed twice"));
+                self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
             }
         }
         let az_index = |name: &str| azs.iter().position(|az| az == name);
@@ -482,7 +570,7 @@ impl Validator {
                 continue;
             }
             if !overridden.insert(spec.instance_type.clone()) {
-                self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", spec.instance_type));
+                self.error(format!("{path}.InstanceType"), format!("{} is listed twice", quoted(&spec.instance_type)));
             }
             let ok = [
                 self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
@@ -522,7 +610,10 @@ impl Validator {
             }
             (Some(name), true) => {
                 if !catalogue.contains_key(name) {
-                    self.error("Endpoint.InstanceType", format!("{name:?} is not in the instance type catalogue"));
+                    self.error(
+                        "Endpoint.InstanceType",
+                        format!("{} is not in the instance type catalogue", quoted(name)),
+                    );
                 } else {
                     pools.push((name.clone(), 1, None));
                 }
@@ -541,11 +632,14 @@ impl Validator {
                     if !catalogue.contains_key(&pool.instance_type) {
                         self.error(
                             format!("{path}.InstanceType"),
-                            format!("{:?} is not in the instance type catalogue", pool.instance_type),
+                            format!("{} is not in the instance type catalogue", quoted(&pool.instance_type)),
                         );
                         ok = false;
                     } else if pools.iter().any(|(name, _, _)| name == &pool.instance_type) {
-                        self.error(format!("{path}.InstanceType"), format!("{:?} is listed twice", pool.instance_type));
+                        self.error(
+                            format!("{path}.InstanceType"),
+                            format!("{} is listed twice", quoted(&pool.instance_type)),
+                        );
                         ok = false;
                     }
                     if let (true, Some(priority)) = (ok, priority) {
@@ -585,11 +679,12 @@ impl Validator {
                 Some(type_info) => types.push(type_info),
                 None => self.error(
                     format!("Fleet.Instances[{index}].InstanceType"),
-                    format!("{:?} is not in the instance type catalogue", instance.instance_type),
+                    format!("{} is not in the instance type catalogue", quoted(&instance.instance_type)),
                 ),
             }
         }
         let type_index = |name: &str| types.iter().position(|t| t.name == name);
+        self.warn_partial_prices(&types);
 
         // Capacity.
         let mut limits = vec![vec![LaunchLimit::default(); azs.len()]; types.len()];
@@ -604,19 +699,23 @@ impl Validator {
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
-                    format!("{:?} is not in AvailabilityZones", entry.availability_zone),
+                    format!("{} is not in AvailabilityZones", quoted(&entry.availability_zone)),
                 );
             }
             if !catalogue.contains_key(&entry.instance_type) {
                 self.error(
                     format!("{path}.InstanceType"),
-                    format!("{:?} is not in the instance type catalogue", entry.instance_type),
+                    format!("{} is not in the instance type catalogue", quoted(&entry.instance_type)),
                 );
             }
             if !capacity_seen.insert((entry.instance_type.clone(), entry.availability_zone.clone())) {
                 self.error(
                     path.clone(),
-                    format!("a second entry for ({:?}, {:?})", entry.instance_type, entry.availability_zone),
+                    format!(
+                        "a second entry for ({}, {})",
+                        quoted(&entry.instance_type),
+                        quoted(&entry.availability_zone)
+                    ),
                 );
                 continue;
             }
@@ -652,7 +751,7 @@ impl Validator {
         }
         if let Some(status) = &scaling_spec.status {
             if status != "ENABLED" && status != "DISABLED" {
-                self.error(format!("{scaling_path}.Status"), format!("{status:?} is not ENABLED or DISABLED"));
+                self.error(format!("{scaling_path}.Status"), format!("{} is not ENABLED or DISABLED", quoted(status)));
             }
         }
         let policy = scaling_spec.scale_in_policy.clone().unwrap_or_default();
@@ -663,7 +762,7 @@ impl Validator {
             Some(other) => {
                 self.error(
                     format!("{policy_path}.Strategy"),
-                    format!("{other:?} is not IDLE_RELEASE or CONSOLIDATION"),
+                    format!("{} is not IDLE_RELEASE or CONSOLIDATION", quoted(other)),
                 );
                 ScaleInStrategy::IdleRelease
             }
@@ -720,7 +819,7 @@ impl Validator {
             if name.is_empty() {
                 self.error(format!("{path}.InferenceComponentName"), "empty name");
             } else if !names.insert(name.clone()) {
-                self.error(format!("{path}.InferenceComponentName"), format!("{name:?} is listed twice"));
+                self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
             }
             let copy_count = self.count(
                 &format!("{path}.RuntimeConfig.CopyCount"),
@@ -772,12 +871,15 @@ impl Validator {
                         let Some(t) = pool_index(type_name) else {
                             self.error(
                                 format!("{spec_path}.InstanceType"),
-                                format!("{type_name:?} is not in Endpoint.InstancePools"),
+                                format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
                             );
                             continue;
                         };
                         if requirements[t].is_some() {
-                            self.error(format!("{spec_path}.InstanceType"), format!("{type_name:?} is listed twice"));
+                            self.error(
+                                format!("{spec_path}.InstanceType"),
+                                format!("{} is listed twice", quoted(type_name)),
+                            );
                             continue;
                         }
                         if let Some(resources) = resources {
@@ -807,7 +909,7 @@ impl Validator {
                     Some("BINPACK") => strategy = PlacementStrategy::Binpack,
                     Some(other) => self.error(
                         format!("{config_path}.PlacementStrategy"),
-                        format!("{other:?} is not SPREAD or BINPACK"),
+                        format!("{} is not SPREAD or BINPACK", quoted(other)),
                     ),
                 }
                 if let Some(balance) = &config.availability_zone_balance {
@@ -816,7 +918,7 @@ impl Validator {
                         if mode != "PERMISSIVE" {
                             self.error(
                                 format!("{balance_path}.EnforcementMode"),
-                                format!("{mode:?} is not PERMISSIVE"),
+                                format!("{} is not PERMISSIVE", quoted(mode)),
                             );
                         }
                     }
@@ -859,21 +961,21 @@ impl Validator {
                 self.error(format!("{path}.InstanceId"), "empty id");
                 untrusted.insert(String::new());
             } else if !fleet_ids.insert(instance.instance_id.clone()) {
-                self.error(format!("{path}.InstanceId"), format!("{:?} is listed twice", instance.instance_id));
+                self.error(format!("{path}.InstanceId"), format!("{} is listed twice", quoted(&instance.instance_id)));
                 untrusted.insert(instance.instance_id.clone());
             }
             let az = az_index(&instance.availability_zone);
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
-                    format!("{:?} is not in AvailabilityZones", instance.availability_zone),
+                    format!("{} is not in AvailabilityZones", quoted(&instance.availability_zone)),
                 );
             }
             let draining = match instance.state.as_deref() {
                 None | Some("InService") => false,
                 Some("Draining") => true,
                 Some(other) => {
-                    self.error(format!("{path}.State"), format!("{other:?} is not InService or Draining"));
+                    self.error(format!("{path}.State"), format!("{} is not InService or Draining", quoted(other)));
                     false
                 }
             };
@@ -907,14 +1009,17 @@ impl Validator {
             {
                 self.error(
                     format!("{path}.InferenceComponentName"),
-                    format!("{:?} is not an inference component of this endpoint", copy.inference_component_name),
+                    format!(
+                        "{} is not an inference component of this endpoint",
+                        quoted(&copy.inference_component_name)
+                    ),
                 );
             }
             let instance = fleet.iter().position(|i| i.id == copy.instance_id);
             if instance.is_none() && !fleet_ids.contains(&copy.instance_id) {
                 self.error(
                     format!("{path}.InstanceId"),
-                    format!("{:?} is not an instance in Fleet.Instances", copy.instance_id),
+                    format!("{} is not an instance in Fleet.Instances", quoted(&copy.instance_id)),
                 );
             }
             let (Some(component), Some(instance), Some(count)) = (component, instance, count) else {
@@ -982,6 +1087,12 @@ impl Validator {
             }
         }
 
+        for issue in &mut self.issues {
+            issue.message = with_entry_name(scenario, &issue.path, &issue.message);
+        }
+        for warning in &mut self.warnings {
+            warning.message = with_entry_name(scenario, &warning.path, &warning.message);
+        }
         if !self.issues.is_empty() {
             return Err(ValidationError::new(self.issues));
         }
@@ -1032,7 +1143,7 @@ impl Validator {
             if kind.is_none() {
                 self.error(
                     format!("{path}.Event"),
-                    format!("{:?} is not InsufficientCapacity, ProvisioningTimeout or Launched", event.event),
+                    format!("{} is not InsufficientCapacity, ProvisioningTimeout or Launched", quoted(&event.event)),
                 );
             }
             let time = self
@@ -1046,14 +1157,14 @@ impl Validator {
             if !catalogue.contains_key(&event.instance_type) {
                 self.error(
                     format!("{path}.InstanceType"),
-                    format!("{:?} is not in the instance type catalogue", event.instance_type),
+                    format!("{} is not in the instance type catalogue", quoted(&event.instance_type)),
                 );
             }
             let az = azs.iter().position(|name| name == &event.availability_zone);
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
-                    format!("{:?} is not in AvailabilityZones", event.availability_zone),
+                    format!("{} is not in AvailabilityZones", quoted(&event.availability_zone)),
                 );
             }
             // A catalogue type that is neither in the pool nor in the fleet is never launched.
@@ -1073,6 +1184,33 @@ impl Validator {
             }
         }
         (now, blocks)
+    }
+
+    /// One warning when some pool or fleet types have a price and some do not (contract §2 L4:
+    /// a final fleet with an unpriced type costs instances, not dollars).
+    fn warn_partial_prices(&mut self, types: &[InstanceTypeInfo]) {
+        let (priced, unpriced): (Vec<&InstanceTypeInfo>, Vec<&InstanceTypeInfo>) =
+            types.iter().partition(|info| info.hourly_price.is_some());
+        if priced.is_empty() || unpriced.is_empty() {
+            return;
+        }
+        let names = |in_pool: bool| -> Vec<String> {
+            unpriced.iter().filter(|info| info.in_pool == in_pool).map(|info| info.name.clone()).collect()
+        };
+        let mut parts = Vec::new();
+        for (label, list) in [("pool", names(true)), ("fleet", names(false))] {
+            if !list.is_empty() {
+                parts.push(format!("{label} {}", list.join(", ")));
+            }
+        }
+        self.warn(
+            WarningKind::PartialPrices,
+            "InstanceTypes",
+            format!(
+                "no HourlyPrice for {}: a final fleet with one of them costs instances, not dollars (CostUnit \"instances\")",
+                parts.join("; ")
+            ),
+        );
     }
 
     /// Converts a requirement to integer resources (milli-cores and MiB rounded up).
@@ -1166,7 +1304,8 @@ mod tests {
         let error = Problem::new(&scenario).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "InferenceComponents[0].Specifications[0].InstanceType: \"ml.g6.4xlarge\" is not in Endpoint.InstancePools"
+            "InferenceComponents[0].Specifications[0].InstanceType: \"ml.g6.4xlarge\" is not in Endpoint.InstancePools \
+             (component \"chat\")"
         );
     }
 

@@ -180,7 +180,7 @@ fn yes_no(flag: bool) -> String {
 }
 
 /// A millionths value as a decimal with at least two and at most six fraction digits.
-fn micros_text(micros: i64) -> String {
+fn micros_text(micros: i128) -> String {
     let sign = if micros < 0 { "-" } else { "" };
     let magnitude = micros.unsigned_abs();
     let whole = magnitude / 1_000_000;
@@ -202,10 +202,11 @@ pub fn objective_line(objective: &Objective) -> String {
         format!("instances {} ({total} total)", by_priority.join(" "))
     };
     format!(
-        "placed {}, balance excess {}, {instances}, cost {} per hour",
+        "placed {}, balance excess {}, {instances}, cost {} {}",
         counted(objective.placed_copies, "copy", "copies"),
         objective.balance_excess,
-        micros_text(objective.cost_micros)
+        micros_text(objective.cost_micros),
+        objective.cost_unit.suffix()
     )
 }
 
@@ -233,6 +234,8 @@ fn warning_kind_title(kind: WarningKind) -> &'static str {
         WarningKind::ImbalanceUnreachable => "components whose copy count can never meet MaxImbalance 0",
         WarningKind::NoCapacityInAz => "AZs where no pool instance type can launch",
         WarningKind::Ignored => "fields given without effect",
+        WarningKind::UnknownKeys => "lists of keys fleetplan does not read",
+        WarningKind::PartialPrices => "notes on instance types without an HourlyPrice",
     }
 }
 
@@ -361,6 +364,7 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
     let solver = match plan.solver {
         SolverKind::Greedy => "greedy",
         SolverKind::Exact => "exact",
+        SolverKind::Other => plan.omitted.solver_name.as_deref().unwrap_or("other"),
     };
     let _ = writeln!(
         out,

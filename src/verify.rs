@@ -64,9 +64,14 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
     check_fleet(problem, &fleet, plan.launches(), &mut violations);
     let mut push = |kind, message| violations.push(Violation { kind, message });
 
-    // Accounting: the reported objective and Unplaced must match the actions.
+    // Accounting: the reported objective and Unplaced must match the actions. Parts a plan
+    // from another source left out (contract §5) are derived, not checked.
     let actual = objective(problem, &fleet);
-    if actual != plan.objective {
+    let mut reported = plan.objective.clone();
+    if plan.omitted.cost_unit {
+        reported.cost_unit = actual.cost_unit;
+    }
+    if !plan.omitted.objective && actual != reported {
         push(
             ViolationKind::Accounting,
             format!("reported objective {:?} but the actions reach {:?}", plan.objective, actual),
@@ -81,7 +86,8 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
         }
     }
     let per_az = fleet.copies_per_az(problem);
-    for (index, component) in problem.components.iter().enumerate() {
+    let unplaced_given = !plan.omitted.unplaced;
+    for (index, component) in problem.components.iter().enumerate().filter(|_| unplaced_given) {
         let placed: u64 = per_az[index].iter().sum();
         let missing = u64::from(component.copy_count).saturating_sub(placed);
         let reported: u64 = plan

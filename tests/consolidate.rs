@@ -1,4 +1,4 @@
-//! Consolidation (spec §3): the planner's plans pass the independent checker, and the checker
+//! Consolidation (docs/contract.md §3): the planner's plans pass the independent checker, and the checker
 //! catches broken plans.
 
 mod common;

@@ -34,6 +34,7 @@ fn plan_of(problem: &Problem, actions: Vec<Action>) -> Plan {
         actions,
         bound: None,
         warnings: problem.warnings().to_vec(),
+        omitted: Default::default(),
     }
 }
 

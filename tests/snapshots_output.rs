@@ -100,6 +100,7 @@ fn hand_made_plan(problem: &Problem) -> Plan {
         objective,
         bound: Some(bound),
         warnings: problem.warnings().to_vec(),
+        omitted: Default::default(),
     }
 }
 

@@ -141,7 +141,7 @@ fn flat_priority_witness_is_feasible_and_better_than_greedy() {
 /// Found by the sweep's fault injection (`scenario_sweep mutate`): `verify` (through
 /// `FinalFleet::apply` in `src/fleet.rs`) rejects a `PlaceCopy` whose `ModelName` is the
 /// component's `Specification.ModelName` when the pool entry has a `ModelNameOverride`, because the
-/// crate's own rule picks the override. The contract does not say which wins and spec §2 has no
+/// crate's own rule picks the override. The contract does not say which wins and contract §2 has no
 /// model-name rule, so a plan from another solver that picks the specification's build is valid,
 /// yet `fleetplan verify` exited 1 on it. Fixed: `Requirement::other_model_name` keeps the build
 /// not chosen, and `verify` accepts either.
@@ -154,7 +154,7 @@ fn verify_accepts_either_model_build_where_the_contract_is_silent() {
         {"Type": "PlaceCopy", "InferenceComponentName": "llm", "InstanceId": "new-1", "ModelName": "llm-fp16"}],
       "Unplaced": [], "Objective": {"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {"1": 1},
       "Cost": 1.0}, "Bound": null}"#;
-    let plan: Plan = serde_json::from_str(plan_text).expect("plan parses");
+    let plan = Plan::from_json(plan_text).expect("plan parses");
     let violations = verify(&problem, &plan);
     assert!(violations.is_empty(), "{violations:?}");
 }
@@ -172,7 +172,8 @@ fn verify_accepts_the_override_build_and_no_model_name() {
           "Unplaced": [], "Objective": {{"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {{"1": 1}},
           "Cost": 1.0}}, "Bound": null}}"#
         );
-        let plan: Plan = serde_json::from_str(&plan_text).expect("plan parses");
+        // A plan from another tool: no CostUnit (the cost is 1 instance here), read as any source.
+        let plan = Plan::from_json(&plan_text).expect("plan parses");
         assert!(verify(&problem, &plan).is_empty(), "{model}");
     }
 }

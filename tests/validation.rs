@@ -6,7 +6,7 @@ use fleetplan::{Problem, ScenarioBuilder};
 use proptest::prelude::*;
 use serde_json::Value;
 
-/// One scenario breaking as many rules of spec §1 as fit in one document.
+/// One scenario breaking as many rules of docs/contract.md §1 as fit in one document.
 const MANY_RULES_BROKEN: &str = r#"{
   "AvailabilityZones": ["us-east-1a", "us-east-1a", "us-east-1b"],
   "InstanceTypes": [
@@ -83,7 +83,13 @@ fn many_rules_at_once() {
     // A type error deep inside one pool does not hide the list-level "too many pools" error.
     assert!(text.contains("Endpoint.InstancePools: 6 pools given, at most 5 are allowed\n"), "{text}");
     // A semantic issue kept earlier does not hide another one of the same component.
-    assert!(text.contains("InferenceComponents[1]: give either Specification or Specifications, not both\n"), "{text}");
+    // Messages about a component entry name it (paths stay JSON paths).
+    assert!(
+        text.contains(
+            "InferenceComponents[1]: give either Specification or Specifications, not both (component \"llm\")\n"
+        ),
+        "{text}"
+    );
     // Unrelated fleet errors do not hide a packing error on an instance that is otherwise fine.
     assert!(text.contains("Fleet.Instances[3]: instance i-3 (ml.g6.12xlarge) already breaks packing"), "{text}");
     insta::assert_snapshot!(text);
@@ -127,8 +133,9 @@ fn not_a_number_through_the_rust_api() {
         text,
         vec![
             "Endpoint.InstancePools[0].Priority: -inf is not a number",
-            "InferenceComponents[0].RuntimeConfig.CopyCount: NaN is not a number",
-            "InferenceComponents[0].Specification.ComputeResourceRequirements.MinMemoryRequiredInMb: inf is not a number",
+            "InferenceComponents[0].RuntimeConfig.CopyCount: NaN is not a number (component \"m\")",
+            "InferenceComponents[0].Specification.ComputeResourceRequirements.MinMemoryRequiredInMb: inf is not a number \
+             (component \"m\")",
         ]
     );
 }
@@ -140,7 +147,8 @@ fn malformed_and_non_object_documents() {
         ("{\"AvailabilityZones\": [", "malformed JSON"),
         ("[]", "expected an object"),
         ("42", "expected an object"),
-        ("{\"AvailabilityZones\": [1e400]}", "malformed JSON"),
+        // Out of range: named by its path and echoed as written (issue 9).
+        ("{\"AvailabilityZones\": [1e400]}", "AvailabilityZones[0]: number out of range: 1e400"),
     ] {
         let error = Problem::from_json(text).expect_err(text);
         assert!(error.to_string().starts_with(start), "{text:?}: {error}");

@@ -8,6 +8,7 @@
 //! fleetplan schema scenario|plan
 //! ```
 //!
+//! Every subcommand takes `--strict` (every unknown scenario key is an error).
 //! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
 //! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
 //! line, on standard error) or a file that cannot be read or written.
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use fleetplan::{
-    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReliabilityReport,
+    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReadOptions, ReliabilityReport,
 };
 
 /// Exit code for success, including a partial plan.
@@ -49,6 +50,10 @@ struct Cli {
     /// `Warnings`).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// Make every unknown key in the scenario an error (by default a key fleetplan does not
+    /// read is a warning, and one that looks like a misspelt known key is an error).
+    #[arg(long, global = true)]
+    strict: bool,
 }
 
 #[derive(Subcommand)]
@@ -161,7 +166,8 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let cli = Cli::parse();
     let output = Output { quiet: cli.quiet };
-    match run(cli.command, output, started) {
+    let options = ReadOptions { strict: cli.strict };
+    match run(cli.command, output, &options, started) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
             eprint!("{message}");
@@ -205,10 +211,10 @@ impl Output {
     }
 }
 
-fn run(command: Command, output: Output, started: Instant) -> Result<u8, BadInput> {
+fn run(command: Command, output: Output, options: &ReadOptions, started: Instant) -> Result<u8, BadInput> {
     match command {
         Command::Plan { scenario, solver, time_limit_ms, backend, json, stats } => {
-            let problem = load_problem(&scenario, output)?;
+            let problem = load_problem(&scenario, output, options)?;
             let (plan, engine_stats) = match solver {
                 Solver::Greedy => {
                     if backend != Backend::Microlp {
@@ -243,7 +249,7 @@ fn run(command: Command, output: Output, started: Instant) -> Result<u8, BadInpu
             Ok(EXIT_OK)
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
-            let problem = load_problem(&scenario, output)?;
+            let problem = load_problem(&scenario, output, options)?;
             let (plan, engine_stats) =
                 Consolidator::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem);
             if stats {
@@ -260,7 +266,7 @@ fn run(command: Command, output: Output, started: Instant) -> Result<u8, BadInpu
             if scenario == "-" && plan.as_deref() == Some("-") {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
             }
-            let problem = load_problem(&scenario, output)?;
+            let problem = load_problem(&scenario, output, options)?;
             let (report, heading) = match plan {
                 None => (ReliabilityReport::build(&problem), String::new()),
                 Some(source) => {
@@ -298,10 +304,8 @@ fn run(command: Command, output: Output, started: Instant) -> Result<u8, BadInpu
             if scenario == "-" && plan == "-" {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
             }
-            let problem = load_problem(&scenario, output)?;
-            let plan_text = read_input(&plan)?;
-            let plan: Plan = serde_json::from_str(&plan_text)
-                .map_err(|error| BadInput(format!("{}: not a valid plan: {error}", display_name(&plan))))?;
+            let problem = load_problem(&scenario, output, options)?;
+            let plan = load_plan(&plan)?;
             let violations = fleetplan::verify(&problem, &plan);
             if json {
                 emit(&to_json(&violations)?);
@@ -343,9 +347,9 @@ fn read_input(source: &str) -> Result<String, BadInput> {
 
 /// Reads and validates a scenario. Validation messages become the exit-2 message (one per
 /// line, `path: message`); warnings go to standard error, grouped by kind, and the run continues.
-fn load_problem(source: &str, output: Output) -> Result<Problem, BadInput> {
+fn load_problem(source: &str, output: Output, options: &ReadOptions) -> Result<Problem, BadInput> {
     let text = read_input(source)?;
-    let problem = Problem::from_json(&text).map_err(|error| BadInput(render::validation_text(&error)))?;
+    let problem = Problem::from_json_with(&text, options).map_err(|error| BadInput(render::validation_text(&error)))?;
     output.warn(&render::warnings_summary(&problem, problem.warnings()));
     Ok(problem)
 }
@@ -353,8 +357,12 @@ fn load_problem(source: &str, output: Output) -> Result<Problem, BadInput> {
 /// Reads a plan for `report --plan`.
 fn load_plan(source: &str) -> Result<Plan, BadInput> {
     let text = read_input(source)?;
-    serde_json::from_str(&text).map_err(|error| {
-        BadInput(render::escape_text(&format!("{}: not a valid plan: {error}", display_name(source))).into_owned())
+    Plan::from_json(&text).map_err(|error| {
+        BadInput(format!(
+            "{}: not a valid plan:\n{}",
+            render::escape_text(display_name(source)),
+            render::validation_text(&error)
+        ))
     })
 }
 

@@ -33,5 +33,20 @@ pub(crate) fn finish(
     let (fleet, _) = FinalFleet::apply(problem, &actions);
     let objective = objective(problem, &fleet);
     let unplaced = crate::explain::unplaced(problem, &fleet);
-    Plan { solver, status, stop_reason, actions, unplaced, objective, bound, warnings: problem.warnings.clone() }
+    let mut bound = bound;
+    if let Some(bound) = bound.as_mut().filter(|bound| bound.cost_micros == 0) {
+        // A bound that never reached L4 says cost ≥ 0, true in either unit: state it in the plan's.
+        bound.cost_unit = objective.cost_unit;
+    }
+    Plan {
+        solver,
+        status,
+        stop_reason,
+        actions,
+        unplaced,
+        objective,
+        bound,
+        warnings: problem.warnings.clone(),
+        omitted: Default::default(),
+    }
 }

@@ -327,7 +327,7 @@ fn draining_left(problem: &Problem, plan: &ConsolidationPlan) -> usize {
 }
 
 /// [`consolidation_score`]: `(n6, …, n1)`, cost in millionths, moves; smaller is better.
-pub type ConsolidationScore = ([u32; 6], i64, usize);
+pub type ConsolidationScore = ([u32; 6], i128, usize);
 
 /// What consolidation minimises, in order (docs/contract.md §3): L3 `(n6, …, n1)`, then L4 cost, then the
 /// number of moves. (L1 never changes; L2 is a constraint that must not get worse, so a plan
@@ -485,7 +485,7 @@ impl<'p> Planner<'p> {
         if node.reserved {
             0
         } else if self.unit_costs {
-            1_000_000
+            crate::fleet::UNIT_COST_MICROS
         } else {
             price_micros(self.problem, node.type_index).unwrap_or(0)
         }

@@ -658,7 +658,14 @@ fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Op
                     bound.instances_by_priority.insert(priority, count);
                 }
             }
-            Goal::Cost(_) => bound.cost_micros = ((value * 1e6) - 1.0).floor().max(0.0) as i64,
+            Goal::Cost(mode) => {
+                // One micro below the solver's value: the bound must not exceed the optimum.
+                bound.cost_micros = (crate::plan::to_micros(value) - 1).max(0);
+                bound.cost_unit = match mode {
+                    CostMode::Priced => crate::plan::CostUnit::UsdPerHour,
+                    CostMode::Units => crate::plan::CostUnit::Instances,
+                };
+            }
         }
     }
     Some(bound)

@@ -315,7 +315,7 @@ impl<'a> Facts<'a> {
             return false;
         }
         let used = self.groups.keys().map(|&(t, _)| t).chain(problem.fleet().iter().map(|i| i.type_index));
-        let mut price_of: BTreeMap<u8, i64> = BTreeMap::new();
+        let mut price_of: BTreeMap<u8, i128> = BTreeMap::new();
         for t in used {
             let Some(info) = types.get(t) else {
                 return false;
@@ -323,7 +323,7 @@ impl<'a> Facts<'a> {
             let Some(price) = info.hourly_price else {
                 return false;
             };
-            let micros = (price * 1e6).round() as i64;
+            let micros = crate::plan::to_micros(price);
             if *price_of.entry(info.priority).or_insert(micros) != micros {
                 return false;
             }

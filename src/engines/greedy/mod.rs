@@ -30,12 +30,9 @@ use super::spread::{self, Slot};
 use std::time::Instant;
 
 use crate::engines::limits::{Limits, Stats};
-use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance};
+use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
-
-/// Cost of a non-reserved instance whose type has no price (one unit, as the objective counts).
-const UNIT_COST_MICROS: i64 = 1_000_000;
 
 /// Plans with the greedy fast path and no limits: [`GreedyPlanner::new`]`().plan(problem)`.
 /// Every hard constraint holds; `Status::Infeasible` only when MinInstanceCount cannot be

@@ -1,0 +1,577 @@
+//! Issue 9 input rules (contract §1, §2 L4, §4, §5): no silent input loss, no overflow, plans
+//! verified from any source. Every message is asserted exactly.
+#![cfg(feature = "json")]
+
+use fleetplan::{
+    plan_greedy, verify, CostUnit, InstanceTypeSpec, Plan, Problem, ReadOptions, ScenarioBuilder, SolverKind,
+    WarningKind,
+};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// A valid scenario using most keys of the contract (every object kind appears).
+fn base() -> Value {
+    json!({
+      "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+      "InstanceTypes": [
+        {"InstanceType": "ml.g6.12xlarge", "AcceleratorCount": 4, "AcceleratorMemoryGiB": 24,
+         "VCpuCount": 48, "MemoryInMb": 196608, "HourlyPrice": 4.6},
+        {"InstanceType": "ml.g6e.12xlarge", "AcceleratorCount": 4, "AcceleratorMemoryGiB": 48,
+         "VCpuCount": 48, "MemoryInMb": 393216, "HourlyPrice": 10.49}
+      ],
+      "Capacity": [
+        {"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b", "Available": 1, "Reserved": 1}
+      ],
+      "Endpoint": {
+        "EndpointName": "agents",
+        "VariantName": "AllTraffic",
+        "InstancePools": [
+          {"InstanceType": "ml.g6e.12xlarge", "Priority": 1, "ModelNameOverride": "llm-fp8"},
+          {"InstanceType": "ml.g6.12xlarge", "Priority": 2}
+        ],
+        "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 8,
+          "ScaleInPolicy": {"Strategy": "CONSOLIDATION", "CooldownInMinutes": 20, "MaximumStepSize": 1}}
+      },
+      "InferenceComponents": [
+        {"InferenceComponentName": "chat",
+         "Specification": {"ModelName": "chat-v2",
+           "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1,
+             "NumberOfCpuCoresRequired": 2, "MinMemoryRequiredInMb": 8192},
+           "SchedulingConfig": {"PlacementStrategy": "SPREAD",
+             "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1}}},
+         "RuntimeConfig": {"CopyCount": 4}},
+        {"InferenceComponentName": "llm",
+         "Specifications": [
+           {"InstanceType": "ml.g6e.12xlarge", "ModelName": "llm-fp8",
+            "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768},
+            "SchedulingConfig": {"PlacementStrategy": "BINPACK"}}
+         ],
+         "RuntimeConfig": {"CopyCount": 2}}
+      ],
+      "Fleet": {
+        "Instances": [{"InstanceId": "i-01", "InstanceType": "ml.g6.12xlarge",
+                       "AvailabilityZone": "us-east-1a", "Reserved": false, "State": "InService"}],
+        "Copies": [{"InferenceComponentName": "chat", "InstanceId": "i-01", "CopyCount": 1}]
+      }
+    })
+}
+
+fn messages(text: &str) -> Vec<String> {
+    match Problem::from_json(text) {
+        Ok(_) => panic!("the scenario should be rejected"),
+        Err(error) => error.issues().iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The greedy plan's JSON without its warnings (the unknown-keys warning is expected to differ).
+fn plan_json(problem: &Problem) -> String {
+    let mut plan = plan_greedy(problem);
+    plan.warnings.clear();
+    plan.to_json()
+}
+
+fn base_plan_json() -> String {
+    plan_json(&Problem::from_json(&base().to_string()).expect("the base scenario is valid"))
+}
+
+#[test]
+fn the_base_scenario_is_valid_and_warns_about_nothing_unknown() {
+    let problem = Problem::from_json(&base().to_string()).unwrap();
+    assert!(problem.warnings().iter().all(|w| w.kind != WarningKind::UnknownKeys), "{:?}", problem.warnings());
+}
+
+#[test]
+fn a_misspelt_key_is_an_error_naming_the_known_key() {
+    let mut scenario = base();
+    let balance =
+        &mut scenario["InferenceComponents"][0]["Specification"]["SchedulingConfig"]["AvailabilityZoneBalance"];
+    balance.as_object_mut().unwrap().remove("MaxImbalance");
+    balance["MaxImbalence"] = json!(1);
+    assert_eq!(
+        messages(&scenario.to_string()),
+        vec![
+            "InferenceComponents[0].Specification.SchedulingConfig.AvailabilityZoneBalance.MaxImbalence: unknown key; \
+             did you mean MaxImbalance?"
+        ]
+    );
+}
+
+#[test]
+fn a_key_in_another_case_is_an_error_naming_the_known_key() {
+    let mut scenario = base();
+    let scaling = scenario["Endpoint"]["ManagedInstanceScaling"].as_object_mut().unwrap();
+    scaling.remove("MaxInstanceCount");
+    scaling.insert("maxInstanceCount".into(), json!(16));
+    assert_eq!(
+        messages(&scenario.to_string()),
+        vec!["Endpoint.ManagedInstanceScaling.maxInstanceCount: unknown key; did you mean MaxInstanceCount?"]
+    );
+}
+
+#[test]
+fn a_misspelt_capacity_list_is_an_error() {
+    let mut scenario = base();
+    let capacity = scenario.as_object_mut().unwrap().remove("Capacity").unwrap();
+    scenario["Capcity"] = capacity;
+    assert_eq!(messages(&scenario.to_string()), vec!["Capcity: unknown key; did you mean Capacity?"]);
+}
+
+#[test]
+fn a_key_given_twice_is_an_error_with_its_path() {
+    let text = base().to_string().replace(r#""CopyCount":4"#, r#""CopyCount":4,"CopyCount":6"#);
+    assert!(text.contains(r#""CopyCount":6"#), "the test must edit the document");
+    assert_eq!(messages(&text), vec!["InferenceComponents[0].RuntimeConfig.CopyCount: key given twice"]);
+    let text = base().to_string().replacen('{', r#"{"Endpoint": {},"#, 1);
+    assert_eq!(messages(&text), vec!["Endpoint: key given twice"]);
+}
+
+#[test]
+fn a_number_out_of_range_names_its_path_and_is_echoed() {
+    let text = base().to_string().replace(r#""HourlyPrice":4.6"#, r#""HourlyPrice":1e400"#);
+    assert_eq!(messages(&text), vec!["InstanceTypes[0].HourlyPrice: number out of range: 1e400"]);
+}
+
+#[test]
+fn a_big_integer_is_echoed_as_written() {
+    let text = base().to_string().replace(r#""CopyCount":2"#, r#""CopyCount":123456789012345678901"#);
+    assert_eq!(
+        messages(&text),
+        vec![
+            "InferenceComponents[1].RuntimeConfig.CopyCount: 123456789012345678901 is above the maximum 1000000 \
+             (component \"llm\")"
+        ]
+    );
+    let text = base()
+        .to_string()
+        .replace(r#""InstanceId":"i-01","InstanceType""#, r#""InstanceId":98765432109876543210987,"InstanceType""#);
+    assert_eq!(messages(&text)[0], "Fleet.Instances[0].InstanceId: expected a string, found 98765432109876543210987");
+}
+
+#[test]
+fn a_long_name_is_shortened_in_messages() {
+    let long = "x".repeat(500);
+    let text = base().to_string().replace("\"ml.g6.12xlarge\",\"Priority\"", &format!("\"{long}\",\"Priority\""));
+    let expected = format!(
+        "Endpoint.InstancePools[1].InstanceType: \"{}\"... is not in the instance type catalogue",
+        "x".repeat(57)
+    );
+    assert_eq!(messages(&text), vec![expected]);
+}
+
+#[test]
+fn unknown_keys_give_one_warning_listing_every_path_and_change_nothing() {
+    let mut scenario = base();
+    scenario["EndpointArn"] = json!("arn:aws:sagemaker:us-east-1:1:endpoint/agents");
+    scenario["Endpoint"]["CreationTime"] = json!(1_700_000_000);
+    scenario["InferenceComponents"][1]["Tags"] = json!([{"Key": "team", "Value": "ml"}]);
+    let problem = Problem::from_json(&scenario.to_string()).unwrap();
+    let unknown: Vec<String> =
+        problem.warnings().iter().filter(|w| w.kind == WarningKind::UnknownKeys).map(ToString::to_string).collect();
+    assert_eq!(
+        unknown,
+        vec![
+            "warning: 3 unknown keys ignored (fleetplan does not read them): Endpoint.CreationTime, EndpointArn, \
+             InferenceComponents[1].Tags"
+        ]
+    );
+    assert_eq!(plan_json(&problem), base_plan_json());
+}
+
+#[test]
+fn strict_mode_makes_every_unknown_key_an_error() {
+    let mut scenario = base();
+    scenario["EndpointArn"] = json!("arn");
+    scenario["Fleet"]["Instances"][0]["LaunchTime"] = json!("2026-01-01");
+    let error = Problem::from_json_with(&scenario.to_string(), &ReadOptions::strict()).unwrap_err();
+    let text: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
+    assert_eq!(text, vec!["EndpointArn: unknown key", "Fleet.Instances[0].LaunchTime: unknown key"]);
+    assert!(Problem::from_json_with(&base().to_string(), &ReadOptions::strict()).is_ok());
+}
+
+#[test]
+fn control_loop_keys_are_known() {
+    let mut scenario = base();
+    scenario["Now"] = json!(1000);
+    scenario["CapacityErrorTtlSeconds"] = json!(180);
+    scenario["CapacityEvents"] = json!([{"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
+        "Event": "InsufficientCapacity", "Time": 990}]);
+    assert!(Problem::from_json_with(&scenario.to_string(), &ReadOptions::strict()).is_ok());
+}
+
+#[test]
+fn desired_and_initial_instance_count_together_is_an_error() {
+    let text = r#"{"AvailabilityZones": ["a"], "Endpoint": {"InstanceType": "ml.g5.xlarge",
+        "DesiredInstanceCount": 2, "InitialInstanceCount": 3}}"#;
+    assert_eq!(
+        messages(text),
+        vec!["Endpoint.InitialInstanceCount: give DesiredInstanceCount or its alias InitialInstanceCount, not both"]
+    );
+    let alias =
+        r#"{"AvailabilityZones": ["a"], "Endpoint": {"InstanceType": "ml.g5.xlarge", "InitialInstanceCount": 3}}"#;
+    assert_eq!(Problem::from_json(alias).unwrap().components()[0].copy_count, 3);
+}
+
+/// 9,300 instances at the highest accepted price: 9.3e18 micros overflowed an i64 before.
+#[test]
+fn cost_of_many_expensive_instances_does_not_overflow() {
+    let text = json!({
+      "AvailabilityZones": ["a"],
+      "InstanceTypes": [{"InstanceType": "big", "AcceleratorCount": 1, "VCpuCount": 4, "MemoryInMb": 16384,
+                         "HourlyPrice": 1e9}],
+      "Endpoint": {"InstancePools": [{"InstanceType": "big", "Priority": 1}]},
+      "InferenceComponents": [{"InferenceComponentName": "m",
+        "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1,
+          "MinMemoryRequiredInMb": 1024}},
+        "RuntimeConfig": {"CopyCount": 9300}}]
+    })
+    .to_string();
+    let problem = Problem::from_json(&text).unwrap();
+    let plan = plan_greedy(&problem);
+    assert_eq!(plan.objective.cost_micros, 9_300_000_000_000_000_000);
+    assert_eq!(plan.objective.cost_unit, CostUnit::UsdPerHour);
+    assert!(plan.to_json().contains("\"Cost\": 9300000000000.0,\n    \"CostUnit\": \"USD/h\""), "{}", plan.to_json());
+    assert!(verify(&problem, &plan).is_empty());
+}
+
+#[test]
+fn a_price_above_the_limit_is_rejected() {
+    let text = base().to_string().replace(r#""HourlyPrice":4.6"#, r#""HourlyPrice":1e10"#);
+    assert_eq!(messages(&text), vec!["InstanceTypes[0].HourlyPrice: 1e10 is above the maximum 1000000000"]);
+}
+
+#[test]
+fn an_unpriced_type_makes_the_cost_count_instances_and_warns_once() {
+    let mut scenario = base();
+    scenario["InstanceTypes"][0].as_object_mut().unwrap().remove("HourlyPrice");
+    let problem = Problem::from_json(&scenario.to_string()).unwrap();
+    let partial: Vec<String> =
+        problem.warnings().iter().filter(|w| w.kind == WarningKind::PartialPrices).map(ToString::to_string).collect();
+    assert_eq!(
+        partial,
+        vec![
+            "warning: InstanceTypes: no HourlyPrice for pool ml.g6.12xlarge: a final fleet with one of them costs \
+             instances, not dollars (CostUnit \"instances\")"
+        ]
+    );
+    // The fleet instance i-01 is an unpriced ml.g6.12xlarge and stays (MinInstanceCount 1).
+    let plan = plan_greedy(&problem);
+    assert_eq!(plan.objective.cost_unit, CostUnit::Instances);
+    assert!(plan.to_json().contains("\"CostUnit\": \"instances\""), "{}", plan.to_json());
+    let line = fleetplan::render::objective_line(&plan.objective);
+    assert!(line.ends_with(" instances") && !line.contains("per hour"), "{line}");
+}
+
+#[test]
+fn the_builder_is_validated_like_json() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .instance_type(InstanceTypeSpec {
+            instance_type: "ml.x".into(),
+            accelerator_count: 1.0,
+            accelerator_memory_gib: 0.0,
+            v_cpu_count: 8.0,
+            memory_in_mb: 32_768.0,
+            hourly_price: Some(f64::NAN),
+        })
+        .pool("ml.x", 1)
+        .component("nan-cpu", 1, 1, f64::NAN, 1024)
+        .component("negative-cpu", 1, 1, -2.0, 1024)
+        .build();
+    let text: Vec<String> = Problem::new(&scenario).unwrap_err().issues().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        text,
+        vec![
+            "InstanceTypes[0].HourlyPrice: NaN is not a number",
+            "Endpoint.InstancePools[0].InstanceType: \"ml.x\" is not in the instance type catalogue",
+            "InferenceComponents[0].Specification.ComputeResourceRequirements.NumberOfCpuCoresRequired: NaN is not a \
+             number (component \"nan-cpu\")",
+            "InferenceComponents[1].Specification.ComputeResourceRequirements.NumberOfCpuCoresRequired: -2 is below \
+             the minimum 0.25 (component \"negative-cpu\")",
+        ]
+    );
+}
+
+#[test]
+fn a_plan_with_only_actions_verifies_clean() {
+    let problem = Problem::from_json(&base().to_string()).unwrap();
+    let plan = plan_greedy(&problem);
+    let actions = serde_json::to_value(&plan.actions).unwrap();
+    let minimal = Plan::from_json(&json!({ "Actions": actions }).to_string()).unwrap();
+    assert!(minimal.omitted.objective && minimal.omitted.unplaced && minimal.omitted.status);
+    assert_eq!(verify(&problem, &minimal), vec![]);
+}
+
+#[test]
+fn a_plan_from_another_tool_verifies_clean() {
+    let problem = Problem::from_json(&base().to_string()).unwrap();
+    let mut plan: Value = serde_json::from_str(&plan_greedy(&problem).to_json()).unwrap();
+    plan["Solver"] = json!("cbc-homegrown");
+    plan["Objective"].as_object_mut().unwrap().remove("CostUnit");
+    plan["Unplaced"] = json!([{"InferenceComponentName": "llm", "CopyCount": 0}]);
+    plan["ExtraField"] = json!(true);
+    let parsed = Plan::from_json(&plan.to_string()).unwrap();
+    assert_eq!(parsed.solver, SolverKind::Other);
+    assert_eq!(parsed.omitted.solver_name.as_deref(), Some("cbc-homegrown"));
+    assert_eq!(verify(&problem, &parsed), vec![]);
+}
+
+#[test]
+fn a_plan_with_a_wrong_objective_is_flagged() {
+    let problem = Problem::from_json(&base().to_string()).unwrap();
+    let mut plan: Value = serde_json::from_str(&plan_greedy(&problem).to_json()).unwrap();
+    let actual = plan["Objective"]["Cost"].as_f64().unwrap();
+    plan["Objective"]["Cost"] = json!(actual + 1.0);
+    let violations = verify(&problem, &Plan::from_json(&plan.to_string()).unwrap());
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].message.starts_with("reported objective"), "{violations:?}");
+}
+
+#[test]
+fn a_plan_without_actions_is_rejected_with_paths() {
+    let error = Plan::from_json(r#"{"Solver": 3, "Actions": [{"Type": "Teleport"}]}"#).unwrap_err();
+    let text: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(text[0].starts_with("Actions[0]: unknown variant `Teleport`"), "{text:?}");
+    assert_eq!(text[1], "Solver: expected a string, found 3");
+    assert_eq!(Plan::from_json("{}").unwrap_err().to_string(), "Actions: is required");
+}
+
+/// Every object of a document with its path, and the keys it holds.
+fn objects(value: &Value, path: &str, out: &mut Vec<(String, Vec<String>)>) {
+    match value {
+        Value::Object(map) => {
+            out.push((path.to_string(), map.keys().cloned().collect()));
+            for (key, child) in map {
+                let child_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                objects(child, &child_path, out);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                objects(item, &format!("{path}[{index}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The object at a path produced by [`objects`].
+fn object_at<'v>(value: &'v mut Value, path: &str) -> &'v mut serde_json::Map<String, Value> {
+    let mut current = value;
+    for part in path.split('.').filter(|part| !part.is_empty()) {
+        let (key, indices) = match part.find('[') {
+            Some(at) => (&part[..at], &part[at..]),
+            None => (part, ""),
+        };
+        current = &mut current[key];
+        for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
+            current = &mut current[index.parse::<usize>().unwrap()];
+        }
+    }
+    current.as_object_mut().unwrap()
+}
+
+/// Every key of the contract's scenario (§1, §6), to keep generated keys far from all of them.
+const CONTRACT_KEYS: &[&str] = &[
+    "AvailabilityZones",
+    "InstanceTypes",
+    "InstanceType",
+    "AcceleratorCount",
+    "AcceleratorMemoryGiB",
+    "VCpuCount",
+    "MemoryInMb",
+    "HourlyPrice",
+    "Capacity",
+    "AvailabilityZone",
+    "Available",
+    "Reserved",
+    "Endpoint",
+    "EndpointName",
+    "VariantName",
+    "ModelName",
+    "InstancePools",
+    "Priority",
+    "ModelNameOverride",
+    "DesiredInstanceCount",
+    "InitialInstanceCount",
+    "ManagedInstanceScaling",
+    "Status",
+    "MinInstanceCount",
+    "MaxInstanceCount",
+    "ScaleInPolicy",
+    "Strategy",
+    "CooldownInMinutes",
+    "MaximumStepSize",
+    "InferenceComponents",
+    "InferenceComponentName",
+    "Specification",
+    "Specifications",
+    "ComputeResourceRequirements",
+    "NumberOfAcceleratorDevicesRequired",
+    "NumberOfCpuCoresRequired",
+    "MinMemoryRequiredInMb",
+    "SchedulingConfig",
+    "PlacementStrategy",
+    "AvailabilityZoneBalance",
+    "EnforcementMode",
+    "MaxImbalance",
+    "RuntimeConfig",
+    "CopyCount",
+    "Fleet",
+    "Instances",
+    "InstanceId",
+    "State",
+    "Copies",
+    "Now",
+    "CapacityErrorTtlSeconds",
+    "CapacityEvents",
+    "Event",
+    "Time",
+];
+
+fn far_from_every_known_key(key: &str) -> bool {
+    CONTRACT_KEYS.iter().all(|known| !known.eq_ignore_ascii_case(key) && strsim::damerau_levenshtein(known, key) >= 3)
+}
+
+/// One edit of `key`: substitute, insert or delete a letter, swap two neighbours, or change a
+/// letter's case.
+fn one_edit(key: &str, kind: usize, position: usize, letter: char) -> String {
+    let mut chars: Vec<char> = key.chars().collect();
+    let at = position % chars.len();
+    match kind % 5 {
+        0 if chars[at] != letter => chars[at] = letter,
+        0 => chars[at] = if letter == 'q' { 'z' } else { 'q' },
+        1 => chars.insert(at, letter),
+        2 if chars.len() > 1 => {
+            chars.remove(at);
+        }
+        3 if at + 1 < chars.len() && chars[at] != chars[at + 1] => chars.swap(at, at + 1),
+        _ => {
+            let c = chars[at];
+            chars[at] = if c.is_uppercase() { c.to_ascii_lowercase() } else { c.to_ascii_uppercase() };
+        }
+    }
+    chars.into_iter().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// An unknown key at least three edits from every known key never changes the plan.
+    #[test]
+    fn a_far_unknown_key_never_changes_the_plan(
+        object in any::<prop::sample::Index>(),
+        key in "[A-Za-z][A-Za-z0-9_]{0,14}",
+        value in prop_oneof![Just(json!(null)), any::<i32>().prop_map(|n| json!(n)), "[a-z]{0,6}".prop_map(|s| json!(s)),
+                             Just(json!({"Nested": [1, 2]}))],
+    ) {
+        prop_assume!(far_from_every_known_key(&key));
+        let mut scenario = base();
+        let mut all = Vec::new();
+        objects(&scenario, "", &mut all);
+        let (path, _) = &all[object.index(all.len())];
+        object_at(&mut scenario, path).insert(key.clone(), value);
+        let problem = Problem::from_json(&scenario.to_string()).expect("an unknown key is not an error");
+        let unknown: Vec<_> = problem.warnings().iter().filter(|w| w.kind == WarningKind::UnknownKeys).collect();
+        prop_assert_eq!(unknown.len(), 1);
+        let key_path = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+        prop_assert!(unknown[0].message.ends_with(&format!(": {key_path}")), "{}", unknown[0].message);
+        prop_assert_eq!(plan_json(&problem), base_plan_json());
+    }
+
+    /// Renaming a known key by one edit is always an error naming the original key.
+    #[test]
+    fn a_known_key_renamed_by_one_edit_is_an_error_naming_it(
+        object in any::<prop::sample::Index>(),
+        which in any::<prop::sample::Index>(),
+        kind in 0usize..5,
+        position in 0usize..64,
+        letter in prop::char::range('a', 'z'),
+    ) {
+        let mut scenario = base();
+        let mut all = Vec::new();
+        objects(&scenario, "", &mut all);
+        let (path, keys) = &all[object.index(all.len())];
+        let original = keys[which.index(keys.len())].clone();
+        let renamed = one_edit(&original, kind, position, letter);
+        // Still one key of this object, and unambiguous: no other known key is as close.
+        prop_assume!(renamed != original && !keys.contains(&renamed));
+        prop_assume!(CONTRACT_KEYS.iter().filter(|known| **known != original).all(|known| {
+            !known.eq_ignore_ascii_case(&renamed) && strsim::damerau_levenshtein(known, &renamed) > 1
+        }));
+        let map = object_at(&mut scenario, path);
+        let value = map.remove(&original).unwrap();
+        map.insert(renamed.clone(), value);
+        let error = Problem::from_json(&scenario.to_string()).expect_err("a misspelt key is an error");
+        let key_path = if path.is_empty() { renamed.clone() } else { format!("{path}.{renamed}") };
+        let expected = format!("{key_path}: unknown key; did you mean {original}?");
+        let text = error.to_string();
+        prop_assert!(text.lines().any(|line| line == expected), "expected {expected:?} in:\n{text}");
+    }
+}
+
+/// The command line: `--strict` on every subcommand that reads a scenario, `verify` of plans
+/// from other tools.
+#[cfg(feature = "cli")]
+mod cli {
+    use std::process::Command;
+
+    use serde_json::json;
+
+    const BIN: &str = env!("CARGO_BIN_EXE_fleetplan");
+
+    /// A file in the temp dir, unique per test, removed on drop.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new(name: &str, contents: &str) -> TempFile {
+            let path = std::env::temp_dir().join(format!("fleetplan-input-{}-{name}", std::process::id()));
+            std::fs::write(&path, contents).expect("write temp file");
+            TempFile(path)
+        }
+
+        fn path(&self) -> &str {
+            self.0.to_str().expect("UTF-8 temp path")
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn run(args: &[&str]) -> (i32, String, String) {
+        let output = Command::new(BIN).args(args).output().expect("the fleetplan binary runs");
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (output.status.code().expect("exited normally"), text(&output.stdout), text(&output.stderr))
+    }
+
+    #[test]
+    fn strict_is_accepted_by_every_subcommand_that_reads_a_scenario() {
+        let mut scenario = super::base();
+        scenario["EndpointArn"] = json!("arn");
+        let file = TempFile::new("strict.json", &scenario.to_string());
+        for command in ["plan", "consolidate", "report"] {
+            let (code, _, stderr) = run(&[command, "--strict", file.path()]);
+            assert_eq!((code, stderr.as_str()), (2, "EndpointArn: unknown key\n"), "{command}");
+            let (code, _, stderr) = run(&[command, file.path()]);
+            assert_eq!(code, 0, "{command}: {stderr}");
+        }
+        let plan = TempFile::new("strict-plan.json", r#"{"Actions": []}"#);
+        let (code, _, stderr) = run(&["verify", "--strict", file.path(), plan.path()]);
+        assert_eq!((code, stderr.as_str()), (2, "EndpointArn: unknown key\n"));
+    }
+
+    #[test]
+    fn verify_accepts_a_plan_from_another_tool() {
+        let scenario = TempFile::new("verify.json", &super::base().to_string());
+        let (code, plan_json, _) = run(&["plan", "--json", scenario.path()]);
+        assert_eq!(code, 0);
+        let mut plan: serde_json::Value = serde_json::from_str(&plan_json).unwrap();
+        let foreign = json!({"Solver": "homegrown-milp", "Actions": plan["Actions"].take(),
+                             "Unplaced": [{"InferenceComponentName": "llm", "CopyCount": 0}]});
+        let plan = TempFile::new("verify-plan.json", &foreign.to_string());
+        let (code, stdout, stderr) = run(&["verify", scenario.path(), plan.path()]);
+        assert_eq!((code, stdout.as_str()), (0, "plan is valid: no violations\n"), "{stderr}");
+    }
+}
