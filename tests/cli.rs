@@ -333,7 +333,7 @@ fn report_with_a_bad_plan_exits_2_or_warns() {
     let small = TempFile::new("report-bad-plan-scenario.json", SMALL);
     let malformed = run(&["report", small.path(), "--plan", "-"], Some("{\"Actions\": 3}"));
     assert_eq!(code(&malformed), 2);
-    assert!(stderr(&malformed).starts_with("<stdin>: not a valid plan: "), "{}", stderr(&malformed));
+    assert!(stderr(&malformed).starts_with("<stdin>: not a valid plan:\n"), "{}", stderr(&malformed));
     let both = run(&["report", "-", "--plan", "-"], Some(SMALL));
     assert_eq!(code(&both), 2);
     assert_eq!(stderr(&both), "SCENARIO and PLAN cannot both be read from standard input\n");

@@ -291,7 +291,7 @@ fn bad_control_loop_input_is_named_with_path_and_value() {
         messages,
         vec![
             "CapacityEvents[2].Time: expected an integer, found 1.5",
-            "Fleet.Instances[0].State: \"Cordoned\" is not InService or Draining",
+            "Fleet.Instances[0].State: \"Cordoned\" is not InService or Draining (instance \"i-1\")",
             "CapacityErrorTtlSeconds: 90000 is above the maximum 86400",
             "CapacityEvents[0].Time: 200 is after Now (100)",
             "CapacityEvents[1].Event: \"Boom\" is not InsufficientCapacity, ProvisioningTimeout or Launched",

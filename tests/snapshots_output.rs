@@ -224,8 +224,8 @@ fn warnings_are_grouped_by_kind_with_names() {
         render::warnings_summary(&problem, problem.warnings()),
         "warning: 7 components with a single copy (one AZ outage takes each down): alpha, beta, gamma, delta, epsilon \
          and 2 more\n\
-         warning: InferenceComponents[7].RuntimeConfig.CopyCount (pair): 2 copies over 3 AZs can never meet \
-         MaxImbalance 0 (best is 1)\n\
+         warning: InferenceComponents[7].RuntimeConfig.CopyCount: 2 copies over 3 AZs can never meet \
+         MaxImbalance 0 (best is 1) (component \"pair\")\n\
          warning: Endpoint.DesiredInstanceCount: ignored: the endpoint hosts inference components, whose CopyCount \
          drives the plan\n"
     );
