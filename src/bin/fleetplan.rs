@@ -5,6 +5,7 @@
 //! fleetplan consolidate SCENARIO [--json]
 //! fleetplan report SCENARIO [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
+//! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
 //! ```
 //!
 //! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
@@ -71,6 +72,19 @@ enum Command {
         /// Also write an SVG heat map (components × AZs) to this file.
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
+    },
+    /// Return to preferred hardware and replace several instances by one, in make-before-break
+    /// steps (spec §7).
+    Rebalance {
+        /// Scenario JSON file, or `-` for standard input.
+        scenario: String,
+        /// Deadline for the whole command in milliseconds (default: the planner runs to the end
+        /// and the best-reachable comparison gets 2000 ms).
+        #[arg(long, value_name = "N")]
+        time_limit_ms: Option<u64>,
+        /// Print the plan as JSON (`{"Steps": [...], "Objective": {...}}`) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Check a plan from any source against the scenario; exit 1 if it breaks a rule.
     Verify {
@@ -174,6 +188,7 @@ fn run(command: Command) -> Result<u8, BadInput> {
             }
             Ok(EXIT_OK)
         }
+        Command::Rebalance { scenario, time_limit_ms, json } => run_rebalance(&scenario, time_limit_ms, json),
         Command::Report { scenario, json, svg } => {
             let problem = load_problem(&scenario)?;
             let report = ReliabilityReport::build(&problem);
@@ -205,6 +220,35 @@ fn run(command: Command) -> Result<u8, BadInput> {
             Ok(if violations.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
         }
     }
+}
+
+/// The best-reachable comparison's time when `--time-limit-ms` is not given.
+const DEFAULT_BOUND_TIME_LIMIT_MS: u64 = 2_000;
+
+/// `fleetplan rebalance`: the plan, and (in the table) the distance to the exact planner's
+/// optimum from an empty fleet. With `--time-limit-ms N` the planner gets half of what is left
+/// after reading, the comparison a quarter, so the command returns within N ms plus printing.
+fn run_rebalance(scenario: &str, time_limit_ms: Option<u64>, json: bool) -> Result<u8, BadInput> {
+    use fleetplan::engines::rebalance::{best_reachable, rebalance_table};
+    let started = std::time::Instant::now();
+    let problem = load_problem(scenario)?;
+    let left = time_limit_ms.map(|limit| Duration::from_millis(limit).saturating_sub(started.elapsed()));
+    let mut rebalancer = fleetplan::Rebalancer::new();
+    if let Some(left) = left {
+        rebalancer = rebalancer.time_limit(left / 2);
+    }
+    let plan = rebalancer.plan(&problem);
+    if json {
+        emit(&to_json(&plan)?);
+        return Ok(EXIT_OK);
+    }
+    let bound_time = match left {
+        Some(left) => (left.saturating_sub(started.elapsed())) / 2,
+        None => Duration::from_millis(DEFAULT_BOUND_TIME_LIMIT_MS),
+    };
+    let best = best_reachable(&problem, bound_time);
+    emit(&rebalance_table(&problem, &plan, Some(&best)));
+    Ok(EXIT_OK)
 }
 
 /// How an input is named in messages.
