@@ -227,12 +227,19 @@ pub struct Rebalancer {
     time_limit: Option<Duration>,
     max_steps: Option<usize>,
     extra_victim_tries: usize,
+    steps_per_launch: usize,
     self_check: bool,
 }
 
 impl Default for Rebalancer {
     fn default() -> Self {
-        Rebalancer { time_limit: None, max_steps: None, extra_victim_tries: 64, self_check: cfg!(debug_assertions) }
+        Rebalancer {
+            time_limit: None,
+            max_steps: None,
+            extra_victim_tries: 64,
+            steps_per_launch: 4,
+            self_check: cfg!(debug_assertions),
+        }
     }
 }
 
@@ -262,6 +269,15 @@ impl Rebalancer {
         self
     }
 
+    /// Over how many consecutive steps the instances one launch frees may be released (default
+    /// 4). With `MaximumStepSize` 1, freeing three instances with one launch takes three steps;
+    /// the steps in between may be worse than the start, only the launch's last step must be
+    /// better.
+    pub fn steps_per_launch(mut self, steps: usize) -> Self {
+        self.steps_per_launch = steps.max(1);
+        self
+    }
+
     /// Runs [`verify_rebalance`] on the finished plan and returns a plan without steps if it
     /// finds anything (default: on in debug builds, off in release builds).
     pub fn self_check(mut self, enabled: bool) -> Self {
@@ -273,10 +289,33 @@ impl Rebalancer {
     pub fn plan(&self, problem: &Problem) -> RebalancePlan {
         let started = Instant::now();
         let deadline = self.time_limit.and_then(|limit| started.checked_add(limit));
-        let mut planner = Planner::new(problem);
-        planner.extra_victim_tries = self.extra_victim_tries;
-        let (steps, stop_reason) = planner.run(self.max_steps.unwrap_or(usize::MAX), deadline);
-        let plan = RebalancePlan { steps, objective: objective(problem, &planner.final_fleet()), stop_reason };
+        // Two greedy runs: the best unit for each candidate, and releases without a launch
+        // whenever one works (fewer launches, steps and moves when both reach the same fleet).
+        let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
+        for release_first in [false, true] {
+            if release_first && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                break;
+            }
+            let mut planner = Planner::new(problem);
+            planner.extra_victim_tries = self.extra_victim_tries;
+            planner.steps_per_launch = self.steps_per_launch;
+            planner.release_first = release_first;
+            let (steps, stop_reason) = planner.run(self.max_steps.unwrap_or(usize::MAX), deadline);
+            let (draining, counts, cost) = planner.key();
+            let moves = steps.iter().map(|step| step.moves.len()).sum();
+            let score = (draining, counts, cost, steps.len(), moves);
+            if best.as_ref().is_none_or(|(best_score, ..)| score < *best_score) {
+                best = Some((score, steps, stop_reason, planner.final_fleet()));
+            }
+        }
+        let Some((_, steps, stop_reason, fleet)) = best else {
+            return RebalancePlan {
+                steps: Vec::new(),
+                objective: objective(problem, &FinalFleet::apply(problem, &[]).0),
+                stop_reason: StopReason::TimeLimit,
+            };
+        };
+        let plan = RebalancePlan { steps, objective: objective(problem, &fleet), stop_reason };
         if self.self_check && !verify_rebalance(problem, &plan).is_empty() {
             // Never hand out a plan the checker rejects: no steps is always valid.
             let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
@@ -374,6 +413,9 @@ struct Planner<'p> {
     launch_count: usize,
     journal: Vec<Change>,
     extra_victim_tries: usize,
+    steps_per_launch: usize,
+    /// Take a release without a launch whenever one works.
+    release_first: bool,
 }
 
 impl<'p> Planner<'p> {
@@ -396,6 +438,8 @@ impl<'p> Planner<'p> {
             launch_count: 0,
             journal: Vec::new(),
             extra_victim_tries: 64,
+            steps_per_launch: 4,
+            release_first: false,
         };
         for existing in problem.fleet() {
             let copies: BTreeMap<usize, u32> =
@@ -752,17 +796,22 @@ impl<'p> Planner<'p> {
     }
 
     /// Simulates one unit for `candidate` with `option`; on success returns what it does and,
-    /// unless `commit`, undoes it. On failure nothing changes.
+    /// unless `commit`, undoes it. On failure nothing changes. A launch's releases are spread
+    /// over steps: `first_room` in the first, `MaximumStepSize` in each further one.
     fn simulate(
         &mut self,
         candidate: usize,
         option: LaunchOption,
         forbidden: &BTreeSet<usize>,
         order: &[usize],
+        first_room: usize,
         commit: bool,
     ) -> Option<Unit> {
         let problem = self.problem;
         let step_size = usize::try_from(problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let max_victims = first_room.saturating_add(step_size.saturating_mul(self.steps_per_launch.saturating_sub(1)));
+        let alive_before = self.alive;
+        let min_instances = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
         let key_before = self.key();
         let mark = self.journal.len();
         let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
@@ -813,7 +862,7 @@ impl<'p> Planner<'p> {
             let az = self.nodes[new].az_index;
             let mut tries = 0usize;
             for &other in order {
-                if victims.len() >= step_size || tries >= self.extra_victim_tries {
+                if victims.len() >= max_victims || tries >= self.extra_victim_tries || self.alive <= min_instances {
                     break;
                 }
                 if other == candidate
@@ -827,6 +876,10 @@ impl<'p> Planner<'p> {
                 tries += 1;
                 let victim_mark = self.journal.len();
                 let victim_moves = moves.len();
+                // The releases may land in a later step than the ones before: SPREAD must not
+                // get worse from one victim to the next, not only over the whole unit.
+                let mut local: BTreeMap<(usize, usize), u64> =
+                    guard.keys().map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az))).collect();
                 let copies = self.kill(other);
                 let mut fits = true;
                 for component in copies {
@@ -834,12 +887,15 @@ impl<'p> Planner<'p> {
                         fits = false;
                         break;
                     }
-                    self.touch(&mut guard, component, az);
+                    self.touch(&mut local, component, az);
                     self.add_copy(new, component, az);
                     moves.push((component, other, new));
                 }
-                if fits && self.spread_kept(&guard) {
+                if fits && self.spread_kept(&local) {
                     victims.push(other);
+                    for (pair, before) in local {
+                        guard.entry(pair).or_insert(before);
+                    }
                 } else {
                     self.rollback(victim_mark);
                     moves.truncate(victim_moves);
@@ -848,9 +904,13 @@ impl<'p> Planner<'p> {
         }
 
         let key = self.key();
-        let min_instances = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
+        // The launch's first step ends with `first_room` releases at most: the fleet size then.
+        let after_first_step = alive_before + 1 - victims.len().min(first_room);
         let over_max = launched.is_some()
-            && problem.scaling().max_instances.is_some_and(|max| self.alive > usize::try_from(max).unwrap_or(usize::MAX));
+            && problem
+                .scaling()
+                .max_instances
+                .is_some_and(|max| after_first_step > usize::try_from(max).unwrap_or(usize::MAX));
         if key >= key_before || self.alive < min_instances || over_max {
             self.rollback(mark);
             return None;
@@ -890,30 +950,44 @@ impl<'p> Planner<'p> {
                 }
                 // Within the current step, only instances that received nothing in it may go.
                 let forbidden = if can_join { &step_targets } else { &no_one };
+                // A unit joins the current step when it has room for its launch (if any) and for
+                // at least its first release; a launch's further releases go into later steps.
+                let joins_with = |launches: usize| {
+                    can_join && step_launches + launches <= step_size && step_releases < step_size
+                };
+                let first_room = if joins_with(1) { step_size - step_releases } else { step_size };
                 let mut options: Vec<LaunchOption> = vec![None];
                 options.extend(self.launch_options(candidate).into_iter().map(Some));
                 let mut best: Option<((FleetKey, usize, usize), LaunchOption, Unit)> = None;
                 for (rank, option) in options.into_iter().enumerate() {
-                    let Some(unit) = self.simulate(candidate, option, forbidden, &order, false) else { continue };
+                    if self.release_first && option.is_some() && best.is_some() {
+                        break;
+                    }
+                    let Some(unit) = self.simulate(candidate, option, forbidden, &order, first_room, false) else {
+                        continue;
+                    };
                     let score = (unit.key, unit.moves.len(), rank);
                     if best.as_ref().is_none_or(|(best_score, _, _)| score < *best_score) {
                         best = Some((score, option, unit));
                     }
                 }
                 let Some((_, option, preview)) = best else { continue };
-                let joins = can_join
-                    && step_launches + usize::from(preview.launched.is_some()) <= step_size
-                    && step_releases + preview.victims.len() <= step_size;
-                if !joins && steps.len() >= max_steps {
+                let joins = joins_with(usize::from(preview.launched.is_some()));
+                let room = if joins { step_size - step_releases } else { step_size };
+                let further = preview.victims.len().saturating_sub(room).div_ceil(step_size);
+                let new_steps = usize::from(!joins) + further;
+                if steps.len().saturating_add(new_steps) > max_steps {
                     continue;
                 }
                 // The same simulation again, kept this time (the planner is deterministic).
-                let Some(unit) = self.simulate(candidate, option, forbidden, &order, true) else { continue };
+                let Some(unit) = self.simulate(candidate, option, forbidden, &order, first_room, true) else {
+                    continue;
+                };
                 if !joins {
                     steps.push(RebalanceStep { launch: Vec::new(), moves: Vec::new(), release: Vec::new() });
                     step_targets.clear();
                 }
-                self.record(&mut steps, &mut step_targets, &unit);
+                self.record(&mut steps, &mut step_targets, &unit, step_size);
                 progress = true;
             }
             if !progress {
@@ -922,32 +996,46 @@ impl<'p> Planner<'p> {
         }
     }
 
-    /// Appends a committed unit to the last step and names its launch.
-    fn record(&mut self, steps: &mut [RebalanceStep], step_targets: &mut BTreeSet<usize>, unit: &Unit) {
+    /// Appends a committed unit to the last step (its launch, then its victims while the step
+    /// has room, further victims in new steps of `step_size` releases) and names its launch.
+    fn record(
+        &mut self,
+        steps: &mut Vec<RebalanceStep>,
+        step_targets: &mut BTreeSet<usize>,
+        unit: &Unit,
+        step_size: usize,
+    ) {
         let problem = self.problem;
-        let Some(step) = steps.last_mut() else { return };
         if let Some(new) = unit.launched {
             // A launch is like a target: it cannot be released in the step that starts it.
             step_targets.insert(new);
             self.launch_count += 1;
             let node = &mut self.nodes[new];
             node.id = format!("new-{}", self.launch_count);
-            step.launch.push(Launch {
+            let launch = Launch {
                 instance_id: node.id.clone(),
                 instance_type: problem.instance_types()[node.type_index].name.clone(),
                 availability_zone: problem.azs()[node.az_index].clone(),
                 reserved: node.reserved,
-            });
-        }
-        for &(component, from, to) in &unit.moves {
-            step_targets.insert(to);
-            step.moves.push(Move {
-                inference_component_name: problem.components()[component].name.clone(),
-                from: self.nodes[from].id.clone(),
-                to: self.nodes[to].id.clone(),
-            });
+            };
+            if let Some(step) = steps.last_mut() {
+                step.launch.push(launch);
+            }
         }
         for &victim in &unit.victims {
+            if steps.last().is_none_or(|step| step.release.len() >= step_size) {
+                steps.push(RebalanceStep { launch: Vec::new(), moves: Vec::new(), release: Vec::new() });
+                step_targets.clear();
+            }
+            let Some(step) = steps.last_mut() else { return };
+            for &(component, from, to) in unit.moves.iter().filter(|&&(_, from, _)| from == victim) {
+                step_targets.insert(to);
+                step.moves.push(Move {
+                    inference_component_name: problem.components()[component].name.clone(),
+                    from: self.nodes[from].id.clone(),
+                    to: self.nodes[to].id.clone(),
+                });
+            }
             step.release.push(self.nodes[victim].id.clone());
         }
     }
