@@ -228,6 +228,7 @@ pub struct Rebalancer {
     max_steps: Option<usize>,
     extra_victim_tries: usize,
     steps_per_launch: usize,
+    variants_up_to: usize,
     self_check: bool,
 }
 
@@ -238,6 +239,7 @@ impl Default for Rebalancer {
             max_steps: None,
             extra_victim_tries: 64,
             steps_per_launch: 4,
+            variants_up_to: 256,
             self_check: cfg!(debug_assertions),
         }
     }
@@ -278,6 +280,13 @@ impl Rebalancer {
         self
     }
 
+    /// Fleets of at most `instances` instances (default 256) get two more greedy runs, with
+    /// launches that free instances within one step only; the best plan is kept.
+    pub fn variants_up_to(mut self, instances: usize) -> Self {
+        self.variants_up_to = instances;
+        self
+    }
+
     /// Runs [`verify_rebalance`] on the finished plan and returns a plan without steps if it
     /// finds anything (default: on in debug builds, off in release builds).
     pub fn self_check(mut self, enabled: bool) -> Self {
@@ -289,16 +298,23 @@ impl Rebalancer {
     pub fn plan(&self, problem: &Problem) -> RebalancePlan {
         let started = Instant::now();
         let deadline = self.time_limit.and_then(|limit| started.checked_add(limit));
-        // Two greedy runs: the best unit for each candidate, and releases without a launch
-        // whenever one works (fewer launches, steps and moves when both reach the same fleet).
+        // Several greedy runs, the best plan by `rebalance_score` wins: the best unit for each
+        // candidate, or a release without a launch whenever one works (fewer launches, steps and
+        // moves when both reach the same fleet); small fleets also try launches that free
+        // instances within one step only (a unit spanning steps can be locally better and
+        // globally worse).
+        let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
+        if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
+            variants.extend([(false, 1), (true, 1)]);
+        }
         let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
-        for release_first in [false, true] {
-            if release_first && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
+            if run > 0 && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 break;
             }
             let mut planner = Planner::new(problem);
             planner.extra_victim_tries = self.extra_victim_tries;
-            planner.steps_per_launch = self.steps_per_launch;
+            planner.steps_per_launch = steps_per_launch;
             planner.release_first = release_first;
             let (steps, stop_reason) = planner.run(self.max_steps.unwrap_or(usize::MAX), deadline);
             let (draining, counts, cost) = planner.key();
@@ -955,7 +971,10 @@ impl<'p> Planner<'p> {
                 let joins_with = |launches: usize| {
                     can_join && step_launches + launches <= step_size && step_releases < step_size
                 };
-                let first_room = if joins_with(1) { step_size - step_releases } else { step_size };
+                // With one step per launch a unit that does not fit the current step opens a new
+                // one; otherwise its first releases fill the current step.
+                let spanning = self.steps_per_launch > 1;
+                let first_room = if spanning && joins_with(1) { step_size - step_releases } else { step_size };
                 let mut options: Vec<LaunchOption> = vec![None];
                 options.extend(self.launch_options(candidate).into_iter().map(Some));
                 let mut best: Option<((FleetKey, usize, usize), LaunchOption, Unit)> = None;
@@ -972,7 +991,8 @@ impl<'p> Planner<'p> {
                     }
                 }
                 let Some((_, option, preview)) = best else { continue };
-                let joins = joins_with(usize::from(preview.launched.is_some()));
+                let joins = joins_with(usize::from(preview.launched.is_some()))
+                    && (spanning || step_releases + preview.victims.len() <= step_size);
                 let room = if joins { step_size - step_releases } else { step_size };
                 let further = preview.victims.len().saturating_sub(room).div_ceil(step_size);
                 let new_steps = usize::from(!joins) + further;
