@@ -111,11 +111,7 @@ fn main() {
     println!("change: {}", change_text(&summary.start, &summary.end));
     let started = Instant::now();
     let violations = verify_rebalance(&problem, &plan);
-    println!(
-        "verify_rebalance: {} violations ({:.0} ms)",
-        violations.len(),
-        started.elapsed().as_secs_f64() * 1e3
-    );
+    println!("verify_rebalance: {} violations ({:.0} ms)", violations.len(), started.elapsed().as_secs_f64() * 1e3);
     for violation in violations.iter().take(5) {
         println!("  {violation}");
     }

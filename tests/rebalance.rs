@@ -306,12 +306,7 @@ fn messages(problem: &Problem, plan: &RebalancePlan) -> Vec<String> {
 }
 
 fn launch(id: &str, instance_type: &str, az: &str, reserved: bool) -> Launch {
-    Launch {
-        instance_id: id.into(),
-        instance_type: instance_type.into(),
-        availability_zone: az.into(),
-        reserved,
-    }
+    Launch { instance_id: id.into(), instance_type: instance_type.into(), availability_zone: az.into(), reserved }
 }
 
 fn moved(component: &str, from: &str, to: &str) -> Move {
@@ -404,11 +399,7 @@ fn checker_flags_a_release_before_the_instance_is_empty_and_before_draining() {
         ]
     );
     // Make-before-break: a target must hold its copies and the incoming one at once.
-    let step = RebalanceStep {
-        launch: vec![],
-        moves: vec![moved("llm", "f-3", "f-2")],
-        release: vec!["f-3".into()],
-    };
+    let step = RebalanceStep { launch: vec![], moves: vec![moved("llm", "f-3", "f-2")], release: vec!["f-3".into()] };
     let plan = accounted(&problem, vec![step]);
     assert_eq!(
         messages(&problem, &plan),
@@ -444,8 +435,7 @@ fn scenario_with_draining(size: common::Size) -> impl Strategy<Value = Scenario>
     )
 }
 
-const FLEETS: common::Size =
-    common::Size { azs: 3, pool_types: 4, components: 5, copies: 8, fleet: 10, capacity: 3 };
+const FLEETS: common::Size = common::Size { azs: 3, pool_types: 4, components: 5, copies: 8, fleet: 10, capacity: 3 };
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]

@@ -170,7 +170,10 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
             let expected = format!("new-{next_launch}");
             next_launch += 1;
             if *id != expected {
-                push(ViolationKind::Reference, format!("{what}: expected id {expected} (ids count up across the plan)"));
+                push(
+                    ViolationKind::Reference,
+                    format!("{what}: expected id {expected} (ids count up across the plan)"),
+                );
             }
             if fleet.by_id.contains_key(id) {
                 push(ViolationKind::Reference, format!("{what}: the id is already in use"));
@@ -393,7 +396,10 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
             if total != totals_start[component] {
                 push(
                     ViolationKind::Consolidation,
-                    format!("{label}: {} has {total} copies, {} before rebalancing", info.name, totals_start[component]),
+                    format!(
+                        "{label}: {} has {total} copies, {} before rebalancing",
+                        info.name, totals_start[component]
+                    ),
                 );
             }
             if info.max_imbalance.is_none() {

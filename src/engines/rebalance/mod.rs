@@ -533,8 +533,7 @@ impl<'p> Planner<'p> {
     /// instance as soon as any instance lacks a price).
     fn key(&self) -> FleetKey {
         let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let cost =
-            if self.unpriced_alive > 0 { self.paid_alive as i64 * 1_000_000 } else { self.priced_cost };
+        let cost = if self.unpriced_alive > 0 { self.paid_alive as i64 * 1_000_000 } else { self.priced_cost };
         (self.draining_alive, counts, cost)
     }
 
@@ -555,7 +554,13 @@ impl<'p> Planner<'p> {
         order.sort_by_key(|&index| {
             let node = &self.nodes[index];
             let copies: u32 = node.copies.values().sum();
-            (Reverse(node.draining), Reverse(self.priority(node.type_index)), Reverse(self.node_cost(node)), copies, index)
+            (
+                Reverse(node.draining),
+                Reverse(self.priority(node.type_index)),
+                Reverse(self.node_cost(node)),
+                copies,
+                index,
+            )
         });
         order
     }
@@ -567,7 +572,8 @@ impl<'p> Planner<'p> {
         let problem = self.problem;
         let node = &self.nodes[candidate];
         let candidate_priority = self.priority(node.type_index);
-        let mut options: Vec<((u8, bool, i64, usize, usize), (usize, usize))> = Vec::new();
+        // (priority, other AZ, price, type, AZ): the order, which is also the option.
+        let mut options: Vec<(u8, bool, i64, usize, usize)> = Vec::new();
         for type_index in problem.pool_types() {
             let priority = self.priority(type_index);
             if !node.draining && priority > candidate_priority {
@@ -578,14 +584,11 @@ impl<'p> Planner<'p> {
                     continue;
                 }
                 let price = price_micros(problem, type_index).unwrap_or(i64::MAX);
-                options.push((
-                    (priority, az_index != node.az_index, price, type_index, az_index),
-                    (type_index, az_index),
-                ));
+                options.push((priority, az_index != node.az_index, price, type_index, az_index));
             }
         }
         options.sort();
-        options.into_iter().map(|(_, option)| option).collect()
+        options.into_iter().map(|(.., type_index, az_index)| (type_index, az_index)).collect()
     }
 
     fn capacity_left(&self, type_index: usize, az_index: usize) -> bool {
@@ -751,7 +754,9 @@ impl<'p> Planner<'p> {
         if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
             return false;
         }
-        node.az_index == from_az || info.max_imbalance.is_none() || self.balance_allows(component, from_az, node.az_index, balance_before)
+        node.az_index == from_az
+            || info.max_imbalance.is_none()
+            || self.balance_allows(component, from_az, node.az_index, balance_before)
     }
 
     fn balance_allows(&self, component: usize, from_az: usize, to_az: usize, balance_before: &[u64]) -> bool {
@@ -770,13 +775,15 @@ impl<'p> Planner<'p> {
         let spread = info.strategy == PlacementStrategy::Spread;
         let row = &self.per_az[component];
         let mut best: Option<(_, usize)> = None;
-        for az in 0..problem.azs().len() {
-            if az != from_az && info.max_imbalance.is_some() && !self.balance_allows(component, from_az, az, balance_before)
+        for (az, (members, &copies_there)) in self.by_az.iter().zip(row).enumerate() {
+            if az != from_az
+                && info.max_imbalance.is_some()
+                && !self.balance_allows(component, from_az, az, balance_before)
             {
                 continue;
             }
             let cross_az = az != from_az;
-            for &index in &self.by_az[az] {
+            for &index in members {
                 let node = &self.nodes[index];
                 if !node.alive || node.draining {
                     continue;
@@ -789,7 +796,7 @@ impl<'p> Planner<'p> {
                 }
                 let key = (
                     cross_az,
-                    if cross_az { row[az] } else { 0 },
+                    if cross_az { copies_there } else { 0 },
                     if spread { node.copies_of(component) } else { 0 },
                     self.priority(node.type_index),
                     leftover(&type_info.capacity, &after),
@@ -894,8 +901,10 @@ impl<'p> Planner<'p> {
                 let victim_moves = moves.len();
                 // The releases may land in a later step than the ones before: SPREAD must not
                 // get worse from one victim to the next, not only over the whole unit.
-                let mut local: BTreeMap<(usize, usize), u64> =
-                    guard.keys().map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az))).collect();
+                let mut local: BTreeMap<(usize, usize), u64> = guard
+                    .keys()
+                    .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
+                    .collect();
                 let copies = self.kill(other);
                 let mut fits = true;
                 for component in copies {
@@ -968,9 +977,8 @@ impl<'p> Planner<'p> {
                 let forbidden = if can_join { &step_targets } else { &no_one };
                 // A unit joins the current step when it has room for its launch (if any) and for
                 // at least its first release; a launch's further releases go into later steps.
-                let joins_with = |launches: usize| {
-                    can_join && step_launches + launches <= step_size && step_releases < step_size
-                };
+                let joins_with =
+                    |launches: usize| can_join && step_launches + launches <= step_size && step_releases < step_size;
                 // With one step per launch a unit that does not fit the current step opens a new
                 // one; otherwise its first releases fill the current step.
                 let spanning = self.steps_per_launch > 1;

@@ -126,7 +126,8 @@ fn micros_text(micros: i64) -> String {
 pub fn change_text(before: &Objective, after: &Objective) -> String {
     let mut parts: Vec<String> = Vec::new();
     for priority in 1..=6u8 {
-        let delta = i64::from(after.instances_of_priority(priority)) - i64::from(before.instances_of_priority(priority));
+        let delta =
+            i64::from(after.instances_of_priority(priority)) - i64::from(before.instances_of_priority(priority));
         if delta != 0 {
             parts.push(format!("p{priority} {delta:+}"));
         }
