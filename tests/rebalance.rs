@@ -460,3 +460,39 @@ proptest! {
         prop_assert!(violations.is_empty(), "violations: {:#?}\nplan: {}", violations, plan.to_json());
     }
 }
+
+// ---- The command line. ----
+
+#[cfg(feature = "cli")]
+#[test]
+fn cli_prints_json_and_a_table_with_the_distance() {
+    use std::process::Command;
+    let scenario = format!("{}/scenarios/fragmented-fleet.json", env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new(env!("CARGO_BIN_EXE_fleetplan"))
+        .args(["rebalance", &scenario, "--json"])
+        .output()
+        .expect("fleetplan runs");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let plan: RebalancePlan = serde_json::from_slice(&output.stdout).expect("a rebalance plan");
+    let problem = common::bundled_problem("fragmented-fleet.json");
+    assert_eq!(plan, rebalance(&problem));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(value["Steps"].is_array() && value["Objective"]["Cost"].is_number());
+
+    let output = Command::new(env!("CARGO_BIN_EXE_fleetplan"))
+        .args(["rebalance", &scenario, "--time-limit-ms", "5000"])
+        .output()
+        .expect("fleetplan runs");
+    assert_eq!(output.status.code(), Some(0));
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.starts_with("Rebalance for endpoint "), "{table}");
+    assert!(table.contains("\nStep 1 ("), "{table}");
+    assert!(table.contains("\nDistance to the bound: ") || table.contains("\nNo proven bound;"), "{table}");
+
+    // Bad input: exit 2.
+    let output = Command::new(env!("CARGO_BIN_EXE_fleetplan"))
+        .args(["rebalance", "/nonexistent.json"])
+        .output()
+        .expect("fleetplan runs");
+    assert_eq!(output.status.code(), Some(2));
+}

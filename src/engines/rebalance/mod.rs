@@ -203,7 +203,7 @@ impl RebalancePlan {
 ///     .fleet_copies("chat", "i-2", 1)
 ///     .instance_limits(1, None)
 ///     .build();
-/// let problem = Problem::from_json(&serde_json::to_string(&scenario).unwrap()).unwrap();
+/// let problem = Problem::new(&scenario).unwrap();
 /// let plan = rebalance(&problem);
 /// assert!(verify_rebalance(&problem, &plan).is_empty());
 /// assert_eq!(plan.objective.instances_of_priority(2), 0);
