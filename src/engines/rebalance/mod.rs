@@ -826,7 +826,7 @@ impl<'p> Planner<'p> {
         candidate: usize,
         option: LaunchOption,
         forbidden: &BTreeSet<usize>,
-        order: &[usize],
+        order_by_az: &[Vec<usize>],
         first_room: usize,
         commit: bool,
     ) -> Option<Unit> {
@@ -884,12 +884,11 @@ impl<'p> Planner<'p> {
         if let Some(new) = launched {
             let az = self.nodes[new].az_index;
             let mut tries = 0usize;
-            for &other in order {
+            for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
                 if victims.len() >= max_victims || tries >= self.extra_victim_tries || self.alive <= min_instances {
                     break;
                 }
                 if other == candidate
-                    || self.nodes[other].az_index != az
                     || !self.may_release(other)
                     || forbidden.contains(&other)
                     || targets.contains(&other)
@@ -960,6 +959,13 @@ impl<'p> Planner<'p> {
         loop {
             let mut progress = false;
             let order = self.release_order();
+            // The same order per AZ: a launch absorbs further instances of its own AZ only.
+            let mut order_by_az: Vec<Vec<usize>> = vec![Vec::new(); problem.azs().len()];
+            for &index in &order {
+                if let Some(list) = order_by_az.get_mut(self.nodes[index].az_index) {
+                    list.push(index);
+                }
+            }
             for &candidate in &order {
                 if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     return (steps, StopReason::TimeLimit);
@@ -990,7 +996,8 @@ impl<'p> Planner<'p> {
                     if self.release_first && option.is_some() && best.is_some() {
                         break;
                     }
-                    let Some(unit) = self.simulate(candidate, option, forbidden, &order, first_room, false) else {
+                    let Some(unit) = self.simulate(candidate, option, forbidden, &order_by_az, first_room, false)
+                    else {
                         continue;
                     };
                     let score = (unit.key, unit.moves.len(), rank);
@@ -1008,7 +1015,7 @@ impl<'p> Planner<'p> {
                     continue;
                 }
                 // The same simulation again, kept this time (the planner is deterministic).
-                let Some(unit) = self.simulate(candidate, option, forbidden, &order, first_room, true) else {
+                let Some(unit) = self.simulate(candidate, option, forbidden, &order_by_az, first_room, true) else {
                     continue;
                 };
                 if !joins {
