@@ -5,6 +5,7 @@
 //! fleetplan consolidate SCENARIO [--time-limit-ms N] [--json] [--stats]
 //! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
+//! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
 //! fleetplan schema scenario|plan
 //! ```
 //!
@@ -24,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use fleetplan::{
-    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReadOptions, ReliabilityReport,
+    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReadOptions,
+    ReliabilityReport,
 };
 
 /// Exit code for success, including a partial plan.
@@ -111,6 +113,19 @@ enum Command {
         /// Also write an SVG heat map (components × AZs) to this file.
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
+    },
+    /// Return to preferred hardware and replace several instances by one, in make-before-break
+    /// steps (docs/contract.md §7).
+    Rebalance {
+        /// Scenario JSON file, or `-` for standard input.
+        scenario: String,
+        /// Deadline for the whole command in milliseconds (default: the planner runs to the end
+        /// and the best-reachable comparison gets 2000 ms).
+        #[arg(long, value_name = "N")]
+        time_limit_ms: Option<u64>,
+        /// Print the plan as JSON (`{"Steps": [...], "Objective": {...}}`) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Check a plan from any source against the scenario; exit 1 if it breaks a rule (docs/contract.md §5).
     Verify {
@@ -262,6 +277,10 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             }
             Ok(EXIT_OK)
         }
+        Command::Rebalance { scenario, time_limit_ms, json } => {
+            let problem = load_problem(&scenario, output, options)?;
+            run_rebalance(&problem, started, time_limit_ms, json)
+        }
         Command::Report { scenario, plan, json, svg } => {
             if scenario == "-" && plan.as_deref() == Some("-") {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
@@ -322,6 +341,34 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             Ok(EXIT_OK)
         }
     }
+}
+
+/// The best-reachable comparison's time when `--time-limit-ms` is not given.
+const DEFAULT_BOUND_TIME_LIMIT_MS: u64 = 2_000;
+
+/// `fleetplan rebalance`: the plan, and (in the table) the distance to the exact planner's
+/// optimum from an empty fleet. With `--time-limit-ms N` the planner gets half of what is left
+/// after reading, the comparison a quarter, so the command returns within N ms plus printing.
+fn run_rebalance(problem: &Problem, started: Instant, time_limit_ms: Option<u64>, json: bool) -> Result<u8, BadInput> {
+    use fleetplan::engines::rebalance::{best_reachable, rebalance_table};
+    let left = time_limit_ms.map(|limit| Duration::from_millis(limit).saturating_sub(started.elapsed()));
+    let mut rebalancer = fleetplan::Rebalancer::new();
+    if let Some(left) = left {
+        // Half for the planner, the rest for the best-reachable comparison in the table.
+        rebalancer = rebalancer.limits(Limits::new().time_limit(left / 2));
+    }
+    let plan = rebalancer.plan(problem);
+    if json {
+        emit(&to_json(&plan)?);
+        return Ok(EXIT_OK);
+    }
+    let bound_time = match left {
+        Some(left) => (left.saturating_sub(started.elapsed())) / 2,
+        None => Duration::from_millis(DEFAULT_BOUND_TIME_LIMIT_MS),
+    };
+    let best = best_reachable(problem, bound_time);
+    emit(&rebalance_table(problem, &plan, Some(&best)));
+    Ok(EXIT_OK)
 }
 
 /// How an input is named in messages.

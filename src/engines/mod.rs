@@ -1,4 +1,5 @@
-//! Planning engines: the greedy fast path, the exact integer program, and consolidation.
+//! Planning engines: the greedy fast path, the exact integer program, consolidation and
+//! rebalancing.
 //!
 //! Every engine returns actions; `finish` turns them into a [`Plan`] with the objective and
 //! `Unplaced` computed by the shared definitions, so no engine reports its own numbers.
@@ -7,6 +8,7 @@ pub mod consolidate;
 pub mod exact;
 pub mod greedy;
 pub mod limits;
+pub mod rebalance;
 pub(crate) mod spread;
 
 use crate::fleet::{objective, FinalFleet};

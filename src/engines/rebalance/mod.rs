@@ -1,0 +1,1150 @@
+//! Rebalancing (spec §7): back to preferred hardware when its capacity returns, and replacement
+//! consolidation (launch one preferred or cheaper instance to free several), in make-before-break
+//! steps.
+//!
+//! The planner is a deterministic greedy (see `docs/rebalance.md`) built like consolidation
+//! ([`crate::engines::consolidate`]): it walks release candidates in objective order (draining
+//! first, then highest priority number, most expensive, fewest copies). For each candidate it
+//! simulates every *unit* it may commit — re-home the candidate's copies onto instances that stay
+//! (a consolidation release), or launch one instance of a pool type and AZ with capacity left, move
+//! the candidate's copies onto it (and onto instances that stay when they do not fit) and then
+//! move whole further instances of that AZ onto it while they fit — and commits the unit whose
+//! final fleet is best by (draining instances left, L3, L4), then fewest moves, provided it is
+//! strictly better than before. Committed units are grouped into steps of at most
+//! `MaximumStepSize` launches and releases. [`verify_rebalance`] re-checks any plan
+//! independently; [`summarize`] and [`best_reachable`] report what the plan changes and how far
+//! its final fleet is from the exact planner's optimum from an empty fleet.
+
+mod check;
+mod summary;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use check::verify_rebalance;
+pub use summary::{
+    best_reachable, change_text, reachable_problem, rebalance_table, summarize, BestReachable, RebalanceSummary,
+    StepSummary,
+};
+
+use crate::engines::consolidate::{copy_resources, Move};
+use crate::engines::limits::{Limits, Stats};
+use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
+use crate::plan::{Objective, StopReason};
+use crate::problem::{PlacementStrategy, Problem, Resources};
+
+/// One launch of a rebalancing step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Launch {
+    /// `new-1`, `new-2`, … counting up across the whole plan.
+    pub instance_id: String,
+    /// Instance type (a pool type).
+    pub instance_type: String,
+    /// Availability zone.
+    pub availability_zone: String,
+    /// Launched into a capacity reservation (prepaid, costs nothing).
+    #[serde(default)]
+    pub reserved: bool,
+}
+
+/// One executable step: launches first, then moves (make-before-break), then releases.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RebalanceStep {
+    /// Instances launched at the start of the step.
+    #[serde(default)]
+    pub launch: Vec<Launch>,
+    /// Moves of this step; they may target the step's launches.
+    #[serde(default)]
+    pub moves: Vec<Move>,
+    /// Instances released at the end of the step (emptied by its moves).
+    #[serde(default)]
+    pub release: Vec<String>,
+}
+
+/// A rebalancing plan (spec §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RebalancePlan {
+    /// Steps, executed in order.
+    pub steps: Vec<RebalanceStep>,
+    /// Objective of the final fleet.
+    pub objective: Objective,
+    /// Why the planner stopped (`TimeLimit` when the time limit cut it short).
+    #[serde(default = "completed")]
+    pub stop_reason: StopReason,
+}
+
+fn completed() -> StopReason {
+    StopReason::Completed
+}
+
+impl RebalancePlan {
+    /// Ids of every released instance, in release order.
+    pub fn released(&self) -> impl Iterator<Item = &str> + '_ {
+        self.steps.iter().flat_map(|step| step.release.iter().map(String::as_str))
+    }
+
+    /// Every launch, in launch order.
+    pub fn launches(&self) -> impl Iterator<Item = &Launch> + '_ {
+        self.steps.iter().flat_map(|step| step.launch.iter())
+    }
+
+    /// Total number of moves over all steps.
+    pub fn move_count(&self) -> usize {
+        self.steps.iter().map(|step| step.moves.len()).sum()
+    }
+
+    /// The fleet after the first `steps` steps, replayed by instance id on the problem's fleet
+    /// (kept existing instances in fleet order, then launches in launch order). Entries that do
+    /// not make sense (unknown ids, copies that are not there) are skipped; use
+    /// [`verify_rebalance`] to find them.
+    pub fn fleet_after(&self, problem: &Problem, steps: usize) -> FinalFleet {
+        let mut instances: Vec<(FinalInstance, bool)> = problem
+            .fleet()
+            .iter()
+            .enumerate()
+            .map(|(index, existing)| {
+                let instance = FinalInstance {
+                    id: existing.id.clone(),
+                    type_index: existing.type_index,
+                    az_index: existing.az_index,
+                    reserved: existing.reserved,
+                    existing: Some(index),
+                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
+                    new_copies: BTreeMap::new(),
+                };
+                (instance, true)
+            })
+            .collect();
+        let mut by_id: BTreeMap<String, usize> =
+            instances.iter().enumerate().map(|(index, (instance, _))| (instance.id.clone(), index)).collect();
+        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        for step in self.steps.iter().take(steps) {
+            for launch in &step.launch {
+                let (Some(type_index), Some(az_index)) =
+                    (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
+                else {
+                    continue;
+                };
+                if by_id.contains_key(&launch.instance_id) {
+                    continue;
+                }
+                let entry = launches.entry((type_index, az_index)).or_insert((0, 0));
+                entry.0 += 1;
+                entry.1 += u32::from(launch.reserved);
+                by_id.insert(launch.instance_id.clone(), instances.len());
+                instances.push((
+                    FinalInstance {
+                        id: launch.instance_id.clone(),
+                        type_index,
+                        az_index,
+                        reserved: launch.reserved,
+                        existing: None,
+                        copies: BTreeMap::new(),
+                        new_copies: BTreeMap::new(),
+                    },
+                    true,
+                ));
+            }
+            for planned in &step.moves {
+                let component = problem.component_index(&planned.inference_component_name);
+                let (from, to) = (by_id.get(&planned.from).copied(), by_id.get(&planned.to).copied());
+                let (Some(component), Some(from), Some(to)) = (component, from, to) else { continue };
+                let Some((source, true)) = instances.get_mut(from) else { continue };
+                let Some(count) = source.copies.get_mut(&component) else { continue };
+                *count -= 1;
+                if *count == 0 {
+                    source.copies.remove(&component);
+                }
+                if let Some((target, _)) = instances.get_mut(to) {
+                    *target.copies.entry(component).or_insert(0) += 1;
+                    *target.new_copies.entry(component).or_insert(0) += 1;
+                }
+            }
+            for id in &step.release {
+                if let Some((_, alive)) = by_id.get(id).and_then(|&index| instances.get_mut(index)) {
+                    *alive = false;
+                }
+            }
+        }
+        let instances = instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
+        FinalFleet { instances, launches, removed: BTreeMap::new() }
+    }
+
+    /// The fleet after every step (see [`Self::fleet_after`]).
+    pub fn final_fleet(&self, problem: &Problem) -> FinalFleet {
+        self.fleet_after(problem, self.steps.len())
+    }
+
+    /// The plan as pretty JSON (deterministic).
+    #[cfg(feature = "json")]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Plans rebalancing of the problem's fleet with default settings (no time limit).
+///
+/// ```
+/// use fleetplan::{rebalance, verify_rebalance, Problem, ScenarioBuilder};
+/// // Two priority-2 instances hold one copy each; priority-1 capacity is available again.
+/// let scenario = ScenarioBuilder::new(["a"])
+///     .pool("ml.g6.12xlarge", 1)
+///     .pool("ml.g5.12xlarge", 2)
+///     .component("chat", 2, 1, 1.0, 1024)
+///     .strategy("chat", "BINPACK")
+///     .fleet_instance("i-1", "ml.g5.12xlarge", "a", false)
+///     .fleet_instance("i-2", "ml.g5.12xlarge", "a", false)
+///     .fleet_copies("chat", "i-1", 1)
+///     .fleet_copies("chat", "i-2", 1)
+///     .instance_limits(1, None)
+///     .build();
+/// let problem = Problem::new(&scenario).unwrap();
+/// let plan = rebalance(&problem);
+/// assert!(verify_rebalance(&problem, &plan).is_empty());
+/// assert_eq!(plan.objective.instances_of_priority(2), 0);
+/// assert_eq!(plan.objective.instances_of_priority(1), 1);
+/// ```
+pub fn rebalance(problem: &Problem) -> RebalancePlan {
+    Rebalancer::new().plan(problem)
+}
+
+/// Rebalancing planner with explicit settings.
+///
+/// ```
+/// use std::time::Duration;
+/// use fleetplan::{Limits, Problem, Rebalancer};
+/// # let problem = Problem::from_json(include_str!("../../../scenarios/fragmented-fleet.json")).unwrap();
+/// let limits = Limits::new().time_limit(Duration::from_millis(500));
+/// let plan = Rebalancer::new().limits(limits).max_steps(2).plan(&problem);
+/// assert!(plan.steps.len() <= 2);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Rebalancer {
+    limits: Limits,
+    max_steps: Option<usize>,
+    extra_victim_tries: usize,
+    steps_per_launch: usize,
+    variants_up_to: usize,
+    self_check: bool,
+}
+
+impl Default for Rebalancer {
+    fn default() -> Self {
+        Rebalancer {
+            limits: Limits::new(),
+            max_steps: None,
+            extra_victim_tries: 64,
+            steps_per_launch: 4,
+            variants_up_to: 256,
+            self_check: cfg!(debug_assertions),
+        }
+    }
+}
+
+impl Rebalancer {
+    /// A planner without time or step limits; self-checking in debug builds.
+    pub fn new() -> Self {
+        Rebalancer::default()
+    }
+
+    /// Deadline, node limit (release candidates tried) and cancellation: when one is hit the
+    /// planner returns the steps committed so far (each one valid) with the matching
+    /// [`StopReason`].
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Shorthand for [`limits`](Self::limits)`(Limits::new().time_limit(limit))`: the deadline
+    /// counts from this call.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.limits = self.limits.time_limit(limit);
+        self
+    }
+
+    /// Plans at most `steps` steps.
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = Some(steps);
+        self
+    }
+
+    /// How many further instances of its AZ a launch tries to absorb after its first release
+    /// candidate (default 64; only `MaximumStepSize − 1` of them can be released with it).
+    pub fn extra_victim_tries(mut self, tries: usize) -> Self {
+        self.extra_victim_tries = tries;
+        self
+    }
+
+    /// Over how many consecutive steps the instances one launch frees may be released (default
+    /// 4). With `MaximumStepSize` 1, freeing three instances with one launch takes three steps;
+    /// the steps in between may be worse than the start, only the launch's last step must be
+    /// better.
+    pub fn steps_per_launch(mut self, steps: usize) -> Self {
+        self.steps_per_launch = steps.max(1);
+        self
+    }
+
+    /// Fleets of at most `instances` instances (default 256) get two more greedy runs, with
+    /// launches that free instances within one step only; the best plan is kept.
+    pub fn variants_up_to(mut self, instances: usize) -> Self {
+        self.variants_up_to = instances;
+        self
+    }
+
+    /// Runs [`verify_rebalance`] on the finished plan and returns a plan without steps if it
+    /// finds anything (default: on in debug builds, off in release builds).
+    pub fn self_check(mut self, enabled: bool) -> Self {
+        self.self_check = enabled;
+        self
+    }
+
+    /// Plans rebalancing of the problem's fleet.
+    pub fn plan(&self, problem: &Problem) -> RebalancePlan {
+        self.plan_with_stats(problem).0
+    }
+
+    /// [`plan`](Self::plan), also returning what the planner did (greedy runs as solves,
+    /// release candidates tried as nodes, steps as rounds).
+    pub fn plan_with_stats(&self, problem: &Problem) -> (RebalancePlan, Stats) {
+        let started = Instant::now();
+        let mut stats = Stats::default();
+        // Several greedy runs, the best plan by `rebalance_score` wins: the best unit for each
+        // candidate, or a release without a launch whenever one works (fewer launches, steps and
+        // moves when both reach the same fleet); small fleets also try launches that free
+        // instances within one step only (a unit spanning steps can be locally better and
+        // globally worse).
+        let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
+        if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
+            variants.extend([(false, 1), (true, 1)]);
+        }
+        let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
+        for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
+            if run > 0 && (self.limits.stop_now().is_some() || self.limits.nodes().is_some_and(|n| stats.nodes >= n)) {
+                break;
+            }
+            let mut planner = Planner::new(problem);
+            planner.extra_victim_tries = self.extra_victim_tries;
+            planner.steps_per_launch = steps_per_launch;
+            planner.release_first = release_first;
+            let (steps, stop_reason) =
+                planner.run(self.max_steps.unwrap_or(usize::MAX), &self.limits, &mut stats.nodes);
+            stats.solves += 1;
+            let (draining, counts, cost) = planner.key();
+            let moves = steps.iter().map(|step| step.moves.len()).sum();
+            let score = (draining, counts, cost, steps.len(), moves);
+            if best.as_ref().is_none_or(|(best_score, ..)| score < *best_score) {
+                best = Some((score, steps, stop_reason, planner.final_fleet()));
+            }
+        }
+        stats.phase("search", started);
+        // The first run always happens, so `best` is set; the fallback keeps this panic-free.
+        let Some((_, steps, stop_reason, fleet)) = best else {
+            let plan = RebalancePlan {
+                steps: Vec::new(),
+                objective: objective(problem, &FinalFleet::apply(problem, &[]).0),
+                stop_reason: StopReason::TimeLimit,
+            };
+            return (plan, stats);
+        };
+        stats.rounds = steps.len() as u64;
+        let plan = RebalancePlan { steps, objective: objective(problem, &fleet), stop_reason };
+        if self.self_check {
+            let checked = Instant::now();
+            let faults = verify_rebalance(problem, &plan);
+            stats.phase("verify", checked);
+            if let Some(first) = faults.first() {
+                // Never hand out a plan the checker rejects: no steps is always valid.
+                let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
+                let stop_reason = StopReason::InternalError(format!("the rebalance plan failed its check: {first}"));
+                return (RebalancePlan { steps: Vec::new(), objective, stop_reason }, stats);
+            }
+        }
+        (plan, stats)
+    }
+}
+
+/// [`rebalance_score`]: draining instances left, `(n6, …, n1)`, cost in millionths, steps,
+/// moves; smaller is better.
+pub type RebalanceScore = (usize, [u32; 6], i128, usize, usize);
+
+/// What rebalancing minimises, in order (spec §7): draining instances left in the final fleet
+/// (the operator wants them gone), L3 `(n6, …, n1)`, L4 cost, then the number of steps, then
+/// the number of moves.
+pub fn rebalance_score(problem: &Problem, plan: &RebalancePlan) -> RebalanceScore {
+    let key = plan.objective.key();
+    let fleet = plan.final_fleet(problem);
+    let draining = fleet
+        .instances
+        .iter()
+        .filter(|instance| instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining))
+        .count();
+    (draining, key.fallback_counts, key.cost_micros, plan.steps.len(), plan.move_count())
+}
+
+/// What a unit must make strictly smaller: draining instances alive, `(n6, …, n1)`, cost.
+type FleetKey = (usize, [u32; 6], i128);
+
+/// The planner's view of one instance (existing or launched).
+#[derive(Debug, Clone)]
+struct Node {
+    id: String,
+    type_index: usize,
+    az_index: usize,
+    reserved: bool,
+    draining: bool,
+    copies: BTreeMap<usize, u32>,
+    used: Resources,
+    alive: bool,
+}
+
+impl Node {
+    fn copies_of(&self, component: usize) -> u32 {
+        self.copies.get(&component).copied().unwrap_or(0)
+    }
+}
+
+/// One reversible change, so a simulated unit can be undone exactly.
+enum Change {
+    /// A copy of `component` moved from a node in `from_az` onto `target`.
+    Copy { target: usize, component: usize, from_az: usize },
+    /// A node was released (its copies taken off it).
+    Kill { node: usize, copies: BTreeMap<usize, u32>, used: Resources },
+    /// A node was launched (always the last node).
+    Launch { type_index: usize, az_index: usize },
+}
+
+/// What one simulated unit does.
+#[derive(Debug, Clone)]
+struct Unit {
+    /// The fleet key after the unit.
+    key: FleetKey,
+    /// Launched node, if any.
+    launched: Option<usize>,
+    /// Released nodes, primary candidate first.
+    victims: Vec<usize>,
+    /// Moves `(component, from node, to node)`.
+    moves: Vec<(usize, usize, usize)>,
+}
+
+/// A launch option: (type, AZ).
+type LaunchOption = Option<(usize, usize)>;
+
+struct Planner<'p> {
+    problem: &'p Problem,
+    nodes: Vec<Node>,
+    /// Node indices per AZ (dead ones included; filter on `alive`).
+    by_az: Vec<Vec<usize>>,
+    /// Copies per `[component][az]`.
+    per_az: Vec<Vec<u64>>,
+    /// Alive nodes holding two or more copies, per `[component][az]` (SPREAD shortcut: without
+    /// one, nothing in that AZ can break the rule).
+    heavy: Vec<Vec<u32>>,
+    /// Launches so far per `[type][az]`.
+    launched: Vec<Vec<u32>>,
+    alive: usize,
+    draining_alive: usize,
+    /// Alive instances per priority (index 1–6).
+    by_priority: [u32; 7],
+    unpriced_alive: usize,
+    paid_alive: usize,
+    priced_cost: i128,
+    launch_count: usize,
+    journal: Vec<Change>,
+    extra_victim_tries: usize,
+    steps_per_launch: usize,
+    /// Take a release without a launch whenever one works.
+    release_first: bool,
+}
+
+impl<'p> Planner<'p> {
+    fn new(problem: &'p Problem) -> Self {
+        let zones = problem.azs().len();
+        let components = problem.components().len();
+        let mut planner = Planner {
+            problem,
+            nodes: Vec::new(),
+            by_az: vec![Vec::new(); zones],
+            per_az: vec![vec![0; zones]; components],
+            heavy: vec![vec![0; zones]; components],
+            launched: vec![vec![0; zones]; problem.instance_types().len()],
+            alive: 0,
+            draining_alive: 0,
+            by_priority: [0; 7],
+            unpriced_alive: 0,
+            paid_alive: 0,
+            priced_cost: 0,
+            launch_count: 0,
+            journal: Vec::new(),
+            extra_victim_tries: 64,
+            steps_per_launch: 4,
+            release_first: false,
+        };
+        for existing in problem.fleet() {
+            let copies: BTreeMap<usize, u32> =
+                existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect();
+            let used = problem.copies_footprint(existing.type_index, &copies);
+            let index = planner.nodes.len();
+            for (&component, &count) in &copies {
+                if let Some(slot) = planner.per_az.get_mut(component).and_then(|row| row.get_mut(existing.az_index)) {
+                    *slot += u64::from(count);
+                }
+                if count >= 2 {
+                    if let Some(slot) = planner.heavy.get_mut(component).and_then(|row| row.get_mut(existing.az_index))
+                    {
+                        *slot += 1;
+                    }
+                }
+            }
+            planner.nodes.push(Node {
+                id: existing.id.clone(),
+                type_index: existing.type_index,
+                az_index: existing.az_index,
+                reserved: existing.reserved,
+                draining: existing.draining,
+                copies,
+                used,
+                alive: false,
+            });
+            if let Some(list) = planner.by_az.get_mut(existing.az_index) {
+                list.push(index);
+            }
+            planner.count_in(index);
+        }
+        planner
+    }
+
+    fn priority(&self, type_index: usize) -> u8 {
+        self.problem.instance_types().get(type_index).map_or(6, |info| info.priority)
+    }
+
+    /// Adds a node to the alive accounting (the fleet key).
+    fn count_in(&mut self, index: usize) {
+        let node = &mut self.nodes[index];
+        node.alive = true;
+        let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
+        self.alive += 1;
+        self.draining_alive += usize::from(draining);
+        let priority = usize::from(self.priority(type_index).clamp(1, 6));
+        self.by_priority[priority] += 1;
+        let price = price_micros(self.problem, type_index);
+        self.unpriced_alive += usize::from(price.is_none());
+        if !reserved {
+            self.paid_alive += 1;
+            self.priced_cost += i128::from(price.unwrap_or(0));
+        }
+    }
+
+    /// Removes a node from the alive accounting.
+    fn count_out(&mut self, index: usize) {
+        let node = &mut self.nodes[index];
+        node.alive = false;
+        let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
+        self.alive -= 1;
+        self.draining_alive -= usize::from(draining);
+        let priority = usize::from(self.priority(type_index).clamp(1, 6));
+        self.by_priority[priority] -= 1;
+        let price = price_micros(self.problem, type_index);
+        self.unpriced_alive -= usize::from(price.is_none());
+        if !reserved {
+            self.paid_alive -= 1;
+            self.priced_cost -= i128::from(price.unwrap_or(0));
+        }
+    }
+
+    /// The fleet key now: draining instances, `(n6, …, n1)`, cost (L4 rules: one unit per paid
+    /// instance as soon as any instance lacks a price).
+    fn key(&self) -> FleetKey {
+        let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
+        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * 1_000_000 } else { self.priced_cost };
+        (self.draining_alive, counts, cost)
+    }
+
+    /// L4 cost of keeping a node, for the release order.
+    fn node_cost(&self, node: &Node) -> i128 {
+        if node.reserved {
+            0
+        } else if self.unpriced_alive > 0 {
+            1_000_000
+        } else {
+            i128::from(price_micros(self.problem, node.type_index).unwrap_or(0))
+        }
+    }
+
+    /// Release order: draining first, then fallback (L3), most expensive (L4), fewest copies.
+    fn release_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.nodes.len()).filter(|&index| self.nodes[index].alive).collect();
+        order.sort_by_key(|&index| {
+            let node = &self.nodes[index];
+            let copies: u32 = node.copies.values().sum();
+            (
+                Reverse(node.draining),
+                Reverse(self.priority(node.type_index)),
+                Reverse(self.node_cost(node)),
+                copies,
+                index,
+            )
+        });
+        order
+    }
+
+    /// Launch options for a candidate, best first: pool types by priority, then price, the
+    /// candidate's AZ first; only where capacity is left, and (unless the candidate is draining)
+    /// never a worse tier than the candidate's.
+    fn launch_options(&self, candidate: usize) -> Vec<(usize, usize)> {
+        let problem = self.problem;
+        let node = &self.nodes[candidate];
+        let candidate_priority = self.priority(node.type_index);
+        // (priority, other AZ, price, type, AZ): the order, which is also the option.
+        let mut options: Vec<(u8, bool, i64, usize, usize)> = Vec::new();
+        for type_index in problem.pool_types() {
+            let priority = self.priority(type_index);
+            if !node.draining && priority > candidate_priority {
+                continue;
+            }
+            for az_index in 0..problem.azs().len() {
+                if !self.capacity_left(type_index, az_index) {
+                    continue;
+                }
+                let price = price_micros(problem, type_index).unwrap_or(i64::MAX);
+                options.push((priority, az_index != node.az_index, price, type_index, az_index));
+            }
+        }
+        options.sort();
+        options.into_iter().map(|(.., type_index, az_index)| (type_index, az_index)).collect()
+    }
+
+    fn capacity_left(&self, type_index: usize, az_index: usize) -> bool {
+        let done = self.launched.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or(0);
+        self.problem.launch_limit(type_index, az_index).total().is_none_or(|total| done < total)
+    }
+
+    /// Launches a node (journaled). Reservation slots are used first.
+    fn launch(&mut self, type_index: usize, az_index: usize) -> usize {
+        let done = self.launched[type_index][az_index];
+        let reserved = done < self.problem.launch_limit(type_index, az_index).reserved;
+        self.launched[type_index][az_index] += 1;
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            id: String::new(),
+            type_index,
+            az_index,
+            reserved,
+            draining: false,
+            copies: BTreeMap::new(),
+            used: Resources::ZERO,
+            alive: false,
+        });
+        self.by_az[az_index].push(index);
+        self.count_in(index);
+        self.journal.push(Change::Launch { type_index, az_index });
+        index
+    }
+
+    /// Releases a node, taking its copies off (journaled). Returns the copies, one entry per
+    /// copy, largest first by the node's own requirement.
+    fn kill(&mut self, index: usize) -> Vec<usize> {
+        let node = &mut self.nodes[index];
+        let copies = std::mem::take(&mut node.copies);
+        let used = std::mem::replace(&mut node.used, Resources::ZERO);
+        let (az_index, type_index) = (node.az_index, node.type_index);
+        for (&component, &count) in &copies {
+            if count >= 2 {
+                self.heavy[component][az_index] -= 1;
+            }
+        }
+        self.count_out(index);
+        let mut units: Vec<usize> = Vec::new();
+        for (&component, &count) in &copies {
+            units.extend(std::iter::repeat_n(component, count as usize));
+        }
+        units.sort_by_key(|&component| (Reverse(copy_resources(self.problem, component, type_index)), component));
+        self.journal.push(Change::Kill { node: index, copies, used });
+        units
+    }
+
+    /// Puts one copy of `component` (leaving a node in `from_az`) onto `target` (journaled).
+    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
+        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+        let node = &mut self.nodes[target];
+        let count = node.copies.entry(component).or_insert(0);
+        *count += 1;
+        let became_heavy = *count == 2;
+        node.used = node.used.plus(&resources);
+        let to_az = node.az_index;
+        if became_heavy {
+            self.heavy[component][to_az] += 1;
+        }
+        self.per_az[component][from_az] = self.per_az[component][from_az].saturating_sub(1);
+        self.per_az[component][to_az] += 1;
+        self.journal.push(Change::Copy { target, component, from_az });
+    }
+
+    /// Undoes the journal back to `mark`.
+    fn rollback(&mut self, mark: usize) {
+        while self.journal.len() > mark {
+            let Some(change) = self.journal.pop() else { break };
+            match change {
+                Change::Copy { target, component, from_az } => {
+                    let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+                    let node = &mut self.nodes[target];
+                    let to_az = node.az_index;
+                    if let Some(count) = node.copies.get_mut(&component) {
+                        if *count == 2 {
+                            self.heavy[component][to_az] -= 1;
+                        }
+                        *count -= 1;
+                        if *count == 0 {
+                            node.copies.remove(&component);
+                        }
+                    }
+                    node.used = node.used.minus(&resources).unwrap_or(Resources::ZERO);
+                    self.per_az[component][to_az] = self.per_az[component][to_az].saturating_sub(1);
+                    self.per_az[component][from_az] += 1;
+                }
+                Change::Kill { node, copies, used } => {
+                    let az_index = self.nodes[node].az_index;
+                    for (&component, &count) in &copies {
+                        if count >= 2 {
+                            self.heavy[component][az_index] += 1;
+                        }
+                    }
+                    self.nodes[node].copies = copies;
+                    self.nodes[node].used = used;
+                    self.count_in(node);
+                }
+                Change::Launch { type_index, az_index } => {
+                    let index = self.nodes.len() - 1;
+                    self.count_out(index);
+                    self.nodes.pop();
+                    self.by_az[az_index].pop();
+                    self.launched[type_index][az_index] -= 1;
+                }
+            }
+        }
+    }
+
+    /// Number of alive instances in `az` breaking the SPREAD rule for `component`.
+    fn spread_offenders_in(&self, component: usize, az: usize) -> u64 {
+        if self.heavy[component][az] == 0 {
+            return 0;
+        }
+        let problem = self.problem;
+        let Some(info) = problem.components().get(component) else { return 0 };
+        let mut fewest_with_room: Option<u32> = None;
+        for &index in &self.by_az[az] {
+            let node = &self.nodes[index];
+            if !node.alive {
+                continue;
+            }
+            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
+            let Some(type_info) = problem.instance_types().get(node.type_index) else { continue };
+            if node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
+                let count = node.copies_of(component);
+                fewest_with_room = Some(fewest_with_room.map_or(count, |fewest| fewest.min(count)));
+            }
+        }
+        let Some(fewest) = fewest_with_room else { return 0 };
+        self.by_az[az]
+            .iter()
+            .filter(|&&index| self.nodes[index].alive && self.nodes[index].copies_of(component) >= fewest + 2)
+            .count() as u64
+    }
+
+    /// Records the SPREAD measure of (component, az) before the unit first changes it.
+    fn touch(&self, guard: &mut BTreeMap<(usize, usize), u64>, component: usize, az: usize) {
+        if self.problem.components()[component].strategy == PlacementStrategy::Spread {
+            guard.entry((component, az)).or_insert_with(|| self.spread_offenders_in(component, az));
+        }
+    }
+
+    fn spread_kept(&self, guard: &BTreeMap<(usize, usize), u64>) -> bool {
+        guard.iter().all(|(&(component, az), &before)| self.spread_offenders_in(component, az) <= before)
+    }
+
+    /// Whether `target` may receive one copy of `component` leaving a node in `from_az`: alive,
+    /// not draining, eligible, room with the target type's requirement, and (across AZs) the
+    /// component's imbalance no larger than at the unit's start.
+    fn may_receive(&self, target: usize, component: usize, from_az: usize, balance_before: &[u64]) -> bool {
+        let problem = self.problem;
+        let node = &self.nodes[target];
+        if !node.alive || node.draining {
+            return false;
+        }
+        let info = &problem.components()[component];
+        let Some(requirement) = info.placement_requirement(problem, node.type_index) else { return false };
+        let Some(type_info) = problem.instance_types().get(node.type_index) else { return false };
+        if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
+            return false;
+        }
+        node.az_index == from_az
+            || info.max_imbalance.is_none()
+            || self.balance_allows(component, from_az, node.az_index, balance_before)
+    }
+
+    fn balance_allows(&self, component: usize, from_az: usize, to_az: usize, balance_before: &[u64]) -> bool {
+        let mut after = self.per_az[component].clone();
+        after[from_az] = after[from_az].saturating_sub(1);
+        after[to_az] += 1;
+        imbalance(&after) <= balance_before[component]
+    }
+
+    /// The best instance that stays to receive one copy of `component` from a node in
+    /// `from_az` (consolidation's preference: same AZ, thinnest AZ, fewest copies for SPREAD,
+    /// best tier, best fit, cheapest, last).
+    fn best_existing_target(&self, component: usize, from_az: usize, balance_before: &[u64]) -> Option<usize> {
+        let problem = self.problem;
+        let info = &problem.components()[component];
+        let spread = info.strategy == PlacementStrategy::Spread;
+        let row = &self.per_az[component];
+        let mut best: Option<(_, usize)> = None;
+        for (az, (members, &copies_there)) in self.by_az.iter().zip(row).enumerate() {
+            if az != from_az
+                && info.max_imbalance.is_some()
+                && !self.balance_allows(component, from_az, az, balance_before)
+            {
+                continue;
+            }
+            let cross_az = az != from_az;
+            for &index in members {
+                let node = &self.nodes[index];
+                if !node.alive || node.draining {
+                    continue;
+                }
+                let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
+                let Some(type_info) = problem.instance_types().get(node.type_index) else { continue };
+                let after = node.used.plus(&requirement.resources);
+                if !after.fits_in(&type_info.capacity) {
+                    continue;
+                }
+                let key = (
+                    cross_az,
+                    if cross_az { copies_there } else { 0 },
+                    if spread { node.copies_of(component) } else { 0 },
+                    self.priority(node.type_index),
+                    leftover(&type_info.capacity, &after),
+                    self.node_cost(node),
+                    Reverse(index),
+                );
+                if best.as_ref().is_none_or(|(best_key, _)| key < *best_key) {
+                    best = Some((key, index));
+                }
+            }
+        }
+        best.map(|(_, index)| index)
+    }
+
+    /// Whether `candidate` may be released now: alive, not pinned, and not a non-draining
+    /// instance while draining instances are still alive.
+    fn may_release(&self, candidate: usize) -> bool {
+        let node = &self.nodes[candidate];
+        node.alive && (node.draining || self.draining_alive == 0)
+    }
+
+    /// Simulates one unit for `candidate` with `option`; on success returns what it does and,
+    /// unless `commit`, undoes it. On failure nothing changes. A launch's releases are spread
+    /// over steps: `first_room` in the first, `MaximumStepSize` in each further one.
+    fn simulate(
+        &mut self,
+        candidate: usize,
+        option: LaunchOption,
+        forbidden: &BTreeSet<usize>,
+        order_by_az: &[Vec<usize>],
+        first_room: usize,
+        commit: bool,
+    ) -> Option<Unit> {
+        let problem = self.problem;
+        let step_size = usize::try_from(problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let max_victims = first_room.saturating_add(step_size.saturating_mul(self.steps_per_launch.saturating_sub(1)));
+        let alive_before = self.alive;
+        let min_instances = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
+        let key_before = self.key();
+        let mark = self.journal.len();
+        let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
+        let mut guard: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        let mut moves: Vec<(usize, usize, usize)> = Vec::new();
+        let mut victims: Vec<usize> = vec![candidate];
+        let mut targets: BTreeSet<usize> = BTreeSet::new();
+
+        let launched = match option {
+            Some((type_index, az_index)) => {
+                // The empty newcomer can make heavy instances of its AZ break SPREAD.
+                for component in 0..problem.components().len() {
+                    if self.heavy[component][az_index] > 0
+                        && problem.components()[component].placement_requirement(problem, type_index).is_some()
+                    {
+                        self.touch(&mut guard, component, az_index);
+                    }
+                }
+                Some(self.launch(type_index, az_index))
+            }
+            None => None,
+        };
+
+        let from_az = self.nodes[candidate].az_index;
+        let copies = self.kill(candidate);
+        let mut failed = false;
+        for component in copies {
+            let target = match launched {
+                Some(new) if self.may_receive(new, component, from_az, &balance_before) => Some(new),
+                _ => self.best_existing_target(component, from_az, &balance_before),
+            };
+            let Some(target) = target else {
+                failed = true;
+                break;
+            };
+            self.touch(&mut guard, component, self.nodes[target].az_index);
+            self.add_copy(target, component, from_az);
+            targets.insert(target);
+            moves.push((component, candidate, target));
+        }
+        if failed || !self.spread_kept(&guard) {
+            self.rollback(mark);
+            return None;
+        }
+
+        // Fill the launch with further whole instances of its AZ while they fit.
+        if let Some(new) = launched {
+            let az = self.nodes[new].az_index;
+            let mut tries = 0usize;
+            for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
+                if victims.len() >= max_victims || tries >= self.extra_victim_tries || self.alive <= min_instances {
+                    break;
+                }
+                if other == candidate
+                    || !self.may_release(other)
+                    || forbidden.contains(&other)
+                    || targets.contains(&other)
+                {
+                    continue;
+                }
+                tries += 1;
+                let victim_mark = self.journal.len();
+                let victim_moves = moves.len();
+                // The releases may land in a later step than the ones before: SPREAD must not
+                // get worse from one victim to the next, not only over the whole unit.
+                let mut local: BTreeMap<(usize, usize), u64> = guard
+                    .keys()
+                    .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
+                    .collect();
+                let copies = self.kill(other);
+                let mut fits = true;
+                for component in copies {
+                    if !self.may_receive(new, component, az, &balance_before) {
+                        fits = false;
+                        break;
+                    }
+                    self.touch(&mut local, component, az);
+                    self.add_copy(new, component, az);
+                    moves.push((component, other, new));
+                }
+                if fits && self.spread_kept(&local) {
+                    victims.push(other);
+                    for (pair, before) in local {
+                        guard.entry(pair).or_insert(before);
+                    }
+                } else {
+                    self.rollback(victim_mark);
+                    moves.truncate(victim_moves);
+                }
+            }
+        }
+
+        let key = self.key();
+        // The launch's first step ends with `first_room` releases at most: the fleet size then.
+        let after_first_step = alive_before + 1 - victims.len().min(first_room);
+        let over_max = launched.is_some()
+            && problem
+                .scaling()
+                .max_instances
+                .is_some_and(|max| after_first_step > usize::try_from(max).unwrap_or(usize::MAX));
+        if key >= key_before || self.alive < min_instances || over_max {
+            self.rollback(mark);
+            return None;
+        }
+        let unit = Unit { key, launched, victims, moves };
+        if !commit {
+            self.rollback(mark);
+        } else {
+            self.journal.clear();
+        }
+        Some(unit)
+    }
+
+    /// Repeated passes over the release candidates until a pass commits nothing.
+    fn run(&mut self, max_steps: usize, limits: &Limits, nodes: &mut u64) -> (Vec<RebalanceStep>, StopReason) {
+        let problem = self.problem;
+        let step_size = usize::try_from(problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
+        let mut steps: Vec<RebalanceStep> = Vec::new();
+        // Instances receiving copies in the current step: they cannot be released in it.
+        let mut step_targets: BTreeSet<usize> = BTreeSet::new();
+        let no_one: BTreeSet<usize> = BTreeSet::new();
+        loop {
+            let mut progress = false;
+            let order = self.release_order();
+            // The same order per AZ: a launch absorbs further instances of its own AZ only.
+            let mut order_by_az: Vec<Vec<usize>> = vec![Vec::new(); problem.azs().len()];
+            for &index in &order {
+                if let Some(list) = order_by_az.get_mut(self.nodes[index].az_index) {
+                    list.push(index);
+                }
+            }
+            for &candidate in &order {
+                if let Some(reason) = limits.stop_now() {
+                    return (steps, reason);
+                }
+                if limits.nodes().is_some_and(|limit| *nodes >= limit) {
+                    return (steps, StopReason::NodeLimit);
+                }
+                *nodes += 1;
+                if !self.may_release(candidate) {
+                    continue;
+                }
+                let (step_launches, step_releases) =
+                    steps.last().map_or((usize::MAX, usize::MAX), |step| (step.launch.len(), step.release.len()));
+                let can_join = steps.last().is_some() && !step_targets.contains(&candidate);
+                if steps.len() >= max_steps && !can_join {
+                    continue;
+                }
+                // Within the current step, only instances that received nothing in it may go.
+                let forbidden = if can_join { &step_targets } else { &no_one };
+                // A unit joins the current step when it has room for its launch (if any) and for
+                // at least its first release; a launch's further releases go into later steps.
+                let joins_with =
+                    |launches: usize| can_join && step_launches + launches <= step_size && step_releases < step_size;
+                // With one step per launch a unit that does not fit the current step opens a new
+                // one; otherwise its first releases fill the current step.
+                let spanning = self.steps_per_launch > 1;
+                let first_room = if spanning && joins_with(1) { step_size - step_releases } else { step_size };
+                let mut options: Vec<LaunchOption> = vec![None];
+                options.extend(self.launch_options(candidate).into_iter().map(Some));
+                let mut best: Option<((FleetKey, usize, usize), LaunchOption, Unit)> = None;
+                for (rank, option) in options.into_iter().enumerate() {
+                    if self.release_first && option.is_some() && best.is_some() {
+                        break;
+                    }
+                    let Some(unit) = self.simulate(candidate, option, forbidden, &order_by_az, first_room, false)
+                    else {
+                        continue;
+                    };
+                    let score = (unit.key, unit.moves.len(), rank);
+                    if best.as_ref().is_none_or(|(best_score, _, _)| score < *best_score) {
+                        best = Some((score, option, unit));
+                    }
+                }
+                let Some((_, option, preview)) = best else { continue };
+                let joins = joins_with(usize::from(preview.launched.is_some()))
+                    && (spanning || step_releases + preview.victims.len() <= step_size);
+                let room = if joins { step_size - step_releases } else { step_size };
+                let further = preview.victims.len().saturating_sub(room).div_ceil(step_size);
+                let new_steps = usize::from(!joins) + further;
+                if steps.len().saturating_add(new_steps) > max_steps {
+                    continue;
+                }
+                // The same simulation again, kept this time (the planner is deterministic).
+                let Some(unit) = self.simulate(candidate, option, forbidden, &order_by_az, first_room, true) else {
+                    continue;
+                };
+                if !joins {
+                    steps.push(RebalanceStep { launch: Vec::new(), moves: Vec::new(), release: Vec::new() });
+                    step_targets.clear();
+                }
+                self.record(&mut steps, &mut step_targets, &unit, step_size);
+                progress = true;
+            }
+            if !progress {
+                return (steps, StopReason::Completed);
+            }
+        }
+    }
+
+    /// Appends a committed unit to the last step (its launch, then its victims while the step
+    /// has room, further victims in new steps of `step_size` releases) and names its launch.
+    fn record(
+        &mut self,
+        steps: &mut Vec<RebalanceStep>,
+        step_targets: &mut BTreeSet<usize>,
+        unit: &Unit,
+        step_size: usize,
+    ) {
+        let problem = self.problem;
+        if let Some(new) = unit.launched {
+            // A launch is like a target: it cannot be released in the step that starts it.
+            step_targets.insert(new);
+            self.launch_count += 1;
+            let node = &mut self.nodes[new];
+            node.id = format!("new-{}", self.launch_count);
+            let launch = Launch {
+                instance_id: node.id.clone(),
+                instance_type: problem.instance_types()[node.type_index].name.clone(),
+                availability_zone: problem.azs()[node.az_index].clone(),
+                reserved: node.reserved,
+            };
+            if let Some(step) = steps.last_mut() {
+                step.launch.push(launch);
+            }
+        }
+        for &victim in &unit.victims {
+            if steps.last().is_none_or(|step| step.release.len() >= step_size) {
+                steps.push(RebalanceStep { launch: Vec::new(), moves: Vec::new(), release: Vec::new() });
+                step_targets.clear();
+            }
+            let Some(step) = steps.last_mut() else { return };
+            for &(component, from, to) in unit.moves.iter().filter(|&&(_, from, _)| from == victim) {
+                step_targets.insert(to);
+                step.moves.push(Move {
+                    inference_component_name: problem.components()[component].name.clone(),
+                    from: self.nodes[from].id.clone(),
+                    to: self.nodes[to].id.clone(),
+                });
+            }
+            step.release.push(self.nodes[victim].id.clone());
+        }
+    }
+
+    fn final_fleet(&self) -> FinalFleet {
+        let existing = self.problem.fleet().len();
+        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        for node in self.nodes.iter().skip(existing) {
+            let entry = launches.entry((node.type_index, node.az_index)).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += u32::from(node.reserved);
+        }
+        let instances = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.alive)
+            .map(|(index, node)| FinalInstance {
+                id: node.id.clone(),
+                type_index: node.type_index,
+                az_index: node.az_index,
+                reserved: node.reserved,
+                existing: (index < existing).then_some(index),
+                copies: node.copies.clone(),
+                new_copies: BTreeMap::new(),
+            })
+            .collect();
+        FinalFleet { instances, launches, removed: BTreeMap::new() }
+    }
+}
+
+/// Room left after a placement, as parts per million of each resource, summed.
+fn leftover(capacity: &Resources, used: &Resources) -> u64 {
+    let part = |have: u64, taken: u64| -> u64 {
+        if have == 0 {
+            0
+        } else {
+            let free = u128::from(have.saturating_sub(taken));
+            u64::try_from(free * 1_000_000 / u128::from(have)).unwrap_or(u64::MAX)
+        }
+    };
+    part(capacity.accelerators, used.accelerators)
+        .saturating_add(part(capacity.milli_cpus, used.milli_cpus))
+        .saturating_add(part(capacity.memory_mib, used.memory_mib))
+}

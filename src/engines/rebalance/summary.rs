@@ -1,0 +1,254 @@
+//! What a rebalancing plan changes (per step and in total), how far its final fleet is from the
+//! best reachable one, and the readable table the command line prints.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::RebalancePlan;
+use crate::engines::exact::ExactPlanner;
+use crate::fleet::{objective, FinalFleet};
+use crate::plan::{Objective, Status, StopReason};
+use crate::problem::{LaunchLimit, Problem};
+use crate::render::{objective_line, stop_reason_text};
+
+/// What one step changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSummary {
+    /// Instances launched.
+    pub launched: usize,
+    /// Copies moved.
+    pub moves: usize,
+    /// Instances released.
+    pub released: usize,
+    /// Objective of the fleet before the step.
+    pub before: Objective,
+    /// Objective of the fleet after the step.
+    pub after: Objective,
+}
+
+/// What a plan changes, per step and in total.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RebalanceSummary {
+    /// Objective of the fleet as it runs now.
+    pub start: Objective,
+    /// One entry per step.
+    pub steps: Vec<StepSummary>,
+    /// Objective of the final fleet.
+    pub end: Objective,
+}
+
+/// Replays a plan step by step (see [`RebalancePlan::fleet_after`]) and records the objective
+/// before and after each step.
+pub fn summarize(problem: &Problem, plan: &RebalancePlan) -> RebalanceSummary {
+    let start = objective(problem, &FinalFleet::apply(problem, &[]).0);
+    let mut before = start.clone();
+    let mut steps = Vec::with_capacity(plan.steps.len());
+    for (number, step) in plan.steps.iter().enumerate() {
+        let after = objective(problem, &plan.fleet_after(problem, number + 1));
+        steps.push(StepSummary {
+            launched: step.launch.len(),
+            moves: step.moves.len(),
+            released: step.release.len(),
+            before: before.clone(),
+            after: after.clone(),
+        });
+        before = after;
+    }
+    RebalanceSummary { start, steps, end: before }
+}
+
+/// The best final fleet for the same copies, found by the exact planner from an empty fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BestReachable {
+    /// Objective of the exact planner's plan.
+    pub objective: Objective,
+    /// Its best proven bound: equal to `objective` when `status` is `Optimal`, `None` when
+    /// nothing was proven (e.g. the problem is too large for the exact planner).
+    pub bound: Option<Objective>,
+    /// Status of the exact plan.
+    pub status: Status,
+    /// Why the exact planner stopped.
+    pub stop_reason: StopReason,
+}
+
+/// The problem whose optimum bounds every rebalanced fleet: the same scenario without a fleet,
+/// each component's `CopyCount` set to the copies running now, and each (type, AZ)'s capacity
+/// raised by the instances of that type running there (a reserved one as a reservation slot), so
+/// that every final fleet `rebalance` can reach is a feasible plan of it.
+pub fn reachable_problem(problem: &Problem) -> Problem {
+    let mut empty = problem.clone();
+    let running = problem.existing_copies_per_component();
+    for (component, count) in empty.components.iter_mut().zip(running) {
+        component.copy_count = u32::try_from(count).unwrap_or(u32::MAX);
+    }
+    for instance in &problem.fleet {
+        let in_pool = problem.types.get(instance.type_index).is_some_and(|info| info.in_pool);
+        let Some(limit) = empty.limits.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az_index))
+        else {
+            continue;
+        };
+        if !in_pool {
+            continue;
+        }
+        *limit = if instance.reserved {
+            LaunchLimit { reserved: limit.reserved.saturating_add(1), available: limit.available }
+        } else {
+            LaunchLimit { reserved: limit.reserved, available: limit.available.map(|count| count.saturating_add(1)) }
+        };
+    }
+    empty.fleet.clear();
+    empty
+}
+
+/// Runs the exact planner on [`reachable_problem`] within `time_limit`.
+pub fn best_reachable(problem: &Problem, time_limit: Duration) -> BestReachable {
+    let empty = reachable_problem(problem);
+    let plan = ExactPlanner::new().time_limit(time_limit).plan(&empty);
+    let bound = match plan.status {
+        Status::Optimal => Some(plan.objective.clone()),
+        _ => plan.bound.clone(),
+    };
+    BestReachable { objective: plan.objective, bound, status: plan.status, stop_reason: plan.stop_reason }
+}
+
+/// Millionths as a decimal with at least two digits (`12.5` → `12.50`).
+fn micros_text(micros: i128) -> String {
+    let sign = if micros < 0 { "-" } else { "" };
+    let magnitude = micros.unsigned_abs();
+    let fraction = format!("{:06}", magnitude % 1_000_000);
+    let trimmed = fraction.trim_end_matches('0');
+    let digits = if trimmed.len() < 2 { &fraction[..2] } else { trimmed };
+    format!("{sign}{}.{digits}", magnitude / 1_000_000)
+}
+
+/// `p1 +2, p3 -1; cost -12.50 per hour` (or `instances`, see [`CostUnit`](crate::CostUnit)): how `after` differs from `before`.
+pub fn change_text(before: &Objective, after: &Objective) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for priority in 1..=6u8 {
+        let delta =
+            i64::from(after.instances_of_priority(priority)) - i64::from(before.instances_of_priority(priority));
+        if delta != 0 {
+            parts.push(format!("p{priority} {delta:+}"));
+        }
+    }
+    let instances = if parts.is_empty() { "instances unchanged".to_string() } else { parts.join(", ") };
+    let cost = after.cost_micros - before.cost_micros;
+    let sign = if cost > 0 { "+" } else { "" };
+    format!("{instances}; cost {sign}{} {}", micros_text(cost), after.cost_unit.suffix())
+}
+
+fn counted(count: usize, singular: &str, plural: &str) -> String {
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
+/// A readable rebalancing plan: totals, each step (what it changes, launches, moves, releases),
+/// and, when given, the distance to the best reachable fleet.
+pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&BestReachable>) -> String {
+    let summary = summarize(problem, plan);
+    let mut out = String::new();
+    let launched = plan.launches().count();
+    let released = plan.released().count();
+    let endpoint = if problem.endpoint_name().is_empty() { "(unnamed)" } else { problem.endpoint_name() };
+    let _ = writeln!(
+        out,
+        "Rebalance for endpoint {endpoint}: {}, {} launched, {}, {} released",
+        counted(plan.steps.len(), "step", "steps"),
+        launched,
+        counted(plan.move_count(), "move", "moves"),
+        released
+    );
+    if plan.stop_reason != StopReason::Completed {
+        let _ = writeln!(out, "Stop: {}", stop_reason_text(&plan.stop_reason));
+    }
+    let _ = writeln!(out, "Before: {}", objective_line(&summary.start));
+    let _ = writeln!(out, "After:  {}", objective_line(&summary.end));
+    let _ = writeln!(out, "Change: {}", change_text(&summary.start, &summary.end));
+    if plan.steps.is_empty() {
+        out.push_str("\nNothing to rebalance.\n");
+    }
+
+    // Where each instance runs, for readable ids (launches included).
+    let mut places: BTreeMap<&str, (String, String)> = problem
+        .fleet()
+        .iter()
+        .map(|instance| {
+            let type_name = problem.instance_types()[instance.type_index].name.clone();
+            (instance.id.as_str(), (type_name, problem.azs()[instance.az_index].clone()))
+        })
+        .collect();
+    for launch in plan.launches() {
+        places.insert(launch.instance_id.as_str(), (launch.instance_type.clone(), launch.availability_zone.clone()));
+    }
+    let text = |id: &str| match places.get(id) {
+        Some((type_name, az)) => format!("{id} ({type_name}, {az})"),
+        None => id.to_string(),
+    };
+
+    for (number, (step, change)) in plan.steps.iter().zip(&summary.steps).enumerate() {
+        let _ = writeln!(
+            out,
+            "\nStep {} ({} launched, {}, {} released): {}",
+            number + 1,
+            change.launched,
+            counted(change.moves, "move", "moves"),
+            change.released,
+            change_text(&change.before, &change.after)
+        );
+        for launch in &step.launch {
+            let reserved = if launch.reserved { ", reserved" } else { "" };
+            let _ = writeln!(
+                out,
+                "  launch {} ({}, {}{reserved})",
+                launch.instance_id, launch.instance_type, launch.availability_zone
+            );
+        }
+        let rows: Vec<[String; 3]> = step
+            .moves
+            .iter()
+            .map(|planned| [planned.inference_component_name.clone(), text(&planned.from), text(&planned.to)])
+            .collect();
+        if !rows.is_empty() {
+            let headers = ["COMPONENT".to_string(), "FROM".to_string(), "TO".to_string()];
+            let mut widths = headers.clone().map(|header| header.chars().count());
+            for row in &rows {
+                for (width, cell) in widths.iter_mut().zip(row) {
+                    *width = (*width).max(cell.chars().count());
+                }
+            }
+            for row in std::iter::once(&headers).chain(&rows) {
+                let line = format!("  {:w0$}  {:w1$}  {}", row[0], row[1], row[2], w0 = widths[0], w1 = widths[1]);
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+        }
+        for id in &step.release {
+            let _ = writeln!(out, "  release {}", text(id));
+        }
+    }
+
+    if let Some(best) = best {
+        let _ = writeln!(
+            out,
+            "\nBest reachable (exact planner, same copies, empty fleet; {:?}, {}): {}",
+            best.status,
+            stop_reason_text(&best.stop_reason),
+            objective_line(&best.objective)
+        );
+        match &best.bound {
+            Some(bound) => {
+                if bound != &best.objective {
+                    let _ = writeln!(out, "Proven bound: {}", objective_line(bound));
+                }
+                let _ = writeln!(out, "Distance to the bound: {}", change_text(bound, &summary.end));
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "No proven bound; distance to the exact planner's plan: {}",
+                    change_text(&best.objective, &summary.end)
+                );
+            }
+        }
+    }
+    out
+}
