@@ -1,8 +1,8 @@
-//! The independent checker for rebalancing plans (spec §7): the consolidation checker extended
+//! The independent checker for rebalancing plans (contract §7): the consolidation checker extended
 //! with launches.
 //!
 //! It replays a [`RebalancePlan`] step by step on the problem's fleet, by instance id, and checks
-//! every rule of spec §7 for each step. It shares nothing with the planner except the rule
+//! every rule of contract §7 for each step. It shares nothing with the planner except the rule
 //! definitions (imbalance, SPREAD offenders, copy footprints) and the objective.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,7 +90,7 @@ impl Fleet<'_> {
     }
 }
 
-/// Checks a rebalancing plan against spec §7; returns every violation (empty = valid).
+/// Checks a rebalancing plan against contract §7; returns every violation (empty = valid).
 ///
 /// Per step, against the fleet at the step's start plus the step's launches:
 /// - launches: ids `new-1`, `new-2`, … in order across the plan and not in use; a known pool

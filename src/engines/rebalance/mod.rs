@@ -1,4 +1,4 @@
-//! Rebalancing (spec §7): back to preferred hardware when its capacity returns, and replacement
+//! Rebalancing (contract §7): back to preferred hardware when its capacity returns, and replacement
 //! consolidation (launch one preferred or cheaper instance to free several), in make-before-break
 //! steps.
 //!
@@ -66,7 +66,7 @@ pub struct RebalanceStep {
     pub release: Vec<String>,
 }
 
-/// A rebalancing plan (spec §7).
+/// A rebalancing plan (contract §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct RebalancePlan {
@@ -373,7 +373,7 @@ impl Rebalancer {
 /// moves; smaller is better.
 pub type RebalanceScore = (usize, [u32; 6], i128, usize, usize);
 
-/// What rebalancing minimises, in order (spec §7): draining instances left in the final fleet
+/// What rebalancing minimises, in order (contract §7): draining instances left in the final fleet
 /// (the operator wants them gone), L3 `(n6, …, n1)`, L4 cost, then the number of steps, then
 /// the number of moves.
 pub fn rebalance_score(problem: &Problem, plan: &RebalancePlan) -> RebalanceScore {
