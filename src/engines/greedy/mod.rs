@@ -7,19 +7,23 @@
 //!    into free room of instances that stay anyway, then onto newly opened instances (a launch or
 //!    an idle existing instance) of the most preferred type with capacity, chosen by how well the
 //!    remaining copies fit.
-//! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
+//! 3. **Repair** (`repair.rs`): a copy still missing is placed by relocating one or two of
+//!    this plan's new copies off an instance to other room (never an existing copy, never to an
+//!    AZ where the relocated component's balance gets worse).
+//! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
+//! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
-//! Small problems run phases 1–3 several times (component orders × modes, within a work
-//! budget) and keep the best result by objective; large ones run them once. Phase 4 runs on the
+//! Small problems run phases 1–4 several times (component orders × modes, within a work
+//! budget) and keep the best result by objective; large ones run them once. Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
 mod place;
+mod repair;
 mod scale_in;
 
 use smallvec::SmallVec;
@@ -116,6 +120,10 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         planner.strict_balance = false;
     }
     planner.place_all(order);
+    if planner.repair(order) > 0 {
+        // A relocation may have opened an instance with room to spare.
+        planner.place_all(order);
+    }
     planner.min_reached = planner.release_and_meet_min();
     planner
 }
@@ -543,6 +551,10 @@ impl<'a> Greedy<'a> {
     fn final_fleet(&self) -> FinalFleet {
         let mut new_copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); self.instances.len()];
         for &(component, index, count) in &self.placements {
+            // A record the repair pass emptied (its copy was relocated) adds nothing.
+            if count == 0 {
+                continue;
+            }
             if let Some(map) = new_copies.get_mut(index) {
                 *map.entry(component).or_insert(0) += count;
             }

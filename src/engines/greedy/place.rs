@@ -19,7 +19,7 @@ type Needs = [Option<Resources>];
 
 /// Smaller is better: copies covered when covering comes first (else 0), priority, copies
 /// covered (more first), instances opened, cost, type name.
-type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
+pub(super) type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 
 /// Smaller is better: balance excess, no free room left, next opening's priority (when AZs are
 /// chosen by opening, else 0), copies already there, opening's price (likewise), AZ name.
@@ -27,9 +27,9 @@ type AzKey = (u64, bool, u8, u64, i64, usize);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Opening {
-    key: OpeningKey,
-    type_index: usize,
+pub(super) struct Opening {
+    pub(super) key: OpeningKey,
+    pub(super) type_index: usize,
     instances: u64,
 }
 
@@ -261,7 +261,7 @@ impl Greedy<'_> {
         slots
     }
 
-    fn free_accelerators(&self, index: usize) -> u64 {
+    pub(super) fn free_accelerators(&self, index: usize) -> u64 {
         self.instances.get(index).map_or(0, |instance| {
             self.problem
                 .types
@@ -378,7 +378,7 @@ impl Greedy<'_> {
     }
 
     /// The best instances to open in `az` for `remaining` copies, if any may be opened.
-    fn best_opening(&self, needs: &Needs, az: usize, remaining: u64) -> Option<Opening> {
+    pub(super) fn best_opening(&self, needs: &Needs, az: usize, remaining: u64) -> Option<Opening> {
         let budget = self.budget();
         if budget == 0 || remaining == 0 {
             return None;

@@ -1,0 +1,297 @@
+//! Repair pass: copies the main pass left unplaced, placed by relocating a few of this plan's
+//! own new copies.
+//!
+//! A copy stays unplaced when no instance in the fleet has room for it and nothing more can be
+//! opened (capacity or MaxInstanceCount). Often the room exists, only fragmented: another
+//! component's new copy on an instance blocks it and would fit somewhere else. For each missing
+//! copy the pass looks for an instance X eligible for it and one or two new copies on X whose
+//! removal makes room, each of which fits on another instance (room in the fleet first, an
+//! opening if one is still allowed), then moves them and places the copy on X.
+//!
+//! What it never does: move an existing copy (spec §2: `plan` never moves them), relocate a
+//! copy to an AZ where its component's balance excess grows (L2 of relocated components is
+//! unchanged or better), or break packing, eligibility, capacity or MaxInstanceCount (every
+//! check goes through the same room and opening rules as the main pass). The placed copy goes
+//! to the AZ that is best for its component's balance among those where a repair exists; as in
+//! the main pass (PERMISSIVE), a copy is placed even when every such AZ adds balance excess,
+//! because L1 comes before L2.
+//!
+//! Work is bounded ([`REPAIR_WORK`] instance checks per pass), so large inputs stay linear.
+
+use smallvec::SmallVec;
+
+use super::Greedy;
+use crate::fleet::balance_excess;
+use crate::problem::Resources;
+
+/// Most instance checks one repair pass may do (a check: one room test for one instance).
+const REPAIR_WORK: u64 = 20_000;
+
+/// New copies on one instance that may be relocated: (component, count).
+type NewCopies = SmallVec<[(usize, u32); 4]>;
+
+/// Where a relocated copy goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// An instance already in the fleet.
+    Instance(usize),
+    /// A new opening of (type, AZ).
+    Open(usize, usize),
+}
+
+impl Greedy<'_> {
+    /// Places missing copies of the components in `order` by relocating up to two of this
+    /// plan's new copies per placed copy. Returns the copies placed.
+    pub(super) fn repair(&mut self, order: &[usize]) -> u64 {
+        let problem = self.problem;
+        let missing_of = |planner: &Self, c: usize| {
+            let have: u64 = planner.az_copies.get(c).map_or(0, |row| row.iter().sum());
+            problem.components.get(c).map_or(0, |component| u64::from(component.copy_count).saturating_sub(have))
+        };
+        if order.iter().all(|&c| self.had_removals.get(c).copied().unwrap_or(true) || missing_of(self, c) == 0) {
+            return 0;
+        }
+        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(list) = new_copies.get_mut(index) {
+                add_count(list, component, i64::from(count));
+            }
+        }
+        let mut work = REPAIR_WORK;
+        let mut placed = 0;
+        for &c in order {
+            if self.had_removals.get(c).copied().unwrap_or(true) {
+                continue;
+            }
+            while missing_of(self, c) > 0 && work > 0 {
+                if !self.repair_one(c, &mut new_copies, &mut work) {
+                    break;
+                }
+                placed += 1;
+            }
+        }
+        placed
+    }
+
+    /// What one copy of component `c` needs on each type (`None` where it may not run).
+    fn needs_of(&self, c: usize) -> Vec<Option<Resources>> {
+        let problem = self.problem;
+        (0..problem.types.len())
+            .map(|t| problem.components.get(c)?.placement_requirement(problem, t).map(|r| r.resources))
+            .collect()
+    }
+
+    /// The need of one copy of `c` on instance `index`, if `c` may run there.
+    fn need_on(&self, c: usize, index: usize) -> Option<Resources> {
+        let instance = self.instances.get(index)?;
+        let problem = self.problem;
+        problem.components.get(c)?.placement_requirement(problem, instance.type_index).map(|r| r.resources)
+    }
+
+    /// Places one copy of `c` by relocating one or two new copies; false when no repair exists
+    /// (or the work budget ran out).
+    fn repair_one(&mut self, c: usize, new_copies: &mut Vec<NewCopies>, work: &mut u64) -> bool {
+        let problem = self.problem;
+        let Some(component) = problem.components.get(c) else { return false };
+        let limit = component.max_imbalance;
+        // AZs best for the component's balance first (then fewest copies, then name).
+        let mut azs: Vec<usize> = (0..problem.azs.len()).collect();
+        let totals = self.az_copies[c].clone();
+        azs.sort_by_key(|&z| {
+            let mut after = totals.clone();
+            after[z] += 1;
+            (balance_excess(&after, limit), totals[z], self.az_rank[z])
+        });
+        for z in azs {
+            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            for x in candidates {
+                if *work == 0 {
+                    return false;
+                }
+                *work -= 1;
+                let Some(need_c) = self.need_on(c, x) else { continue };
+                let Some(capacity) = self.problem.types.get(self.instances[x].type_index).map(|t| t.capacity) else {
+                    continue;
+                };
+                let used = self.instances[x].used;
+                if used.plus(&need_c).fits_in(&capacity) {
+                    // Room the main pass did not see (e.g. freed by an earlier repair).
+                    self.place(c, x, 1, &need_c);
+                    add_count(&mut new_copies[x], c, 1);
+                    self.readmit_accelerated(x);
+                    return true;
+                }
+                let movable: NewCopies =
+                    new_copies.get(x).map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect()).unwrap_or_default();
+                if movable.is_empty() {
+                    continue;
+                }
+                // Sets of one or two copies to move off X that make room for c.
+                let mut sets: Vec<SmallVec<[usize; 2]>> = Vec::new();
+                for (i, &(d, n)) in movable.iter().enumerate() {
+                    sets.push(SmallVec::from_slice(&[d]));
+                    if n >= 2 {
+                        sets.push(SmallVec::from_slice(&[d, d]));
+                    }
+                    for &(e, _) in movable.iter().skip(i + 1) {
+                        sets.push(SmallVec::from_slice(&[d, e]));
+                    }
+                }
+                for set in sets {
+                    let freed = set.iter().filter_map(|&d| self.need_on(d, x)).fold(Resources::ZERO, |a, b| a.plus(&b));
+                    let Some(after) = used.minus(&freed) else { continue };
+                    if !after.plus(&need_c).fits_in(&capacity) {
+                        continue;
+                    }
+                    if let Some(targets) = self.relocation_targets(x, &set, work) {
+                        for (&d, target) in set.iter().zip(targets) {
+                            self.relocate(d, x, target, new_copies);
+                        }
+                        // The checks above make this hold; re-checked so a failed opening can
+                        // never overbook X (the relocated copies are valid wherever they are).
+                        if !self.instances[x].used.plus(&need_c).fits_in(&capacity) {
+                            return false;
+                        }
+                        self.place(c, x, 1, &need_c);
+                        add_count(&mut new_copies[x], c, 1);
+                        self.readmit_accelerated(x);
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the
+    /// fleet with room (same AZ first, then AZs where the component's balance excess does not
+    /// grow), else an opening in such an AZ. At most one opening per set.
+    fn relocation_targets(&self, x: usize, set: &[usize], work: &mut u64) -> Option<SmallVec<[Target; 2]>> {
+        let problem = self.problem;
+        let home = self.instances.get(x)?.az;
+        // Extra load already planned on instances by earlier copies of the set.
+        let mut planned: SmallVec<[(usize, Resources); 2]> = SmallVec::new();
+        let mut opened = false;
+        let mut targets: SmallVec<[Target; 2]> = SmallVec::new();
+        // Per-AZ copy counts of each relocated component as the set's moves would leave them.
+        let mut moved: SmallVec<[(usize, usize); 2]> = SmallVec::new();
+        for &d in set {
+            let limit = problem.components.get(d)?.max_imbalance;
+            let mut totals = self.az_copies.get(d)?.clone();
+            for &(moved_d, to) in &moved {
+                if moved_d == d {
+                    totals[home] = totals[home].saturating_sub(1);
+                    totals[to] += 1;
+                }
+            }
+            let before = balance_excess(&totals, limit);
+            let mut azs: Vec<usize> = (0..problem.azs.len())
+                .filter(|&z| {
+                    if z == home {
+                        return true;
+                    }
+                    let mut after = totals.clone();
+                    after[home] = after[home].saturating_sub(1);
+                    after[z] += 1;
+                    balance_excess(&after, limit) <= before
+                })
+                .collect();
+            azs.sort_by_key(|&z| (z != home, self.az_rank[z]));
+            let mut found = None;
+            'azs: for &z in &azs {
+                for &y in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
+                    if y == x {
+                        continue;
+                    }
+                    if *work == 0 {
+                        return None;
+                    }
+                    *work -= 1;
+                    let Some(need) = self.need_on(d, y) else { continue };
+                    let Some(capacity) = problem.types.get(self.instances[y].type_index).map(|t| t.capacity) else {
+                        continue;
+                    };
+                    let extra = planned.iter().filter(|(i, _)| *i == y).fold(Resources::ZERO, |a, (_, r)| a.plus(r));
+                    if self.instances[y].used.plus(&extra).plus(&need).fits_in(&capacity) {
+                        planned.push((y, need));
+                        found = Some((Target::Instance(y), z));
+                        break 'azs;
+                    }
+                }
+            }
+            if found.is_none() && !opened {
+                let needs = self.needs_of(d);
+                for &z in &azs {
+                    if let Some(opening) = self.best_opening(&needs, z, 1) {
+                        found = Some((Target::Open(opening.type_index, z), z));
+                        opened = true;
+                        break;
+                    }
+                }
+            }
+            let (target, z) = found?;
+            moved.push((d, z));
+            targets.push(target);
+        }
+        Some(targets)
+    }
+
+    /// Moves one new copy of `d` from instance `from` to `target`.
+    fn relocate(&mut self, d: usize, from: usize, target: Target, new_copies: &mut Vec<NewCopies>) {
+        let to = match target {
+            Target::Instance(index) => index,
+            Target::Open(type_index, az) => match self.open(type_index, az) {
+                Some(index) => index,
+                None => return,
+            },
+        };
+        if new_copies.len() < self.instances.len() {
+            new_copies.resize(self.instances.len(), SmallVec::new());
+        }
+        let (Some(need_from), Some(need_to)) = (self.need_on(d, from), self.need_on(d, to)) else { return };
+        let Some(source) = self.instances.get_mut(from) else { return };
+        source.remove_one(d, &need_from);
+        let from_az = source.az;
+        if let Some(cell) = self.az_copies.get_mut(d).and_then(|row| row.get_mut(from_az)) {
+            *cell = cell.saturating_sub(1);
+        }
+        // The placement record loses one copy (the last record on that instance).
+        if let Some(entry) = self.placements.iter_mut().rev().find(|(c, i, n)| *c == d && *i == from && *n > 0) {
+            entry.2 -= 1;
+        }
+        add_count(&mut new_copies[from], d, -1);
+        self.place(d, to, 1, &need_to);
+        add_count(&mut new_copies[to], d, 1);
+        self.readmit_accelerated(from);
+    }
+
+    /// Puts an instance whose accelerators were freed back on its AZ's list of instances that
+    /// may have a free accelerator (placement scans drop instances found full).
+    fn readmit_accelerated(&mut self, index: usize) {
+        if self.free_accelerators(index) == 0 {
+            return;
+        }
+        let az = self.instances[index].az;
+        if let Some(list) = self.accelerated_by_az.get_mut(az) {
+            if !list.contains(&index) {
+                list.push(index);
+            }
+        }
+    }
+}
+
+/// Adds `delta` to the count of `component` in `list` (dropping it at zero).
+fn add_count(list: &mut NewCopies, component: usize, delta: i64) {
+    match list.iter().position(|&(c, _)| c == component) {
+        Some(pos) => {
+            let count = (i64::from(list[pos].1) + delta).max(0);
+            if count == 0 {
+                list.remove(pos);
+            } else {
+                list[pos].1 = u32::try_from(count).unwrap_or(u32::MAX);
+            }
+        }
+        None if delta > 0 => list.push((component, u32::try_from(delta).unwrap_or(u32::MAX))),
+        None => {}
+    }
+}
