@@ -14,6 +14,7 @@
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
 
 pub mod backend;
+mod bounds;
 mod model;
 mod packing;
 
@@ -150,7 +151,8 @@ impl ExactPlanner {
         let outcome = self.search(problem, limits, hint.as_ref());
         let greedy_valid = verify(problem, &greedy).is_empty();
         let fallback = |stop: StopReason, bound: Option<Objective>| {
-            let bound = bound.filter(|bound| bound.key() <= greedy.objective.key());
+            // Always with an instance count (packing bounds fill in what the solver left open).
+            let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= greedy.objective.key());
             let status = if bound.as_ref() == Some(&greedy.objective) && greedy_valid {
                 Status::Optimal
             } else {
@@ -170,6 +172,7 @@ impl ExactPlanner {
             ),
             Outcome::NoPlan { stop, bound } => fallback(stop, bound),
             Outcome::Plan { actions, proven, stop, bound } => {
+                let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
                 let status = if proven { Status::Optimal } else { Status::Feasible };
                 let plan = finish(
                     problem,
@@ -404,6 +407,14 @@ impl ExactPlanner {
             _ => Outcome::NoPlan { stop, bound },
         }
     }
+}
+
+/// The bound the planner reports when it proves nothing: L1 at `Σ CopyCount` and the most
+/// preferred priority's instance count at the packing bounds (trivial and Martello–Toth L2 per
+/// resource, MinInstanceCount). A valid lexicographic lower bound on every plan's objective.
+#[doc(hidden)]
+pub fn packing_bound(problem: &Problem) -> Objective {
+    bounds::complete(problem, None)
 }
 
 /// Instances of `priority` in a master solution: launches of that priority plus kept

@@ -121,8 +121,10 @@ impl Greedy<'_> {
                     self.readmit_accelerated(x);
                     return true;
                 }
-                let movable: NewCopies =
-                    new_copies.get(x).map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect()).unwrap_or_default();
+                let movable: NewCopies = new_copies
+                    .get(x)
+                    .map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect())
+                    .unwrap_or_default();
                 if movable.is_empty() {
                     continue;
                 }
