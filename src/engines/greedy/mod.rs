@@ -9,7 +9,8 @@
 //!    remaining copies fit.
 //! 3. **Repair** (`repair.rs`): a copy still missing is placed by relocating one or two of
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
-//!    AZ where the relocated component's balance gets worse).
+//!    AZ where the relocated component's balance gets worse); then instances the plan opened
+//!    whose copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
@@ -124,6 +125,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         // A relocation may have opened an instance with room to spare.
         planner.place_all(order);
     }
+    planner.eliminate();
     planner.min_reached = planner.release_and_meet_min();
     planner
 }

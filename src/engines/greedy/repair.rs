@@ -145,7 +145,7 @@ impl Greedy<'_> {
                     if !after.plus(&need_c).fits_in(&capacity) {
                         continue;
                     }
-                    if let Some(targets) = self.relocation_targets(x, &set, work) {
+                    if let Some(targets) = self.relocation_targets(x, &set, true, work) {
                         for (&d, target) in set.iter().zip(targets) {
                             self.relocate(d, x, target, new_copies);
                         }
@@ -167,16 +167,22 @@ impl Greedy<'_> {
 
     /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the
     /// fleet with room (same AZ first, then AZs where the component's balance excess does not
-    /// grow), else an opening in such an AZ. At most one opening per set.
-    fn relocation_targets(&self, x: usize, set: &[usize], work: &mut u64) -> Option<SmallVec<[Target; 2]>> {
+    /// grow), else (with `allow_open`) an opening in such an AZ. At most one opening per set.
+    fn relocation_targets(
+        &self,
+        x: usize,
+        set: &[usize],
+        allow_open: bool,
+        work: &mut u64,
+    ) -> Option<SmallVec<[Target; 2]>> {
         let problem = self.problem;
         let home = self.instances.get(x)?.az;
         // Extra load already planned on instances by earlier copies of the set.
-        let mut planned: SmallVec<[(usize, Resources); 2]> = SmallVec::new();
+        let mut planned: Vec<(usize, Resources)> = Vec::new();
         let mut opened = false;
         let mut targets: SmallVec<[Target; 2]> = SmallVec::new();
         // Per-AZ copy counts of each relocated component as the set's moves would leave them.
-        let mut moved: SmallVec<[(usize, usize); 2]> = SmallVec::new();
+        let mut moved: Vec<(usize, usize)> = Vec::new();
         for &d in set {
             let limit = problem.components.get(d)?.max_imbalance;
             let mut totals = self.az_copies.get(d)?.clone();
@@ -221,7 +227,7 @@ impl Greedy<'_> {
                     }
                 }
             }
-            if found.is_none() && !opened {
+            if found.is_none() && allow_open && !opened {
                 let needs = self.needs_of(d);
                 for &z in &azs {
                     if let Some(opening) = self.best_opening(&needs, z, 1) {
@@ -236,6 +242,111 @@ impl Greedy<'_> {
             targets.push(target);
         }
         Some(targets)
+    }
+
+    /// Empties instances this plan opened (launched, or idle existing ones it reused) whose
+    /// copies all fit into room elsewhere, and closes them: L1 is unchanged, no relocated
+    /// component's balance gets worse, and one instance fewer improves L3 (and L4). Least
+    /// preferred first, then fewest copies. Returns the instances closed.
+    pub(super) fn eliminate(&mut self) -> u64 {
+        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(list) = new_copies.get_mut(index) {
+                add_count(list, component, i64::from(count));
+            }
+        }
+        let mut candidates: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| {
+                let instance = &self.instances[i];
+                let new_total: u64 = new_copies[i].iter().map(|&(_, n)| u64::from(n)).sum();
+                // Only instances holding nothing but this plan's copies (no existing copy moves).
+                instance.in_fleet && !instance.released && new_total == instance.total_copies()
+            })
+            .collect();
+        candidates.sort_by_key(|&i| {
+            let instance = &self.instances[i];
+            (
+                std::cmp::Reverse(self.priority(instance.type_index)),
+                instance.total_copies(),
+                std::cmp::Reverse(instance.rank),
+            )
+        });
+        let mut work = REPAIR_WORK;
+        let mut closed = 0;
+        for e in candidates {
+            if work == 0 {
+                break;
+            }
+            let set: Vec<usize> = new_copies[e].iter().flat_map(|&(d, n)| std::iter::repeat_n(d, n as usize)).collect();
+            let Some(targets) = self.relocation_targets(e, &set, false, &mut work) else { continue };
+            for (&d, target) in set.iter().zip(targets) {
+                self.relocate(d, e, target, &mut new_copies);
+            }
+            if self.instances[e].copies.is_empty() {
+                self.close(e);
+                closed += 1;
+            }
+        }
+        if closed > 0 {
+            self.renumber_launches();
+        }
+        closed
+    }
+
+    /// Takes an instance the plan opened and then emptied out of the final fleet again.
+    fn close(&mut self, index: usize) {
+        let Some(instance) = self.instances.get_mut(index) else { return };
+        let (type_index, az, existing) = (instance.type_index, instance.az, instance.existing);
+        instance.in_fleet = false;
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.retain(|&i| i != index);
+            }
+        }
+        self.fleet_size = self.fleet_size.saturating_sub(1);
+        if existing.is_some() {
+            // Idle again: the release phase releases it (or keeps it for MinInstanceCount).
+            let instances = &self.instances;
+            if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+                list.push(index);
+                list.sort_by_key(|&i| std::cmp::Reverse((!instances[i].reserved, instances[i].rank)));
+            }
+            return;
+        }
+        // A launch that is no longer made.
+        instance.released = true;
+        self.launch_order.retain(|&i| i != index);
+        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+            *cell = cell.saturating_sub(1);
+        }
+        // The first `Reserved` launches of (type, AZ) are the prepaid ones.
+        let reserved = u64::from(self.problem.launch_limit(type_index, az).reserved);
+        let mut seen = 0u64;
+        for &i in &self.launch_order {
+            let launch = &mut self.instances[i];
+            if launch.type_index == type_index && launch.az == az {
+                launch.reserved = seen < reserved;
+                seen += 1;
+            }
+        }
+    }
+
+    /// Gives the launches consecutive ids again (`new-1`, `new-2`, … skipping ids the fleet
+    /// uses) after some were taken back.
+    fn renumber_launches(&mut self) {
+        let mut number = 1u64;
+        for position in 0..self.launch_order.len() {
+            let id = loop {
+                let candidate = format!("new-{number}");
+                number += 1;
+                if !self.existing_new_ids.contains(&candidate) {
+                    break candidate;
+                }
+            };
+            let index = self.launch_order[position];
+            self.instances[index].id = id;
+        }
+        self.next_launch_number = number;
     }
 
     /// Moves one new copy of `d` from instance `from` to `target`.
