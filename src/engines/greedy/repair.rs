@@ -145,9 +145,10 @@ impl Greedy<'_> {
                     if !after.plus(&need_c).fits_in(&capacity) {
                         continue;
                     }
-                    if let Some(targets) = self.relocation_targets(x, &set, true, work) {
+                    if let Some(targets) = self.relocation_targets(x, &set, Some(u8::MAX), work) {
+                        let mut opened = None;
                         for (&d, target) in set.iter().zip(targets) {
-                            self.relocate(d, x, target, new_copies);
+                            self.relocate(d, x, target, &mut opened, new_copies);
                         }
                         // The checks above make this hold; re-checked so a failed opening can
                         // never overbook X (the relocated copies are valid wherever they are).
@@ -167,19 +168,21 @@ impl Greedy<'_> {
 
     /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the
     /// fleet with room (same AZ first, then AZs where the component's balance excess does not
-    /// grow), else (with `allow_open`) an opening in such an AZ. At most one opening per set.
+    /// grow), else one opening in such an AZ shared by the set (only with `open_better_than`, and
+    /// only of a type more preferred than that priority).
     fn relocation_targets(
         &self,
         x: usize,
         set: &[usize],
-        allow_open: bool,
+        open_better_than: Option<u8>,
         work: &mut u64,
     ) -> Option<SmallVec<[Target; 2]>> {
         let problem = self.problem;
         let home = self.instances.get(x)?.az;
         // Extra load already planned on instances by earlier copies of the set.
         let mut planned: Vec<(usize, Resources)> = Vec::new();
-        let mut opened = false;
+        // The one opening the set may use: (type, AZ, load planned on it).
+        let mut opening: Option<(usize, usize, Resources)> = None;
         let mut targets: SmallVec<[Target; 2]> = SmallVec::new();
         // Per-AZ copy counts of each relocated component as the set's moves would leave them.
         let mut moved: Vec<(usize, usize)> = Vec::new();
@@ -227,13 +230,27 @@ impl Greedy<'_> {
                     }
                 }
             }
-            if found.is_none() && allow_open && !opened {
-                let needs = self.needs_of(d);
-                for &z in &azs {
-                    if let Some(opening) = self.best_opening(&needs, z, 1) {
-                        found = Some((Target::Open(opening.type_index, z), z));
-                        opened = true;
-                        break;
+            if found.is_none() {
+                if let Some((t, z, load)) = opening.as_mut() {
+                    let need = self.needs_of(d).get(*t).copied().flatten();
+                    let capacity = problem.types.get(*t).map(|info| info.capacity);
+                    if let (Some(need), Some(capacity), true) = (need, capacity, azs.contains(z)) {
+                        if load.plus(&need).fits_in(&capacity) {
+                            *load = load.plus(&need);
+                            found = Some((Target::Open(*t, *z), *z));
+                        }
+                    }
+                } else if let Some(worst) = open_better_than {
+                    let needs = self.needs_of(d);
+                    for &z in &azs {
+                        let Some(best) = self.best_opening(&needs, z, 1).filter(|o| o.key.1 < worst) else {
+                            continue;
+                        };
+                        if let Some(Some(need)) = needs.get(best.type_index).copied() {
+                            opening = Some((best.type_index, z, need));
+                            found = Some((Target::Open(best.type_index, z), z));
+                            break;
+                        }
                     }
                 }
             }
@@ -278,9 +295,12 @@ impl Greedy<'_> {
                 break;
             }
             let set: Vec<usize> = new_copies[e].iter().flat_map(|&(d, n)| std::iter::repeat_n(d, n as usize)).collect();
-            let Some(targets) = self.relocation_targets(e, &set, false, &mut work) else { continue };
+            // An opening is worth it only when it is more preferred than the instance it replaces.
+            let worst = self.priority(self.instances[e].type_index);
+            let Some(targets) = self.relocation_targets(e, &set, Some(worst), &mut work) else { continue };
+            let mut opened = None;
             for (&d, target) in set.iter().zip(targets) {
-                self.relocate(d, e, target, &mut new_copies);
+                self.relocate(d, e, target, &mut opened, &mut new_copies);
             }
             if self.instances[e].copies.is_empty() {
                 self.close(e);
@@ -350,11 +370,24 @@ impl Greedy<'_> {
     }
 
     /// Moves one new copy of `d` from instance `from` to `target`.
-    fn relocate(&mut self, d: usize, from: usize, target: Target, new_copies: &mut Vec<NewCopies>) {
-        let to = match target {
-            Target::Instance(index) => index,
-            Target::Open(type_index, az) => match self.open(type_index, az) {
-                Some(index) => index,
+    /// `opened` is the instance an earlier copy of the same set opened (all `Open` targets of a
+    /// set are that one instance).
+    fn relocate(
+        &mut self,
+        d: usize,
+        from: usize,
+        target: Target,
+        opened: &mut Option<usize>,
+        new_copies: &mut Vec<NewCopies>,
+    ) {
+        let to = match (target, *opened) {
+            (Target::Instance(index), _) => index,
+            (Target::Open(..), Some(index)) => index,
+            (Target::Open(type_index, az), None) => match self.open(type_index, az) {
+                Some(index) => {
+                    *opened = Some(index);
+                    index
+                }
                 None => return,
             },
         };
