@@ -89,6 +89,9 @@ struct Mode {
     /// Open the type covering the most copies first, priority second (L1 before L3 when the
     /// instance budget runs out).
     coverage_first: bool,
+    /// Open the type holding the most copies per instance first (then as `coverage_first`):
+    /// when MaxInstanceCount binds, big instances leave room for the components placed later.
+    largest_first: bool,
     /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
     /// be kept (spec §3, constraint 4).
     forbid_launches: bool,
@@ -103,14 +106,20 @@ struct Mode {
 
 impl Mode {
     /// Priority first, launches allowed, permissive balance, AZs by fewest copies.
-    const DEFAULT: Mode =
-        Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
+    const DEFAULT: Mode = Mode {
+        coverage_first: false,
+        largest_first: false,
+        forbid_launches: false,
+        strict_balance: false,
+        az_by_opening: false,
+    };
 }
 
 /// One greedy pass placing components in `order` (without the SPREAD pass).
 fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
+    planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
     planner.scale_in();
     planner.index_fleet();
@@ -228,6 +237,8 @@ struct Greedy<'a> {
     no_launches: bool,
     /// See [`Mode::coverage_first`].
     coverage_first: bool,
+    /// See [`Mode::largest_first`].
+    largest_first: bool,
     /// See [`Mode::strict_balance`] (true only during the strict pass).
     strict_balance: bool,
     /// See [`Mode::az_by_opening`].
@@ -298,6 +309,7 @@ impl<'a> Greedy<'a> {
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
             no_launches: false,
             coverage_first: false,
+            largest_first: false,
             strict_balance: false,
             az_by_opening: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],

@@ -113,6 +113,7 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
         let strict: Vec<bool> = modes.iter().filter(|m| !m.az_by_opening).map(|m| m.strict_balance).collect();
         for strict_balance in strict.iter().copied() {
             modes.push(Mode { coverage_first: true, strict_balance, ..Mode::DEFAULT });
+            modes.push(Mode { largest_first: true, strict_balance, ..Mode::DEFAULT });
         }
         if !problem.fleet.is_empty() {
             for strict_balance in strict {
@@ -406,7 +407,13 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let first = if self.coverage_first { Reverse(covered) } else { Reverse(0) };
+            let first = if self.largest_first {
+                Reverse(per_instance)
+            } else if self.coverage_first {
+                Reverse(covered)
+            } else {
+                Reverse(0)
+            };
             let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
                 best = Some(Opening { key, type_index: t, instances });
