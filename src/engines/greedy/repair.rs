@@ -16,7 +16,8 @@
 //! the main pass (PERMISSIVE), a copy is placed even when every such AZ adds balance excess,
 //! because L1 comes before L2.
 //!
-//! Work is bounded ([`REPAIR_WORK`] instance checks per pass), so large inputs stay linear.
+//! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`] instance checks per pass), so large
+//! inputs stay linear.
 
 use smallvec::SmallVec;
 
@@ -26,6 +27,11 @@ use crate::problem::Resources;
 
 /// Most instance checks one repair pass may do (a check: one room test for one instance).
 const REPAIR_WORK: u64 = 20_000;
+
+/// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
+/// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
+/// it would otherwise spend its whole budget finding nothing.
+const ELIMINATE_WORK: u64 = 4_000;
 
 /// New copies on one instance that may be relocated: (component, count).
 type NewCopies = SmallVec<[(usize, u32); 4]>;
@@ -288,7 +294,7 @@ impl Greedy<'_> {
                 std::cmp::Reverse(instance.rank),
             )
         });
-        let mut work = REPAIR_WORK;
+        let mut work = ELIMINATE_WORK;
         let mut closed = 0;
         for e in candidates {
             if work == 0 {
