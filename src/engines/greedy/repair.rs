@@ -447,3 +447,114 @@ fn add_count(list: &mut NewCopies, component: usize, delta: i64) {
         None => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::{objective, FinalFleet};
+    use crate::model::ScenarioBuilder;
+    use crate::problem::Problem;
+
+    /// One AZ of 4-accelerator instances, at most two: x (2 accelerators, 2 copies), y (1) and
+    /// z (3, 1 copy).
+    fn problem() -> Problem {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(2))
+            .component("x", 2, 2, 1.0, 1024)
+            .component("y", 1, 1, 1.0, 1024)
+            .component("z", 1, 3, 1.0, 1024)
+            .strategy("x", "BINPACK")
+            .build();
+        Problem::new(&scenario).unwrap()
+    }
+
+    /// A: x + y (1 accelerator free), B: x (2 free); z needs 3 free accelerators.
+    fn stuck(problem: &Problem) -> (Greedy<'_>, [usize; 2]) {
+        let mut planner = Greedy::new(problem);
+        planner.index_fleet();
+        let (x, y) = (0, 1);
+        let first = planner.open(0, 0).unwrap();
+        let second = planner.open(0, 0).unwrap();
+        for (component, instance) in [(x, first), (y, first), (x, second)] {
+            let need = planner.need_on(component, instance).unwrap();
+            planner.place(component, instance, 1, &need);
+        }
+        (planner, [first, second])
+    }
+
+    #[test]
+    fn repair_relocates_a_new_copy_to_make_room() {
+        let problem = problem();
+        let (mut planner, [first, second]) = stuck(&problem);
+        assert_eq!(planner.budget(), 0, "MaxInstanceCount is reached: nothing more can open");
+        assert_eq!(planner.repair(&[2, 0, 1]), 1);
+        // x moved from the first instance to the second (now full); z took its place.
+        assert_eq!(planner.instances[first].copies.as_slice(), &[(1, 1), (2, 1)]);
+        assert_eq!(planner.instances[second].copies.as_slice(), &[(0, 2)]);
+        let fleet = planner.final_fleet();
+        let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(fleet, applied);
+        assert_eq!(objective(&problem, &applied).placed_copies, 4);
+    }
+
+    #[test]
+    fn repair_never_moves_an_existing_copy() {
+        // The same state, but the blocking x on the first instance is an existing copy.
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(2))
+            .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+            .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("x", "i-1", 1)
+            .fleet_copies("y", "i-1", 1)
+            .fleet_copies("x", "i-2", 1)
+            .component("x", 2, 2, 1.0, 1024)
+            .component("y", 1, 1, 1.0, 1024)
+            .component("z", 1, 3, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        assert_eq!(planner.repair(&[2, 0, 1]), 0);
+        assert!(planner.placements.is_empty());
+    }
+
+    #[test]
+    fn eliminate_closes_a_launch_whose_copies_fit_elsewhere_and_renumbers() {
+        let problem = problem();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        // Two launches holding one y each: one instance holds both.
+        let first = planner.open(0, 0).unwrap();
+        let second = planner.open(0, 0).unwrap();
+        for instance in [first, second] {
+            let need = planner.need_on(1, instance).unwrap();
+            planner.place(1, instance, 1, &need);
+        }
+        assert_eq!(planner.eliminate(), 1);
+        assert_eq!(planner.fleet_size, 1);
+        assert_eq!(planner.launch_order.len(), 1);
+        let kept = planner.launch_order[0];
+        assert_eq!(planner.instances[kept].id, "new-1");
+        assert_eq!(planner.instances[kept].copies.as_slice(), &[(1, 2)]);
+        let fleet = planner.final_fleet();
+        let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(fleet, applied);
+        assert_eq!(objective(&problem, &applied).instances_of_priority(1), 1);
+    }
+
+    #[test]
+    fn add_count_drops_entries_at_zero() {
+        let mut list: NewCopies = SmallVec::new();
+        add_count(&mut list, 3, 2);
+        add_count(&mut list, 3, -1);
+        assert_eq!(list.as_slice(), &[(3, 1)]);
+        add_count(&mut list, 3, -1);
+        assert!(list.is_empty());
+        add_count(&mut list, 4, -1);
+        assert!(list.is_empty());
+    }
+}
