@@ -70,10 +70,11 @@ impl Greedy<'_> {
                 continue;
             }
             while missing_of(self, c) > 0 && work > 0 {
+                let before: u64 = self.az_copies.iter().flatten().sum();
                 if !self.repair_one(c, &mut new_copies, &mut work) {
                     break;
                 }
-                placed += 1;
+                placed += self.az_copies.iter().flatten().sum::<u64>().saturating_sub(before);
             }
         }
         placed
@@ -108,7 +109,7 @@ impl Greedy<'_> {
             after[z] += 1;
             (balance_excess(&after, limit), totals[z], self.az_rank[z])
         });
-        for z in azs {
+        for &z in &azs {
             let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
             for x in candidates {
                 if *work == 0 {
@@ -166,6 +167,60 @@ impl Greedy<'_> {
                         self.readmit_accelerated(x);
                         return true;
                     }
+                }
+            }
+        }
+        self.trade(c, &azs, new_copies, work)
+    }
+
+    /// Places two copies of `c` where one new copy of another component was (that copy is
+    /// given up): one copy more placed, so L1 improves. Used when no relocation exists and room
+    /// is short, where L1 (a count of copies) favours small copies. The given-up component's
+    /// balance excess must not grow.
+    fn trade(&mut self, c: usize, azs: &[usize], new_copies: &mut [NewCopies], work: &mut u64) -> bool {
+        let problem = self.problem;
+        let have: u64 = self.az_copies[c].iter().sum();
+        let missing = problem.components.get(c).map_or(0, |x| u64::from(x.copy_count)).saturating_sub(have);
+        if missing < 2 {
+            return false;
+        }
+        for &z in azs {
+            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            for x in candidates {
+                if *work == 0 {
+                    return false;
+                }
+                *work -= 1;
+                let Some(need_c) = self.need_on(c, x) else { continue };
+                let Some(capacity) = problem.types.get(self.instances[x].type_index).map(|t| t.capacity) else {
+                    continue;
+                };
+                let used = self.instances[x].used;
+                let movable: NewCopies = new_copies
+                    .get(x)
+                    .map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect())
+                    .unwrap_or_default();
+                for (d, _) in movable {
+                    let Some(need_d) = self.need_on(d, x) else { continue };
+                    let fits = used.minus(&need_d).is_some_and(|after| after.plus(&need_c.times(2)).fits_in(&capacity));
+                    let limit = problem.components.get(d).and_then(|x| x.max_imbalance);
+                    let mut after = self.az_copies[d].clone();
+                    let before = balance_excess(&after, limit);
+                    after[z] = after[z].saturating_sub(1);
+                    if !fits || balance_excess(&after, limit) > before {
+                        continue;
+                    }
+                    self.instances[x].remove_one(d, &need_d);
+                    self.az_copies[d][z] = self.az_copies[d][z].saturating_sub(1);
+                    if let Some(entry) = self.placements.iter_mut().rev().find(|(e, i, n)| *e == d && *i == x && *n > 0)
+                    {
+                        entry.2 -= 1;
+                    }
+                    add_count(&mut new_copies[x], d, -1);
+                    self.place(c, x, 2, &need_c);
+                    add_count(&mut new_copies[x], c, 2);
+                    self.readmit_accelerated(x);
+                    return true;
                 }
             }
         }
