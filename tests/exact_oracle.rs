@@ -473,3 +473,20 @@ fn a_run_stopped_at_once_reports_the_martello_toth_instance_bound() {
     assert_eq!((bound.placed_copies, bound.balance_excess, bound.cost_micros), (3, 0, 0));
     assert_eq!(bound.instances_by_priority, BTreeMap::from([(1, 3)]));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// A node limit (unlike a time limit) makes the result a function of the input, bound
+    /// included.
+    #[test]
+    fn node_limited_runs_are_deterministic_bound_included(scenario in tiny_scenario()) {
+        let text = scenario.to_string();
+        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
+        for nodes in [1, 5] {
+            let first = ExactPlanner::new().node_limit(nodes).plan(&problem);
+            let second = ExactPlanner::new().node_limit(nodes).plan(&problem);
+            prop_assert_eq!(&first, &second, "node limit {}", nodes);
+        }
+    }
+}
