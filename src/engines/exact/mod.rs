@@ -17,6 +17,7 @@ pub mod backend;
 mod bounds;
 mod model;
 mod packing;
+mod patterns;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
