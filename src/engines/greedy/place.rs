@@ -188,6 +188,14 @@ fn candidate_orders(problem: &Problem, passes: u64) -> Vec<Vec<usize>> {
         for permutation in hardest.iter().copied().permutations(hardest.len()) {
             push(permutation, &mut orders);
         }
+    } else {
+        // Too many components for every order: each component gets a turn to go first (the
+        // rest hardest first), so the one whose room the others take can claim it.
+        for first in &hardest {
+            let mut order = vec![*first];
+            order.extend(hardest.iter().copied().filter(|c| c != first));
+            push(order, &mut orders);
+        }
     }
     orders
 }
