@@ -384,8 +384,39 @@ fn check_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Bounds are valid: the packing bound, and the bound a limited run reports, never exceed the
+/// oracle's optimum; a run that proves nothing still reports an instance count when the optimum
+/// has instances.
+fn check_bounds_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
+    let Some(best) = oracle(problem) else { return Ok(()) };
+    let packing = fleetplan::engines::exact::packing_bound(problem);
+    prop_assert!(packing.key() <= best.key(), "packing bound {:?} above the optimum {:?}", packing, best);
+    for planner in [ExactPlanner::new().node_limit(1), ExactPlanner::new().time_limit(std::time::Duration::ZERO)] {
+        let plan = planner.plan(problem);
+        if plan.status == Status::Optimal {
+            prop_assert_eq!(plan.objective.key(), best.key());
+            continue;
+        }
+        let bound = plan.bound.clone();
+        prop_assert!(bound.is_some(), "an unproven plan carries a bound ({:?})", plan.stop_reason);
+        let bound = bound.unwrap_or_default();
+        prop_assert!(bound.key() <= best.key(), "bound {:?} above the optimum {:?}", bound, best);
+        if best.instances_by_priority.values().sum::<u32>() > 0 && best.placed_copies > 0 {
+            prop_assert!(!bound.instances_by_priority.is_empty(), "bound {:?} has no instance count", bound);
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn reported_bounds_never_exceed_the_oracle_optimum(scenario in tiny_scenario()) {
+        let text = scenario.to_string();
+        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
+        check_bounds_against_oracle(&problem).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    }
 
     #[test]
     fn exact_matches_the_oracle(scenario in tiny_scenario()) {
@@ -414,4 +445,48 @@ fn oracle_sees_a_trade_off_greedy_cannot() {
     assert_eq!(best.balance_excess, 0);
     assert_eq!(best.instances_of_priority(1), 2);
     check_against_oracle(&problem).unwrap();
+}
+
+#[test]
+fn a_run_stopped_at_once_reports_the_martello_toth_instance_bound() {
+    // Three copies of 3 accelerators on 5-accelerator instances: Σ size / capacity = 9/5 gives 2
+    // instances, but no two copies share one (Martello–Toth L2: 3), which is the optimum.
+    let text = json!({
+        "AvailabilityZones": ["az-a"],
+        "InstanceTypes": [{"InstanceType": "ml.t5", "AcceleratorCount": 5, "VCpuCount": 64, "MemoryInMb": 65536, "HourlyPrice": 1}],
+        "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": [{"InstanceType": "ml.t5", "Priority": 1}]},
+        "InferenceComponents": [{"InferenceComponentName": "ic0", "RuntimeConfig": {"CopyCount": 3},
+            "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 3, "MinMemoryRequiredInMb": 1024},
+                "SchedulingConfig": {"PlacementStrategy": "BINPACK"}}}]
+    })
+    .to_string();
+    let problem = Problem::from_json(&text).unwrap();
+    let packing = fleetplan::engines::exact::packing_bound(&problem);
+    assert_eq!(packing.placed_copies, 3);
+    assert_eq!(packing.instances_by_priority, BTreeMap::from([(1, 3)]));
+    let plan = ExactPlanner::new().time_limit(std::time::Duration::ZERO).plan(&problem);
+    assert_eq!(plan.stop_reason, fleetplan::StopReason::TimeLimit);
+    // The bound meets the greedy plan on L1–L3 (the cost bound stays trivial).
+    assert_eq!(plan.status, Status::Feasible);
+    assert_eq!(plan.objective.instances_of_priority(1), 3);
+    let bound = plan.bound.expect("a stopped run reports its bound");
+    assert_eq!((bound.placed_copies, bound.balance_excess, bound.cost_micros), (3, 0, 0));
+    assert_eq!(bound.instances_by_priority, BTreeMap::from([(1, 3)]));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// A node limit (unlike a time limit) makes the result a function of the input, bound
+    /// included.
+    #[test]
+    fn node_limited_runs_are_deterministic_bound_included(scenario in tiny_scenario()) {
+        let text = scenario.to_string();
+        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
+        for nodes in [1, 5] {
+            let first = ExactPlanner::new().node_limit(nodes).plan(&problem);
+            let second = ExactPlanner::new().node_limit(nodes).plan(&problem);
+            prop_assert_eq!(&first, &second, "node limit {}", nodes);
+        }
+    }
 }

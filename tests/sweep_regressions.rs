@@ -29,16 +29,19 @@ fn flat_priority_witness(text: &str, problem: &Problem) -> (Objective, Vec<Viola
 }
 
 /// 13 components, 57 copies, 2 AZs, pools g5.xlarge (1) / inf2.xlarge (3) / p5.48xlarge (5),
-/// MaxInstanceCount 30: the maximum binds, so L1 wants the big fallback type. Greedy fills the
-/// maximum with priority-1 g5.xlarge and places 53; a flat-priority greedy places 56, which is the
-/// exact planner's own bound, so 56 is the L1 optimum.
+/// MaxInstanceCount 30: the maximum binds, so L1 wants the big fallback type. Greedy used to fill
+/// the maximum with priority-1 g5.xlarge and place 53; a flat-priority greedy places 56, which is
+/// the exact planner's own bound, so 56 is the L1 optimum. Greedy's largest-first pass and repair
+/// pass (issue 11) now place 56 too.
 #[test]
 fn max_instances_l1_gap_witness_places_the_bound() {
     let (text, problem) = load("max-instances-l1-gap.json");
     let (witness, violations) = flat_priority_witness(&text, &problem);
     assert!(violations.is_empty(), "{violations:?}");
     assert_eq!(witness.placed_copies, 56);
-    assert!(witness.better_than(&plan_greedy(&problem).objective));
+    let greedy = plan_greedy(&problem);
+    assert!(verify(&problem, &greedy).is_empty());
+    assert_eq!(greedy.objective.placed_copies, 56, "greedy reaches the L1 optimum");
 }
 
 /// The exact planner should not return less than a feasible plan it can get as cheaply as its
@@ -124,14 +127,17 @@ fn exact_is_not_more_expensive_than_the_flat_priority_witness() {
     assert!(!witness.better_than(&exact.objective), "exact {:?} loses to the witness {witness:?}", exact.objective);
 }
 
-/// The witness itself: feasible, better than greedy (which keeps two more p3 instances), and at
-/// the exact plan's L1–L3 for $2,516.33/h. The exact planner's bound on the cost is $2,408.64/h.
+/// The witness itself: feasible, and at the exact plan's L1–L3 for $2,516.33/h. The exact
+/// planner's bound on the cost is $2,408.64/h. Greedy used to keep two more p3 instances; with
+/// the component orders where each component goes first in turn (issue 11) it reaches the
+/// witness exactly.
 #[test]
-fn flat_priority_witness_is_feasible_and_better_than_greedy() {
+fn flat_priority_witness_is_feasible_and_greedy_now_reaches_it() {
     let (text, problem) = load("flat-witness-cheaper.json");
     let (witness, violations) = flat_priority_witness(&text, &problem);
     assert!(violations.is_empty(), "{violations:?}");
-    assert!(witness.better_than(&plan_greedy(&problem).objective));
+    let greedy = plan_greedy(&problem).objective;
+    assert_eq!(greedy, witness, "greedy reaches the witness");
     let by_priority: Vec<(u8, u32)> = witness.instances_by_priority.iter().map(|(&p, &n)| (p, n)).collect();
     assert_eq!((witness.placed_copies, witness.balance_excess), (80, 0));
     assert_eq!(by_priority, vec![(1, 3), (3, 23), (4, 2)]);

@@ -261,16 +261,78 @@ impl MipBackend for Microlp {
     }
 
     fn solve(&self, mip: &Mip, request: &SolveRequest) -> MipOutcome {
+        solve_with_retries(mip, request, |mip, request| self.solve_once(mip, request))
+    }
+}
+
+/// One attempt at a solve: an answer, or a numerical failure worth another try.
+#[derive(Debug, Clone, PartialEq)]
+enum Attempt {
+    /// The backend's answer (including errors no retry can fix, e.g. bounds it cannot hold).
+    Done(MipOutcome),
+    /// microlp failed inside (e.g. "Singular matrix" in an LU factorisation).
+    Numerical(String),
+}
+
+/// Runs `attempt`; after a numerical failure runs it again on the same program written
+/// differently: first without the warm start (microlp builds its first basis from it), then also
+/// with the rows in reverse order (another pivot sequence and factorisation). Both are the same
+/// program, so any answer is an answer to `mip` (and is checked against it by the planner);
+/// the sequence is fixed, so results under a node limit stay deterministic. A time limit covers
+/// all attempts together.
+fn solve_with_retries(
+    mip: &Mip,
+    request: &SolveRequest,
+    attempt: impl Fn(&Mip, &SolveRequest) -> Attempt,
+) -> MipOutcome {
+    let started = Instant::now();
+    let mut failures: Vec<String> = Vec::new();
+    let mut reversed: Option<Mip> = None;
+    for round in 0..3 {
+        let mut this = request.clone();
+        if round > 0 {
+            this.warm_start.clear();
+            if let Some(limit) = request.time_limit {
+                let left = limit.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return MipOutcome::Interrupted { termination: Termination::TimeLimit, best_bound: None };
+                }
+                this.time_limit = Some(left);
+            }
+        }
+        let program = if round == 2 {
+            reversed.get_or_insert_with(|| {
+                let mut copy = mip.clone();
+                copy.rows.reverse();
+                copy
+            })
+        } else {
+            mip
+        };
+        match attempt(program, &this) {
+            Attempt::Done(outcome) => return outcome,
+            Attempt::Numerical(message) => failures.push(message),
+        }
+    }
+    MipOutcome::Error(format!(
+        "{} (also without the warm start, and with the rows reversed: {})",
+        failures.first().map_or("numerical failure", String::as_str),
+        failures.iter().skip(1).map(String::as_str).collect::<Vec<_>>().join("; ")
+    ))
+}
+
+impl Microlp {
+    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> Attempt {
         use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, TerminationReason};
         let mut lp = microlp::Problem::new(OptimizationDirection::Minimize);
         let mut handles = Vec::with_capacity(mip.variables.len());
         for variable in &mip.variables {
             let handle = if variable.integer {
                 let Some(bounds) = integer_bounds(variable) else {
-                    return MipOutcome::Error(format!(
+                    return Attempt::Done(MipOutcome::Error(format!(
                         "integer bounds [{}, {}] outside microlp's i32 range",
                         variable.lower, variable.upper
-                    ));
+                    )));
                 };
                 lp.add_integer_var(variable.cost, bounds)
             } else {
@@ -332,8 +394,9 @@ impl MipBackend for Microlp {
         options.node_limit = budget(&mut nodes_left, &mut chunk);
         let mut outcome = match lp.solve_with(options) {
             Ok(outcome) => outcome,
-            Err(microlp::Error::Infeasible) => return MipOutcome::Infeasible,
-            Err(error) => return MipOutcome::Error(error.to_string()),
+            Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
+            Err(microlp::Error::InternalError(message)) => return Attempt::Numerical(message),
+            Err(error) => return Attempt::Done(MipOutcome::Error(error.to_string())),
         };
         let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
         let mut proven_by_integrality = false;
@@ -354,11 +417,12 @@ impl MipBackend for Microlp {
             resume.mip_gap = incumbent.map(|value| 0.999 / value.abs().max(1.0)).or(Some(request.mip_gap));
             outcome = match outcome.resume_with(resume) {
                 Ok(outcome) => outcome,
-                Err(microlp::Error::Infeasible) => return MipOutcome::Infeasible,
-                Err(error) => return MipOutcome::Error(error.to_string()),
+                Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
+                Err(microlp::Error::InternalError(message)) => return Attempt::Numerical(message),
+                Err(error) => return Attempt::Done(MipOutcome::Error(error.to_string())),
             };
         }
-        match outcome.into_solution() {
+        Attempt::Done(match outcome.into_solution() {
             Err(interrupted) => MipOutcome::Interrupted {
                 termination: termination_of(interrupted.termination_reason()),
                 best_bound: interrupted.stats().best_bound,
@@ -380,7 +444,7 @@ impl MipBackend for Microlp {
                     best_bound: if optimal { Some(solution.objective()) } else { solution.stats().best_bound },
                 })
             }
-        }
+        })
     }
 }
 
@@ -592,6 +656,44 @@ mod tests {
         mip.variables.push(MipVariable { lower: 0.0, upper: 1e12, integer: true, cost: 1.0 });
         assert!(
             matches!(Microlp.solve(&mip, &SolveRequest::default()), MipOutcome::Error(message) if message.contains("i32"))
+        );
+    }
+
+    #[test]
+    fn a_numerical_failure_is_retried_without_warm_start_then_with_rows_reversed() {
+        let mut mip = small();
+        mip.add_row(vec![(Var(0), 1.0)], Sense::AtMost, 9.0);
+        let request = SolveRequest { warm_start: vec![(Var(0), 1.0)], ..SolveRequest::default() };
+        let calls = std::cell::RefCell::new(Vec::new());
+        // Fails unless the rows are reversed (the last retry).
+        let outcome = solve_with_retries(&mip, &request, |program, this| {
+            calls.borrow_mut().push((program.rows.first().cloned(), this.warm_start.len()));
+            if program.rows == mip.rows {
+                Attempt::Numerical("Singular matrix".to_string())
+            } else {
+                Attempt::Done(Microlp.solve(program, this))
+            }
+        });
+        let solution = solved(outcome);
+        assert!((solution.objective - 3.0).abs() < 1e-9);
+        let calls = calls.into_inner();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls.iter().map(|(_, warm)| *warm).collect::<Vec<_>>(), vec![1, 0, 0]);
+        assert_eq!(calls[2].0, mip.rows.last().cloned());
+    }
+
+    #[test]
+    fn a_failure_every_retry_hits_is_reported_with_each_message() {
+        let mip = small();
+        let outcome =
+            solve_with_retries(&mip, &SolveRequest::default(), |_, _| Attempt::Numerical("Singular matrix".into()));
+        assert_eq!(
+            outcome,
+            MipOutcome::Error(
+                "Singular matrix (also without the warm start, and with the rows reversed: Singular matrix; \
+                 Singular matrix)"
+                    .to_string()
+            )
         );
     }
 

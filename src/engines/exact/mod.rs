@@ -14,8 +14,10 @@
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
 
 pub mod backend;
+mod bounds;
 mod model;
 mod packing;
+mod patterns;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -185,7 +187,8 @@ impl ExactPlanner {
             other => other,
         };
         let fallback = |stop: StopReason, bound: Option<Objective>| {
-            let bound = bound.filter(|bound| bound.key() <= greedy.objective.key());
+            // Always with an instance count (packing bounds fill in what the solver left open).
+            let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= greedy.objective.key());
             let status = if bound.as_ref() == Some(&greedy.objective) && greedy_valid {
                 Status::Optimal
             } else {
@@ -206,6 +209,7 @@ impl ExactPlanner {
             ),
             Outcome::NoPlan { stop, bound } => fallback(stop, bound),
             Outcome::Plan { actions, proven, stop, bound } => {
+                let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
                 let status = if proven { Status::Optimal } else { Status::Feasible };
                 let plan = finish(
                     problem,
@@ -516,6 +520,14 @@ impl MipBackend for Instrumented<'_> {
             )),
         }
     }
+}
+
+/// The bound the planner reports when it proves nothing: L1 at `Σ CopyCount` and the most
+/// preferred priority's instance count at the packing bounds (trivial and Martello–Toth L2 per
+/// resource, MinInstanceCount). A valid lexicographic lower bound on every plan's objective.
+#[doc(hidden)]
+pub fn packing_bound(problem: &Problem) -> Objective {
+    bounds::complete(problem, None)
 }
 
 /// Instances of `priority` in a master solution: launches of that priority plus kept

@@ -7,19 +7,24 @@
 //!    into free room of instances that stay anyway, then onto newly opened instances (a launch or
 //!    an idle existing instance) of the most preferred type with capacity, chosen by how well the
 //!    remaining copies fit.
-//! 3. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
+//! 3. **Repair** (`repair.rs`): a copy still missing is placed by relocating one or two of
+//!    this plan's new copies off an instance to other room (never an existing copy, never to an
+//!    AZ where the relocated component's balance gets worse); then instances the plan opened
+//!    whose copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
+//! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 4. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
+//! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
-//! Small problems run phases 1–3 several times (component orders × modes, within a work
-//! budget) and keep the best result by objective; large ones run them once. Phase 4 runs on the
+//! Small problems run phases 1–4 several times (component orders × modes, within a work
+//! budget) and keep the best result by objective; large ones run them once. Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
 mod place;
+mod repair;
 mod scale_in;
 
 use smallvec::SmallVec;
@@ -144,6 +149,9 @@ struct Mode {
     /// Open the type covering the most copies first, priority second (L1 before L3 when the
     /// instance budget runs out).
     coverage_first: bool,
+    /// Open the type holding the most copies per instance first (then as `coverage_first`):
+    /// when MaxInstanceCount binds, big instances leave room for the components placed later.
+    largest_first: bool,
     /// Launch nothing: then MaxInstanceCount does not bind and every idle existing instance may
     /// be kept (docs/contract.md §2.1, constraint 4).
     forbid_launches: bool,
@@ -158,14 +166,20 @@ struct Mode {
 
 impl Mode {
     /// Priority first, launches allowed, permissive balance, AZs by fewest copies.
-    const DEFAULT: Mode =
-        Mode { coverage_first: false, forbid_launches: false, strict_balance: false, az_by_opening: false };
+    const DEFAULT: Mode = Mode {
+        coverage_first: false,
+        largest_first: false,
+        forbid_launches: false,
+        strict_balance: false,
+        az_by_opening: false,
+    };
 }
 
 /// One greedy pass placing components in `order` (without the SPREAD pass).
 fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
+    planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
     planner.scale_in();
     planner.index_fleet();
@@ -176,6 +190,11 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         planner.strict_balance = false;
     }
     planner.place_all(order);
+    if planner.repair(order) > 0 {
+        // A relocation may have opened an instance with room to spare.
+        planner.place_all(order);
+    }
+    planner.eliminate();
     planner.min_reached = planner.release_and_meet_min();
     planner
 }
@@ -280,6 +299,8 @@ struct Greedy<'a> {
     no_launches: bool,
     /// See [`Mode::coverage_first`].
     coverage_first: bool,
+    /// See [`Mode::largest_first`].
+    largest_first: bool,
     /// See [`Mode::strict_balance`] (true only during the strict pass).
     strict_balance: bool,
     /// See [`Mode::az_by_opening`].
@@ -351,6 +372,7 @@ impl<'a> Greedy<'a> {
             max_size: problem.scaling.max_instances.map_or(u64::MAX, u64::from),
             no_launches: false,
             coverage_first: false,
+            largest_first: false,
             strict_balance: false,
             az_by_opening: false,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
@@ -634,6 +656,10 @@ impl<'a> Greedy<'a> {
     fn final_fleet(&self) -> FinalFleet {
         let mut new_copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); self.instances.len()];
         for &(component, index, count) in &self.placements {
+            // A record the repair pass emptied (its copy was relocated) adds nothing.
+            if count == 0 {
+                continue;
+            }
             if let Some(map) = new_copies.get_mut(index) {
                 *map.entry(component).or_insert(0) += count;
             }

@@ -1,0 +1,615 @@
+//! Repair pass: copies the main pass left unplaced, placed by relocating a few of this plan's
+//! own new copies.
+//!
+//! A copy stays unplaced when no instance in the fleet has room for it and nothing more can be
+//! opened (capacity or MaxInstanceCount). Often the room exists, only fragmented: another
+//! component's new copy on an instance blocks it and would fit somewhere else. For each missing
+//! copy the pass looks for an instance X eligible for it and one or two new copies on X whose
+//! removal makes room, each of which fits on another instance (room in the fleet first, an
+//! opening if one is still allowed), then moves them and places the copy on X.
+//!
+//! What it never does: move an existing copy (spec §2: `plan` never moves them), relocate a
+//! copy to an AZ where its component's balance excess grows (L2 of relocated components is
+//! unchanged or better), or break packing, eligibility, capacity or MaxInstanceCount (every
+//! check goes through the same room and opening rules as the main pass). The placed copy goes
+//! to the AZ that is best for its component's balance among those where a repair exists; as in
+//! the main pass (PERMISSIVE), a copy is placed even when every such AZ adds balance excess,
+//! because L1 comes before L2.
+//!
+//! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`] instance checks per pass), so large
+//! inputs stay linear.
+
+use smallvec::SmallVec;
+
+use super::Greedy;
+use crate::fleet::balance_excess;
+use crate::problem::Resources;
+
+/// Most instance checks one repair pass may do (a check: one room test for one instance).
+const REPAIR_WORK: u64 = 20_000;
+
+/// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
+/// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
+/// it would otherwise spend its whole budget finding nothing.
+const ELIMINATE_WORK: u64 = 4_000;
+
+/// New copies on one instance that may be relocated: (component, count).
+type NewCopies = SmallVec<[(usize, u32); 4]>;
+
+/// Where a relocated copy goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// An instance already in the fleet.
+    Instance(usize),
+    /// A new opening of (type, AZ).
+    Open(usize, usize),
+}
+
+impl Greedy<'_> {
+    /// Places missing copies of the components in `order` by relocating up to two of this
+    /// plan's new copies per placed copy. Returns the copies placed.
+    pub(super) fn repair(&mut self, order: &[usize]) -> u64 {
+        let problem = self.problem;
+        let missing_of = |planner: &Self, c: usize| {
+            let have: u64 = planner.az_copies.get(c).map_or(0, |row| row.iter().sum());
+            problem.components.get(c).map_or(0, |component| u64::from(component.copy_count).saturating_sub(have))
+        };
+        if order.iter().all(|&c| self.had_removals.get(c).copied().unwrap_or(true) || missing_of(self, c) == 0) {
+            return 0;
+        }
+        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(list) = new_copies.get_mut(index) {
+                add_count(list, component, i64::from(count));
+            }
+        }
+        let mut work = REPAIR_WORK;
+        let mut placed = 0;
+        for &c in order {
+            if self.had_removals.get(c).copied().unwrap_or(true) {
+                continue;
+            }
+            while missing_of(self, c) > 0 && work > 0 {
+                let before: u64 = self.az_copies.iter().flatten().sum();
+                if !self.repair_one(c, &mut new_copies, &mut work) {
+                    break;
+                }
+                placed += self.az_copies.iter().flatten().sum::<u64>().saturating_sub(before);
+            }
+        }
+        placed
+    }
+
+    /// What one copy of component `c` needs on each type (`None` where it may not run).
+    fn needs_of(&self, c: usize) -> Vec<Option<Resources>> {
+        let problem = self.problem;
+        (0..problem.types.len())
+            .map(|t| problem.components.get(c)?.placement_requirement(problem, t).map(|r| r.resources))
+            .collect()
+    }
+
+    /// The need of one copy of `c` on instance `index`, if `c` may run there.
+    fn need_on(&self, c: usize, index: usize) -> Option<Resources> {
+        let instance = self.instances.get(index)?;
+        let problem = self.problem;
+        problem.components.get(c)?.placement_requirement(problem, instance.type_index).map(|r| r.resources)
+    }
+
+    /// Places one copy of `c` by relocating one or two new copies; false when no repair exists
+    /// (or the work budget ran out).
+    fn repair_one(&mut self, c: usize, new_copies: &mut Vec<NewCopies>, work: &mut u64) -> bool {
+        let problem = self.problem;
+        let Some(component) = problem.components.get(c) else { return false };
+        let limit = component.max_imbalance;
+        // AZs best for the component's balance first (then fewest copies, then name).
+        let mut azs: Vec<usize> = (0..problem.azs.len()).collect();
+        let totals = self.az_copies[c].clone();
+        azs.sort_by_key(|&z| {
+            let mut after = totals.clone();
+            after[z] += 1;
+            (balance_excess(&after, limit), totals[z], self.az_rank[z])
+        });
+        for &z in &azs {
+            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            for x in candidates {
+                if *work == 0 {
+                    return false;
+                }
+                *work -= 1;
+                let Some(need_c) = self.need_on(c, x) else { continue };
+                let Some(capacity) = self.problem.types.get(self.instances[x].type_index).map(|t| t.capacity) else {
+                    continue;
+                };
+                let used = self.instances[x].used;
+                if used.plus(&need_c).fits_in(&capacity) {
+                    // Room the main pass did not see (e.g. freed by an earlier repair).
+                    self.place(c, x, 1, &need_c);
+                    add_count(&mut new_copies[x], c, 1);
+                    self.readmit_accelerated(x);
+                    return true;
+                }
+                let movable: NewCopies = new_copies
+                    .get(x)
+                    .map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect())
+                    .unwrap_or_default();
+                if movable.is_empty() {
+                    continue;
+                }
+                // Sets of one or two copies to move off X that make room for c.
+                let mut sets: Vec<SmallVec<[usize; 2]>> = Vec::new();
+                for (i, &(d, n)) in movable.iter().enumerate() {
+                    sets.push(SmallVec::from_slice(&[d]));
+                    if n >= 2 {
+                        sets.push(SmallVec::from_slice(&[d, d]));
+                    }
+                    for &(e, _) in movable.iter().skip(i + 1) {
+                        sets.push(SmallVec::from_slice(&[d, e]));
+                    }
+                }
+                for set in sets {
+                    let freed = set.iter().filter_map(|&d| self.need_on(d, x)).fold(Resources::ZERO, |a, b| a.plus(&b));
+                    let Some(after) = used.minus(&freed) else { continue };
+                    if !after.plus(&need_c).fits_in(&capacity) {
+                        continue;
+                    }
+                    if let Some(targets) = self.relocation_targets(x, &set, Some(u8::MAX), work) {
+                        let mut opened = None;
+                        for (&d, target) in set.iter().zip(targets) {
+                            self.relocate(d, x, target, &mut opened, new_copies);
+                        }
+                        // The checks above make this hold; re-checked so a failed opening can
+                        // never overbook X (the relocated copies are valid wherever they are).
+                        if !self.instances[x].used.plus(&need_c).fits_in(&capacity) {
+                            return false;
+                        }
+                        self.place(c, x, 1, &need_c);
+                        add_count(&mut new_copies[x], c, 1);
+                        self.readmit_accelerated(x);
+                        return true;
+                    }
+                }
+            }
+        }
+        self.trade(c, &azs, new_copies, work)
+    }
+
+    /// Places two copies of `c` where one new copy of another component was (that copy is
+    /// given up): one copy more placed, so L1 improves. Used when no relocation exists and room
+    /// is short, where L1 (a count of copies) favours small copies. The given-up component's
+    /// balance excess must not grow.
+    fn trade(&mut self, c: usize, azs: &[usize], new_copies: &mut [NewCopies], work: &mut u64) -> bool {
+        let problem = self.problem;
+        let have: u64 = self.az_copies[c].iter().sum();
+        let missing = problem.components.get(c).map_or(0, |x| u64::from(x.copy_count)).saturating_sub(have);
+        if missing < 2 {
+            return false;
+        }
+        for &z in azs {
+            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            for x in candidates {
+                if *work == 0 {
+                    return false;
+                }
+                *work -= 1;
+                let Some(need_c) = self.need_on(c, x) else { continue };
+                let Some(capacity) = problem.types.get(self.instances[x].type_index).map(|t| t.capacity) else {
+                    continue;
+                };
+                let used = self.instances[x].used;
+                let movable: NewCopies = new_copies
+                    .get(x)
+                    .map(|list| list.iter().copied().filter(|&(d, _)| d != c).collect())
+                    .unwrap_or_default();
+                for (d, _) in movable {
+                    let Some(need_d) = self.need_on(d, x) else { continue };
+                    let fits = used.minus(&need_d).is_some_and(|after| after.plus(&need_c.times(2)).fits_in(&capacity));
+                    let limit = problem.components.get(d).and_then(|x| x.max_imbalance);
+                    let mut after = self.az_copies[d].clone();
+                    let before = balance_excess(&after, limit);
+                    after[z] = after[z].saturating_sub(1);
+                    if !fits || balance_excess(&after, limit) > before {
+                        continue;
+                    }
+                    self.instances[x].remove_one(d, &need_d);
+                    self.az_copies[d][z] = self.az_copies[d][z].saturating_sub(1);
+                    if let Some(entry) = self.placements.iter_mut().rev().find(|(e, i, n)| *e == d && *i == x && *n > 0)
+                    {
+                        entry.2 -= 1;
+                    }
+                    add_count(&mut new_copies[x], d, -1);
+                    self.place(c, x, 2, &need_c);
+                    add_count(&mut new_copies[x], c, 2);
+                    self.readmit_accelerated(x);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the
+    /// fleet with room (same AZ first, then AZs where the component's balance excess does not
+    /// grow), else one opening in such an AZ shared by the set (only with `open_better_than`, and
+    /// only of a type more preferred than that priority).
+    fn relocation_targets(
+        &self,
+        x: usize,
+        set: &[usize],
+        open_better_than: Option<u8>,
+        work: &mut u64,
+    ) -> Option<SmallVec<[Target; 2]>> {
+        let problem = self.problem;
+        let home = self.instances.get(x)?.az;
+        // Extra load already planned on instances by earlier copies of the set.
+        let mut planned: Vec<(usize, Resources)> = Vec::new();
+        // The one opening the set may use: (type, AZ, load planned on it).
+        let mut opening: Option<(usize, usize, Resources)> = None;
+        let mut targets: SmallVec<[Target; 2]> = SmallVec::new();
+        // Per-AZ copy counts of each relocated component as the set's moves would leave them.
+        let mut moved: Vec<(usize, usize)> = Vec::new();
+        for &d in set {
+            let limit = problem.components.get(d)?.max_imbalance;
+            let mut totals = self.az_copies.get(d)?.clone();
+            for &(moved_d, to) in &moved {
+                if moved_d == d {
+                    totals[home] = totals[home].saturating_sub(1);
+                    totals[to] += 1;
+                }
+            }
+            let before = balance_excess(&totals, limit);
+            let mut azs: Vec<usize> = (0..problem.azs.len())
+                .filter(|&z| {
+                    if z == home {
+                        return true;
+                    }
+                    let mut after = totals.clone();
+                    after[home] = after[home].saturating_sub(1);
+                    after[z] += 1;
+                    balance_excess(&after, limit) <= before
+                })
+                .collect();
+            azs.sort_by_key(|&z| (z != home, self.az_rank[z]));
+            let mut found = None;
+            'azs: for &z in &azs {
+                for &y in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
+                    if y == x {
+                        continue;
+                    }
+                    if *work == 0 {
+                        return None;
+                    }
+                    *work -= 1;
+                    let Some(need) = self.need_on(d, y) else { continue };
+                    let Some(capacity) = problem.types.get(self.instances[y].type_index).map(|t| t.capacity) else {
+                        continue;
+                    };
+                    let extra = planned.iter().filter(|(i, _)| *i == y).fold(Resources::ZERO, |a, (_, r)| a.plus(r));
+                    if self.instances[y].used.plus(&extra).plus(&need).fits_in(&capacity) {
+                        planned.push((y, need));
+                        found = Some((Target::Instance(y), z));
+                        break 'azs;
+                    }
+                }
+            }
+            if found.is_none() {
+                if let Some((t, z, load)) = opening.as_mut() {
+                    let need = self.needs_of(d).get(*t).copied().flatten();
+                    let capacity = problem.types.get(*t).map(|info| info.capacity);
+                    if let (Some(need), Some(capacity), true) = (need, capacity, azs.contains(z)) {
+                        if load.plus(&need).fits_in(&capacity) {
+                            *load = load.plus(&need);
+                            found = Some((Target::Open(*t, *z), *z));
+                        }
+                    }
+                } else if let Some(worst) = open_better_than {
+                    let needs = self.needs_of(d);
+                    for &z in &azs {
+                        let Some(best) = self.best_opening(&needs, z, 1).filter(|o| o.key.1 < worst) else {
+                            continue;
+                        };
+                        if let Some(Some(need)) = needs.get(best.type_index).copied() {
+                            opening = Some((best.type_index, z, need));
+                            found = Some((Target::Open(best.type_index, z), z));
+                            break;
+                        }
+                    }
+                }
+            }
+            let (target, z) = found?;
+            moved.push((d, z));
+            targets.push(target);
+        }
+        Some(targets)
+    }
+
+    /// Empties instances this plan opened (launched, or idle existing ones it reused) whose
+    /// copies all fit into room elsewhere, and closes them: L1 is unchanged, no relocated
+    /// component's balance gets worse, and one instance fewer improves L3 (and L4). Least
+    /// preferred first, then fewest copies. Returns the instances closed.
+    pub(super) fn eliminate(&mut self) -> u64 {
+        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(list) = new_copies.get_mut(index) {
+                add_count(list, component, i64::from(count));
+            }
+        }
+        let mut candidates: Vec<usize> = (0..self.instances.len())
+            .filter(|&i| {
+                let instance = &self.instances[i];
+                let new_total: u64 = new_copies[i].iter().map(|&(_, n)| u64::from(n)).sum();
+                // Only instances holding nothing but this plan's copies (no existing copy moves).
+                instance.in_fleet && !instance.released && new_total == instance.total_copies()
+            })
+            .collect();
+        candidates.sort_by_key(|&i| {
+            let instance = &self.instances[i];
+            (
+                std::cmp::Reverse(self.priority(instance.type_index)),
+                instance.total_copies(),
+                std::cmp::Reverse(instance.rank),
+            )
+        });
+        let mut work = ELIMINATE_WORK;
+        let mut closed = 0;
+        for e in candidates {
+            if work == 0 {
+                break;
+            }
+            let set: Vec<usize> = new_copies[e].iter().flat_map(|&(d, n)| std::iter::repeat_n(d, n as usize)).collect();
+            // An opening is worth it only when it is more preferred than the instance it replaces.
+            let worst = self.priority(self.instances[e].type_index);
+            let Some(targets) = self.relocation_targets(e, &set, Some(worst), &mut work) else { continue };
+            let mut opened = None;
+            for (&d, target) in set.iter().zip(targets) {
+                self.relocate(d, e, target, &mut opened, &mut new_copies);
+            }
+            if self.instances[e].copies.is_empty() {
+                self.close(e);
+                closed += 1;
+            }
+        }
+        if closed > 0 {
+            self.renumber_launches();
+        }
+        closed
+    }
+
+    /// Takes an instance the plan opened and then emptied out of the final fleet again.
+    fn close(&mut self, index: usize) {
+        let Some(instance) = self.instances.get_mut(index) else { return };
+        let (type_index, az, existing) = (instance.type_index, instance.az, instance.existing);
+        instance.in_fleet = false;
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(az) {
+                list.retain(|&i| i != index);
+            }
+        }
+        self.fleet_size = self.fleet_size.saturating_sub(1);
+        if existing.is_some() {
+            // Idle again: the release phase releases it (or keeps it for MinInstanceCount).
+            let instances = &self.instances;
+            if let Some(list) = self.idle.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+                list.push(index);
+                list.sort_by_key(|&i| std::cmp::Reverse((!instances[i].reserved, instances[i].rank)));
+            }
+            return;
+        }
+        // A launch that is no longer made.
+        instance.released = true;
+        self.launch_order.retain(|&i| i != index);
+        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+            *cell = cell.saturating_sub(1);
+        }
+        // The first `Reserved` launches of (type, AZ) are the prepaid ones.
+        let reserved = u64::from(self.problem.launch_limit(type_index, az).reserved);
+        let mut seen = 0u64;
+        for &i in &self.launch_order {
+            let launch = &mut self.instances[i];
+            if launch.type_index == type_index && launch.az == az {
+                launch.reserved = seen < reserved;
+                seen += 1;
+            }
+        }
+    }
+
+    /// Gives the launches consecutive ids again (`new-1`, `new-2`, … skipping ids the fleet
+    /// uses) after some were taken back.
+    fn renumber_launches(&mut self) {
+        let mut number = 1u64;
+        for position in 0..self.launch_order.len() {
+            let id = loop {
+                let candidate = format!("new-{number}");
+                number += 1;
+                if !self.existing_new_ids.contains(&candidate) {
+                    break candidate;
+                }
+            };
+            let index = self.launch_order[position];
+            self.instances[index].id = id;
+        }
+        self.next_launch_number = number;
+    }
+
+    /// Moves one new copy of `d` from instance `from` to `target`.
+    /// `opened` is the instance an earlier copy of the same set opened (all `Open` targets of a
+    /// set are that one instance).
+    fn relocate(
+        &mut self,
+        d: usize,
+        from: usize,
+        target: Target,
+        opened: &mut Option<usize>,
+        new_copies: &mut Vec<NewCopies>,
+    ) {
+        let to = match (target, *opened) {
+            (Target::Instance(index), _) => index,
+            (Target::Open(..), Some(index)) => index,
+            (Target::Open(type_index, az), None) => match self.open(type_index, az) {
+                Some(index) => {
+                    *opened = Some(index);
+                    index
+                }
+                None => return,
+            },
+        };
+        if new_copies.len() < self.instances.len() {
+            new_copies.resize(self.instances.len(), SmallVec::new());
+        }
+        let (Some(need_from), Some(need_to)) = (self.need_on(d, from), self.need_on(d, to)) else { return };
+        let Some(source) = self.instances.get_mut(from) else { return };
+        source.remove_one(d, &need_from);
+        let from_az = source.az;
+        if let Some(cell) = self.az_copies.get_mut(d).and_then(|row| row.get_mut(from_az)) {
+            *cell = cell.saturating_sub(1);
+        }
+        // The placement record loses one copy (the last record on that instance).
+        if let Some(entry) = self.placements.iter_mut().rev().find(|(c, i, n)| *c == d && *i == from && *n > 0) {
+            entry.2 -= 1;
+        }
+        add_count(&mut new_copies[from], d, -1);
+        self.place(d, to, 1, &need_to);
+        add_count(&mut new_copies[to], d, 1);
+        self.readmit_accelerated(from);
+    }
+
+    /// Puts an instance whose accelerators were freed back on its AZ's list of instances that
+    /// may have a free accelerator (placement scans drop instances found full).
+    fn readmit_accelerated(&mut self, index: usize) {
+        if self.free_accelerators(index) == 0 {
+            return;
+        }
+        let az = self.instances[index].az;
+        if let Some(list) = self.accelerated_by_az.get_mut(az) {
+            if !list.contains(&index) {
+                list.push(index);
+            }
+        }
+    }
+}
+
+/// Adds `delta` to the count of `component` in `list` (dropping it at zero).
+fn add_count(list: &mut NewCopies, component: usize, delta: i64) {
+    match list.iter().position(|&(c, _)| c == component) {
+        Some(pos) => {
+            let count = (i64::from(list[pos].1) + delta).max(0);
+            if count == 0 {
+                list.remove(pos);
+            } else {
+                list[pos].1 = u32::try_from(count).unwrap_or(u32::MAX);
+            }
+        }
+        None if delta > 0 => list.push((component, u32::try_from(delta).unwrap_or(u32::MAX))),
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::{objective, FinalFleet};
+    use crate::model::ScenarioBuilder;
+    use crate::problem::Problem;
+
+    /// One AZ of 4-accelerator instances, at most two: x (2 accelerators, 2 copies), y (1) and
+    /// z (3, 1 copy).
+    fn problem() -> Problem {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(2))
+            .component("x", 2, 2, 1.0, 1024)
+            .component("y", 1, 1, 1.0, 1024)
+            .component("z", 1, 3, 1.0, 1024)
+            .strategy("x", "BINPACK")
+            .build();
+        Problem::new(&scenario).unwrap()
+    }
+
+    /// A: x + y (1 accelerator free), B: x (2 free); z needs 3 free accelerators.
+    fn stuck(problem: &Problem) -> (Greedy<'_>, [usize; 2]) {
+        let mut planner = Greedy::new(problem);
+        planner.index_fleet();
+        let (x, y) = (0, 1);
+        let first = planner.open(0, 0).unwrap();
+        let second = planner.open(0, 0).unwrap();
+        for (component, instance) in [(x, first), (y, first), (x, second)] {
+            let need = planner.need_on(component, instance).unwrap();
+            planner.place(component, instance, 1, &need);
+        }
+        (planner, [first, second])
+    }
+
+    #[test]
+    fn repair_relocates_a_new_copy_to_make_room() {
+        let problem = problem();
+        let (mut planner, [first, second]) = stuck(&problem);
+        assert_eq!(planner.budget(), 0, "MaxInstanceCount is reached: nothing more can open");
+        assert_eq!(planner.repair(&[2, 0, 1]), 1);
+        // x moved from the first instance to the second (now full); z took its place.
+        assert_eq!(planner.instances[first].copies.as_slice(), &[(1, 1), (2, 1)]);
+        assert_eq!(planner.instances[second].copies.as_slice(), &[(0, 2)]);
+        let fleet = planner.final_fleet();
+        let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(fleet, applied);
+        assert_eq!(objective(&problem, &applied).placed_copies, 4);
+    }
+
+    #[test]
+    fn repair_never_moves_an_existing_copy() {
+        // The same state, but the blocking x on the first instance is an existing copy.
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(2))
+            .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+            .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("x", "i-1", 1)
+            .fleet_copies("y", "i-1", 1)
+            .fleet_copies("x", "i-2", 1)
+            .component("x", 2, 2, 1.0, 1024)
+            .component("y", 1, 1, 1.0, 1024)
+            .component("z", 1, 3, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        assert_eq!(planner.repair(&[2, 0, 1]), 0);
+        assert!(planner.placements.is_empty());
+    }
+
+    #[test]
+    fn eliminate_closes_a_launch_whose_copies_fit_elsewhere_and_renumbers() {
+        let problem = problem();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        // Two launches holding one y each: one instance holds both.
+        let first = planner.open(0, 0).unwrap();
+        let second = planner.open(0, 0).unwrap();
+        for instance in [first, second] {
+            let need = planner.need_on(1, instance).unwrap();
+            planner.place(1, instance, 1, &need);
+        }
+        assert_eq!(planner.eliminate(), 1);
+        assert_eq!(planner.fleet_size, 1);
+        assert_eq!(planner.launch_order.len(), 1);
+        let kept = planner.launch_order[0];
+        assert_eq!(planner.instances[kept].id, "new-1");
+        assert_eq!(planner.instances[kept].copies.as_slice(), &[(1, 2)]);
+        let fleet = planner.final_fleet();
+        let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(fleet, applied);
+        assert_eq!(objective(&problem, &applied).instances_of_priority(1), 1);
+    }
+
+    #[test]
+    fn add_count_drops_entries_at_zero() {
+        let mut list: NewCopies = SmallVec::new();
+        add_count(&mut list, 3, 2);
+        add_count(&mut list, 3, -1);
+        assert_eq!(list.as_slice(), &[(3, 1)]);
+        add_count(&mut list, 3, -1);
+        assert!(list.is_empty());
+        add_count(&mut list, 4, -1);
+        assert!(list.is_empty());
+    }
+}
