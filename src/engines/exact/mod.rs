@@ -166,8 +166,15 @@ impl ExactPlanner {
         stats.phase("warm start (greedy)", started);
         if let Some(stop) = limits.stop_now() {
             // Out of time (or cancelled) before the search could start: the greedy plan, valid
-            // by construction, is the answer; nothing is proven about it.
-            let plan = finish(problem, SolverKind::Exact, greedy.status, stop, greedy.actions, None);
+            // by construction, is the answer, with the packing bound (which may prove it).
+            if greedy.status == Status::Infeasible {
+                let plan = finish(problem, SolverKind::Exact, greedy.status, stop, greedy.actions, None);
+                return (plan, stats);
+            }
+            let bound = Some(bounds::complete(problem, None)).filter(|bound| bound.key() <= greedy.objective.key());
+            let proven = bound.as_ref() == Some(&greedy.objective) && verify(problem, &greedy).is_empty();
+            let (status, bound) = if proven { (Status::Optimal, None) } else { (Status::Feasible, bound) };
+            let plan = finish(problem, SolverKind::Exact, status, stop, greedy.actions, bound);
             return (plan, stats);
         }
         let phase = Instant::now();

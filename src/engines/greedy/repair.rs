@@ -8,7 +8,7 @@
 //! removal makes room, each of which fits on another instance (room in the fleet first, an
 //! opening if one is still allowed), then moves them and places the copy on X.
 //!
-//! What it never does: move an existing copy (spec §2: `plan` never moves them), relocate a
+//! What it never does: move an existing copy (contract §2: `plan` never moves them), relocate a
 //! copy to an AZ where its component's balance excess grows (L2 of relocated components is
 //! unchanged or better), or break packing, eligibility, capacity or MaxInstanceCount (every
 //! check goes through the same room and opening rules as the main pass). The placed copy goes
