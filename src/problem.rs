@@ -291,6 +291,10 @@ pub struct Problem {
     /// `[type][az]`.
     pub(crate) limits: Vec<Vec<LaunchLimit>>,
     pub(crate) fleet: Vec<ExistingInstance>,
+    /// Fleet instance id → index in `fleet` (ids are unique once validated).
+    pub(crate) fleet_by_id: BTreeMap<String, usize>,
+    /// Component name → index in `components` (names are unique once validated).
+    pub(crate) component_by_name: BTreeMap<String, usize>,
     pub(crate) scaling: ScalingLimits,
     pub(crate) single_model: bool,
     pub(crate) warnings: Vec<Warning>,
@@ -376,7 +380,7 @@ impl Problem {
     }
     /// Index of a component by name.
     pub fn component_index(&self, name: &str) -> Option<usize> {
-        self.components.iter().position(|component| component.name == name)
+        self.component_by_name.get(name).copied()
     }
     /// Index of a type by name.
     pub fn type_index(&self, name: &str) -> Option<usize> {
@@ -388,7 +392,7 @@ impl Problem {
     }
     /// Index of an existing instance by id.
     pub fn existing_index(&self, id: &str) -> Option<usize> {
-        self.fleet.iter().position(|instance| instance.id == id)
+        self.fleet_by_id.get(id).copied()
     }
     /// Indices of pool types.
     pub fn pool_types(&self) -> impl Iterator<Item = usize> + '_ {
@@ -990,6 +994,13 @@ impl Validator {
                 });
             }
         }
+        // Lookups by name, built once: a fleet may list 100,000 instances and as many copies.
+        let fleet_by_id: BTreeMap<&str, usize> =
+            fleet.iter().enumerate().rev().map(|(index, instance)| (instance.id.as_str(), index)).collect();
+        let component_by_name: BTreeMap<&str, usize> =
+            components.iter().enumerate().rev().map(|(index, component)| (component.name.as_str(), index)).collect();
+        let declared_components: BTreeSet<&str> =
+            scenario.inference_components.iter().map(|c| c.inference_component_name.as_str()).collect();
         let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];
         if single_model && scenario.fleet.copies.is_empty() && !components.is_empty() {
             // A single-model endpoint runs the model on every instance.
@@ -1000,13 +1011,8 @@ impl Validator {
         for (index, copy) in scenario.fleet.copies.iter().enumerate() {
             let path = format!("Fleet.Copies[{index}]");
             let count = self.count(&format!("{path}.CopyCount"), copy.copy_count, 0, MAX_COPIES_PER_COMPONENT);
-            let component = components.iter().position(|c| c.name == copy.inference_component_name);
-            if component.is_none()
-                && !scenario
-                    .inference_components
-                    .iter()
-                    .any(|c| c.inference_component_name == copy.inference_component_name)
-            {
+            let component = component_by_name.get(copy.inference_component_name.as_str()).copied();
+            if component.is_none() && !declared_components.contains(copy.inference_component_name.as_str()) {
                 self.error(
                     format!("{path}.InferenceComponentName"),
                     format!(
@@ -1015,7 +1021,7 @@ impl Validator {
                     ),
                 );
             }
-            let instance = fleet.iter().position(|i| i.id == copy.instance_id);
+            let instance = fleet_by_id.get(copy.instance_id.as_str()).copied();
             if instance.is_none() && !fleet_ids.contains(&copy.instance_id) {
                 self.error(
                     format!("{path}.InstanceId"),
@@ -1041,6 +1047,15 @@ impl Validator {
             let entry = copies[instance].entry(component).or_insert(0);
             *entry = entry.saturating_add(count);
         }
+        // Where each instance id is first listed in the scenario, for messages.
+        let listed_at: BTreeMap<&str, usize> = scenario
+            .fleet
+            .instances
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(index, instance)| (instance.instance_id.as_str(), index))
+            .collect();
         for (instance, per_instance) in fleet.iter_mut().zip(copies) {
             instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
             if untrusted.contains(&instance.id) {
@@ -1054,7 +1069,7 @@ impl Validator {
                 }
             }
             if !used.fits_in(&capacity) {
-                let index = scenario.fleet.instances.iter().position(|i| i.instance_id == instance.id).unwrap_or(0);
+                let index = listed_at.get(instance.id.as_str()).copied().unwrap_or(0);
                 self.error(
                     format!("Fleet.Instances[{index}]"),
                     format!(
@@ -1097,6 +1112,9 @@ impl Validator {
             return Err(ValidationError::new(self.issues));
         }
         let _ = limited;
+        let fleet_by_id = fleet.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
+        let component_by_name =
+            components.iter().enumerate().map(|(index, component)| (component.name.clone(), index)).collect();
         Ok(Problem {
             endpoint_name: endpoint.endpoint_name.clone(),
             variant_name,
@@ -1105,6 +1123,8 @@ impl Validator {
             components,
             limits,
             fleet,
+            fleet_by_id,
+            component_by_name,
             scaling,
             single_model,
             warnings: self.warnings,
