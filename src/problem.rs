@@ -10,9 +10,29 @@ use crate::catalogue::builtin_instance_types;
 use crate::error::{Issue, ValidationError, Warning, WarningKind};
 use crate::model::*;
 
-/// Largest copy count per component accepted (keeps memory bounded on hostile input).
-pub const MAX_COPIES_PER_COMPONENT: u32 = 1_000_000;
-/// Largest instance count accepted in limits and capacity.
+// Size limits (docs/contract.md §1.4). Within them every command returns within its
+// `--time-limit-ms` plus a small constant (about a second on a 2-core machine, measured in
+// docs/benchmarks.md): the work that always runs (reading, validation, greedy's first pass,
+// verification) grows with components × instances, so these bound it.
+
+/// Largest copy count per component accepted.
+pub const MAX_COPIES_PER_COMPONENT: u32 = 100_000;
+/// Largest sum of `CopyCount` over all components (for a single-model endpoint,
+/// `DesiredInstanceCount`).
+pub const MAX_TOTAL_COPIES: u64 = 100_000;
+/// Largest number of inference components.
+pub const MAX_COMPONENTS: usize = 2_000;
+/// Largest number of availability zones.
+pub const MAX_AVAILABILITY_ZONES: usize = 1_000;
+/// Largest number of entries in `InstanceTypes`.
+pub const MAX_INSTANCE_TYPES: usize = 1_000;
+/// Largest number of instances in `Fleet.Instances`.
+pub const MAX_FLEET_INSTANCES: usize = 100_000;
+/// Largest number of entries in `Fleet.Copies`.
+pub const MAX_FLEET_COPY_ENTRIES: usize = 200_000;
+/// Largest `MinInstanceCount` or `DesiredInstanceCount`: instances the plan must launch.
+pub const MAX_PLANNED_INSTANCES: u32 = 100_000;
+/// Largest instance count accepted where it only limits (`MaxInstanceCount`, capacity).
 pub const MAX_INSTANCES: u32 = 1_000_000;
 
 /// Integer resources of an instance or of one copy.
@@ -546,6 +566,24 @@ impl Validator {
     }
 
     pub(crate) fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
+        // Sizes first: beyond them the rest of validation alone could take minutes, so an
+        // oversized list is reported (with every other oversized list) and nothing else.
+        let sizes: [(&str, usize, usize); 5] = [
+            ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
+            ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
+            ("InferenceComponents", scenario.inference_components.len(), MAX_COMPONENTS),
+            ("Fleet.Instances", scenario.fleet.instances.len(), MAX_FLEET_INSTANCES),
+            ("Fleet.Copies", scenario.fleet.copies.len(), MAX_FLEET_COPY_ENTRIES),
+        ];
+        for (path, length, limit) in sizes {
+            if length > limit {
+                self.error(path, format!("{length} entries; at most {limit} are accepted (size limits)"));
+            }
+        }
+        if !self.issues.is_empty() {
+            return Err(ValidationError::new(self.issues));
+        }
+
         // Availability zones.
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
@@ -559,7 +597,9 @@ impl Validator {
                 self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
             }
         }
-        let az_index = |name: &str| azs.iter().position(|az| az == name);
+        let az_by_name: BTreeMap<&str, usize> =
+            azs.iter().enumerate().rev().map(|(index, az)| (az.as_str(), index)).collect();
+        let az_index = |name: &str| az_by_name.get(name).copied();
 
         // Catalogue: built-ins overridden by the scenario's own types.
         let mut catalogue: BTreeMap<String, (InstanceTypeSpec, String)> = builtin_instance_types()
@@ -737,7 +777,7 @@ impl Validator {
         let scaling_path = "Endpoint.ManagedInstanceScaling";
         let min_instances = match scaling_spec.min_instance_count {
             Some(value) => {
-                self.count(&format!("{scaling_path}.MinInstanceCount"), value, 0, MAX_INSTANCES).unwrap_or(0)
+                self.count(&format!("{scaling_path}.MinInstanceCount"), value, 0, MAX_PLANNED_INSTANCES).unwrap_or(0)
             }
             None => 0,
         };
@@ -789,7 +829,7 @@ impl Validator {
             if endpoint.variant_name.is_empty() { "AllTraffic".to_string() } else { endpoint.variant_name.clone() };
         if single_model {
             if let Some(count) = endpoint.desired_instance_count {
-                if let Some(copy_count) = self.count("Endpoint.DesiredInstanceCount", count, 0, MAX_INSTANCES) {
+                if let Some(copy_count) = self.count("Endpoint.DesiredInstanceCount", count, 0, MAX_PLANNED_INSTANCES) {
                     let requirements = types
                         .iter()
                         .map(|t| {
@@ -951,6 +991,14 @@ impl Validator {
                 }
                 components.push(Component { name: name.clone(), copy_count, requirements, strategy, max_imbalance });
             }
+        }
+
+        let total_copies: u64 = components.iter().map(|component| u64::from(component.copy_count)).sum();
+        if total_copies > MAX_TOTAL_COPIES {
+            self.error(
+                "InferenceComponents",
+                format!("the copy counts add up to {total_copies}; at most {MAX_TOTAL_COPIES} are accepted (size limits)"),
+            );
         }
 
         // Fleet.

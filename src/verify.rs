@@ -5,13 +5,14 @@
 //! the SPREAD rule (for plans from an empty fleet), and that the plan's reported objective and
 //! `Unplaced` counts are what its actions actually reach.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
 
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::Plan;
-use crate::problem::{PlacementStrategy, Problem};
+use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// Which rule a [`Violation`] breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -277,35 +278,54 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
 /// Pairs breaking the SPREAD rule: within an AZ, an instance with at least two more copies of a
 /// SPREAD component than another eligible instance that has room for one more copy.
 pub fn spread_violations(problem: &Problem, fleet: &FinalFleet) -> Vec<String> {
-    let mut found = Vec::new();
-    for (index, component) in problem.components.iter().enumerate() {
-        if component.strategy != PlacementStrategy::Spread {
-            continue;
-        }
-        for heavy in &fleet.instances {
-            let heavy_count = heavy.copies_of(index);
-            if heavy_count < 2 {
-                continue;
+    // Linear in the fleet per component that has a heavy instance: instances holding at least
+    // two copies are found from the copies themselves, resources used are computed once, and an
+    // AZ is scanned for its lightest instance with room only when it has a heavy one.
+    let mut heavy_by_component: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (position, instance) in fleet.instances.iter().enumerate() {
+        for (&component, &count) in &instance.copies {
+            if count >= 2 && problem.components[component].strategy == PlacementStrategy::Spread {
+                heavy_by_component.entry(component).or_default().push(position);
             }
-            let light = fleet.instances.iter().find(|light| {
-                light.az_index == heavy.az_index && light.copies_of(index) + 2 <= heavy_count && {
-                    match component.placement_requirement(problem, light.type_index) {
+        }
+    }
+    if heavy_by_component.is_empty() {
+        return Vec::new();
+    }
+    let used: Vec<Resources> = fleet.instances.iter().map(|instance| instance.used(problem)).collect();
+    let mut found = Vec::new();
+    for (component_index, heavy_instances) in heavy_by_component {
+        let component = &problem.components[component_index];
+        // Per AZ: the instance with room for one more copy holding the fewest copies (first in
+        // fleet order on ties), found once.
+        let mut lightest: BTreeMap<usize, Option<(u32, usize)>> = BTreeMap::new();
+        for heavy_position in heavy_instances {
+            let heavy = &fleet.instances[heavy_position];
+            let heavy_count = heavy.copies_of(component_index);
+            let light = *lightest.entry(heavy.az_index).or_insert_with(|| {
+                fleet
+                    .instances
+                    .iter()
+                    .zip(&used)
+                    .enumerate()
+                    .filter(|(_, (light, _))| light.az_index == heavy.az_index)
+                    .filter(|(_, (light, used))| match component.placement_requirement(problem, light.type_index) {
                         Some(requirement) => {
-                            let capacity = problem.types[light.type_index].capacity;
-                            light.used(problem).plus(&requirement.resources).fits_in(&capacity)
+                            used.plus(&requirement.resources).fits_in(&problem.types[light.type_index].capacity)
                         }
                         None => false,
-                    }
-                }
+                    })
+                    .map(|(position, (light, _))| (light.copies_of(component_index), position))
+                    .min()
             });
-            if let Some(light) = light {
-                found.push(format!(
-                    "{}: {} holds {heavy_count} copies while {} in the same AZ holds {} and has room for one more",
-                    component.name,
-                    heavy.id,
-                    light.id,
-                    light.copies_of(index)
-                ));
+            if let Some((light_count, light_position)) = light {
+                if light_count + 2 <= heavy_count {
+                    found.push(format!(
+                        "{}: {} holds {heavy_count} copies while {} in the same AZ holds {light_count} and has room for \
+                         one more",
+                        component.name, heavy.id, fleet.instances[light_position].id
+                    ));
+                }
             }
         }
     }

@@ -137,7 +137,7 @@ fn a_big_integer_is_echoed_as_written() {
     assert_eq!(
         messages(&text),
         vec![
-            "InferenceComponents[1].RuntimeConfig.CopyCount: 123456789012345678901 is above the maximum 1000000 \
+            "InferenceComponents[1].RuntimeConfig.CopyCount: 123456789012345678901 is above the maximum 100000 \
              (component \"llm\")"
         ]
     );
@@ -574,4 +574,56 @@ mod cli {
         let (code, stdout, stderr) = run(&["verify", scenario.path(), plan.path()]);
         assert_eq!((code, stdout.as_str()), (0, "plan is valid: no violations\n"), "{stderr}");
     }
+}
+
+/// A scenario with `components` components of `copies` copies each and `fleet` one-copy fleet
+/// instances of the first component, spread over `azs` zones.
+fn sized(azs: usize, components: usize, copies: u64, fleet: usize) -> Value {
+    let zones: Vec<String> = (0..azs).map(|z| format!("az-{z}")).collect();
+    json!({
+        "AvailabilityZones": zones,
+        "Endpoint": {"EndpointName": "e", "VariantName": "v",
+            "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
+        "InferenceComponents": (0..components).map(|c| json!({
+            "InferenceComponentName": format!("m{c}"), "RuntimeConfig": {"CopyCount": copies},
+            "Specification": {"ComputeResourceRequirements": {
+                "NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}}})).collect::<Vec<_>>(),
+        "Fleet": {
+            "Instances": (0..fleet).map(|i| json!({"InstanceId": format!("i-{i}"),
+                "InstanceType": "ml.g6.12xlarge", "AvailabilityZone": zones[i % azs]})).collect::<Vec<_>>(),
+            "Copies": (0..fleet).map(|i| json!({"InferenceComponentName": "m0",
+                "InstanceId": format!("i-{i}"), "CopyCount": 1})).collect::<Vec<_>>()
+        }
+    })
+}
+
+#[test]
+fn inputs_at_the_size_limits_are_accepted_and_beyond_them_named() {
+    use fleetplan::problem::{MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_FLEET_INSTANCES, MAX_TOTAL_COPIES};
+    // At the limits: accepted (and planned; the plan itself is not the point here).
+    let at_limits = sized(MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_TOTAL_COPIES / MAX_COMPONENTS as u64, 3_000);
+    assert!(Problem::from_json(&at_limits.to_string()).is_ok());
+    let fleet_at_limit = sized(3, 1, 1, MAX_FLEET_INSTANCES);
+    assert!(Problem::from_json(&fleet_at_limit.to_string()).is_ok());
+    // One over each list limit: every oversized list is named, nothing else is reported.
+    let over = sized(MAX_AVAILABILITY_ZONES + 1, MAX_COMPONENTS + 1, 1, MAX_FLEET_INSTANCES + 1);
+    assert_eq!(
+        messages(&over.to_string()),
+        vec![
+            "AvailabilityZones: 1001 entries; at most 1000 are accepted (size limits)",
+            "InferenceComponents: 2001 entries; at most 2000 are accepted (size limits)",
+            "Fleet.Instances: 100001 entries; at most 100000 are accepted (size limits)",
+        ]
+    );
+    // Copies: per component and in total.
+    assert_eq!(
+        messages(&sized(3, 2, 60_000, 0).to_string()),
+        vec!["InferenceComponents: the copy counts add up to 120000; at most 100000 are accepted (size limits)"]
+    );
+    let mut min = sized(3, 1, 1, 0);
+    min["Endpoint"]["ManagedInstanceScaling"] = json!({"MinInstanceCount": 100_001, "Status": "ENABLED"});
+    assert_eq!(
+        messages(&min.to_string()),
+        vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount: 100001 is above the maximum 100000"]
+    );
 }

@@ -98,11 +98,10 @@ impl Limits {
         self
     }
 
-    /// The same cancellation check without the deadline and node limit (for work that is
-    /// bounded on its own and whose result a promise depends on, e.g. the exact planner's greedy
-    /// warm start: the exact plan is never worse than the greedy one).
-    pub(crate) fn cancellation_only(&self) -> Limits {
-        Limits { deadline: None, node_limit: None, cancel: self.cancel.clone() }
+    /// The same deadline and cancellation without the node limit (for work whose own steps are
+    /// not search nodes, e.g. the exact planner's greedy warm start).
+    pub(crate) fn without_node_limit(&self) -> Limits {
+        Limits { deadline: self.deadline, node_limit: None, cancel: self.cancel.clone() }
     }
 
     /// The deadline, if any.

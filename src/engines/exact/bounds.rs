@@ -75,6 +75,9 @@ fn trivial_bound(items: &[Item]) -> u64 {
 /// together, and nothing of J3 fits next to J1); J3 fills what J2 leaves and then whole bins.
 /// With α = 0 it is at least the trivial bound.
 fn martello_toth_l2(items: &[Item]) -> u64 {
+    // Equal sizes merged first: the bound is quadratic in distinct sizes, and thousands of
+    // components often share a handful of sizes.
+    let items = &merge_equal_sizes(items);
     let zero = Item { numerator: 0, denominator: 1, count: 0 };
     let mut alphas: Vec<Item> = items.iter().copied().filter(|item| !item.over_half()).collect();
     alphas.push(zero);
@@ -95,6 +98,23 @@ fn martello_toth_l2(items: &[Item]) -> u64 {
         best = best.max(j1.saturating_add(j2).saturating_add(spill));
     }
     best
+}
+
+/// The items with equal sizes (exactly, as fractions) merged into one with the summed count, in
+/// increasing size.
+fn merge_equal_sizes(items: &[Item]) -> Vec<Item> {
+    let mut sorted = items.to_vec();
+    sorted.sort_by(|a, b| {
+        (u128::from(a.numerator) * u128::from(b.denominator)).cmp(&(u128::from(b.numerator) * u128::from(a.denominator)))
+    });
+    let mut merged: Vec<Item> = Vec::with_capacity(sorted.len());
+    for item in sorted {
+        match merged.last_mut() {
+            Some(last) if last.at_most(&item) && item.at_most(last) => last.count = last.count.saturating_add(item.count),
+            _ => merged.push(item),
+        }
+    }
+    merged
 }
 
 fn resource(r: &Resources, index: usize) -> u64 {

@@ -43,6 +43,11 @@ const HEURISTIC_NODES: u64 = 300;
 /// Most variables the slot groups of a refinement round may add.
 const MAX_SLOT_VARIABLES: u64 = 50_000;
 
+/// Largest master model (integer variables, estimated before building it) the planner hands to
+/// the solver; a larger problem gets the greedy plan with `StopReason::TooLarge`. microlp's
+/// simplex on models this size already takes seconds per solve.
+const MAX_MASTER_VARIABLES: u64 = 20_000;
+
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
@@ -266,6 +271,9 @@ impl ExactPlanner {
         hint: Option<&(Hint, Objective)>,
     ) -> Outcome {
         let facts = Facts::new(problem, backend);
+        if model::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
+            return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
+        }
         // A node-limited probe is only cheap when the backend honours node limits.
         let probes = backend.capabilities().node_limit;
         let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
@@ -599,12 +607,13 @@ fn relax_and_fix(
 /// helps where greedy's priority-first choices cost copies or money (e.g. a binding
 /// MaxInstanceCount filled with small preferred instances).
 ///
-/// The greedy plan itself ignores the deadline and node limit (its passes are bounded by a fixed
-/// work budget: milliseconds on small problems, one linear pass on large ones), so the exact plan
-/// is never worse than [`crate::plan_greedy`]; only cancellation stops it early. The flat run is
-/// an extra and is skipped once a limit is hit.
+/// The greedy plan obeys the deadline and cancellation the way [`crate::GreedyPlanner`] does (its
+/// first pass always runs), but not the node limit, which counts solver nodes: so the exact plan
+/// is never worse than the greedy planner's under the same limits, and never worse than
+/// [`crate::plan_greedy`] unless a deadline or cancellation cut the warm start short. The flat
+/// run is an extra and is skipped once a limit is hit.
 fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
-    let greedy = crate::GreedyPlanner::new().limits(limits.cancellation_only()).plan(problem);
+    let greedy = crate::GreedyPlanner::new().limits(limits.without_node_limit()).plan(problem);
     let pool_priorities: std::collections::BTreeSet<u8> =
         problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
     if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {
@@ -616,7 +625,7 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
             info.priority = 1;
         }
     }
-    let flat_plan = crate::GreedyPlanner::new().limits(limits.cancellation_only()).plan(&flat);
+    let flat_plan = crate::GreedyPlanner::new().limits(limits.without_node_limit()).plan(&flat);
     let candidate =
         finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
     if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {
@@ -912,9 +921,16 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
             }
         }
     }
-    let kept: Vec<usize> = drafts.iter().filter_map(|draft| draft.existing).collect();
+    // The draft of each kept existing instance, found once (a scan per instance is quadratic).
+    let mut draft_of_existing: Vec<Option<usize>> = vec![None; problem.fleet().len()];
+    for (position, draft) in drafts.iter().enumerate() {
+        if let Some(slot) = draft.existing.and_then(|i| draft_of_existing.get_mut(i)) {
+            slot.get_or_insert(position);
+        }
+    }
     for (i, instance) in problem.fleet().iter().enumerate() {
-        let final_copies = drafts.iter().find(|draft| draft.existing == Some(i)).map(|draft| &draft.copies);
+        let draft = draft_of_existing.get(i).copied().flatten();
+        let final_copies = draft.and_then(|position| drafts.get(position)).map(|draft| &draft.copies);
         for &(c, count) in &instance.copies {
             let left = final_copies.and_then(|copies| copies.get(&c)).copied().unwrap_or(0);
             let Some(component) = components.get(c) else {
@@ -925,7 +941,7 @@ fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
                     .push(Action::RemoveCopy { component: component.name.clone(), instance_id: instance.id.clone() });
             }
         }
-        if !kept.contains(&i) {
+        if draft.is_none() {
             actions.push(Action::TerminateInstance { instance_id: instance.id.clone() });
         }
     }

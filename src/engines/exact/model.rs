@@ -155,8 +155,15 @@ impl Hint {
                 }
             }
         }
+        // Final instance of each kept existing instance, found once (not a scan per instance).
+        let mut final_of_existing: Vec<Option<usize>> = vec![None; problem.fleet().len()];
+        for (position, instance) in fleet.instances.iter().enumerate() {
+            if let Some(slot) = instance.existing.and_then(|i| final_of_existing.get_mut(i)) {
+                slot.get_or_insert(position);
+            }
+        }
         for (i, existing) in problem.fleet().iter().enumerate() {
-            let left = fleet.instances.iter().find(|instance| instance.existing == Some(i));
+            let left = final_of_existing.get(i).copied().flatten().and_then(|position| fleet.instances.get(position));
             for &(c, count) in &existing.copies {
                 let stays = left.map_or(0, |instance| {
                     instance.copies_of(c).saturating_sub(instance.new_copies.get(&c).copied().unwrap_or(0))
@@ -338,6 +345,39 @@ impl<'a> Facts<'a> {
 }
 
 /// Requirement of a new copy of `component` on pool type `t`, if it may run there and fits.
+/// How many integer variables the master model of `facts` has, about: one copy count per
+/// (launch group, eligible component), and per existing instance a keep flag, a removal per
+/// component it holds and an addition per component it could take. Computed without building
+/// the model, so a problem too large for the solver is refused in microseconds, not after
+/// seconds of model building.
+pub(crate) fn master_size_estimate(facts: &Facts<'_>) -> u64 {
+    let problem = facts.problem;
+    let types = problem.instance_types();
+    let eligible_per_type: Vec<u64> = types
+        .iter()
+        .enumerate()
+        .map(|(t, info)| {
+            problem
+                .components()
+                .iter()
+                .enumerate()
+                .filter(|&(c, component)| {
+                    facts.need.get(c).copied().unwrap_or(0) > 0
+                        && eligible_need(problem, component, t, &info.capacity).is_some()
+                })
+                .count() as u64
+        })
+        .collect();
+    let eligible = |t: usize| eligible_per_type.get(t).copied().unwrap_or(0);
+    let launched: u64 = facts.groups.keys().map(|&(t, _)| 1 + eligible(t)).sum();
+    let existing: u64 = problem
+        .fleet()
+        .iter()
+        .map(|instance| 1 + instance.copies.len() as u64 + eligible(instance.type_index))
+        .sum();
+    launched.saturating_add(existing)
+}
+
 pub(crate) fn eligible_need(
     problem: &Problem,
     component: &crate::problem::Component,
@@ -415,9 +455,18 @@ struct Vars {
 /// with itself), every instance holds at most one copy from `S`; the components `D` that
 /// conflict with every member of `S` only use the other instances. Hence, per resource r:
 /// `cap_r · Σ_S x + Σ_D need_r · x ≤ cap_r · y`. The sets are grown greedily from each seed.
+/// Most components needing more than half an instance for which a launch group gets conflict
+/// cuts.
+const MAX_CONFLICT_CUT_COMPONENTS: usize = 200;
+
 fn conflict_cuts(model: &mut Model, y: Variable, capacity: &Resources, copies: &[(usize, Variable, Resources)]) {
     let conflict = |a: &Resources, b: &Resources| !a.plus(b).fits_in(capacity);
     let lonely: Vec<usize> = (0..copies.len()).filter(|&i| conflict(&copies[i].2, &copies[i].2)).collect();
+    // The clique search is cubic in the lonely components; the cuts only tighten the LP, so a
+    // group with very many of them goes without.
+    if lonely.len() > MAX_CONFLICT_CUT_COMPONENTS {
+        return;
+    }
     let mut seen: BTreeSet<Vec<usize>> = BTreeSet::new();
     for &seed in &lonely {
         let mut clique = vec![seed];
