@@ -194,7 +194,8 @@ impl KvCache {
             KvCache::PerToken { bytes } => u128::from(bytes).div_ceil(degree),
             KvCache::Architecture { layers, key_value_heads, head_dim, precision } => {
                 let heads = u128::from(key_value_heads).div_ceil(degree);
-                let values = [u128::from(layers), heads, u128::from(head_dim)].into_iter().fold(2u128, u128::saturating_mul);
+                let values =
+                    [u128::from(layers), heads, u128::from(head_dim)].into_iter().fold(2u128, u128::saturating_mul);
                 precision.bytes(values)
             }
         }
@@ -300,7 +301,8 @@ impl ModelDescription {
                 range("KvCache.HeadDim", head_dim, 1, MAX_KV_DIMENSION);
             }
         }
-        if let Some(message) = overhead_problem(&crate::problem::number_text(self.overhead_fraction), self.overhead_fraction)
+        if let Some(message) =
+            overhead_problem(&crate::problem::number_text(self.overhead_fraction), self.overhead_fraction)
         {
             error("OverheadFraction", message);
         }
@@ -461,10 +463,7 @@ impl Sizing {
     /// into an inference component (one spec per type; the pool's `ModelNameOverride` should
     /// name the same build).
     pub fn specifications(&self) -> Vec<ComponentSpecification> {
-        self.types
-            .iter()
-            .filter_map(|sized| Some(sized.build()?.specification(&sized.instance_type)))
-            .collect()
+        self.types.iter().filter_map(|sized| Some(sized.build()?.specification(&sized.instance_type))).collect()
     }
 
     /// Per type the model fits on, the maximum concurrency of one instance: the map

@@ -126,10 +126,10 @@ fn llama_70b_does_not_fit_on_1x24_gib_and_says_why() {
 
 #[test]
 fn host_memory_and_cpu_limits_are_reasons_too() {
-    let mut model = ModelDescription::new("small", 1_000_000_000, vec![Precision::Fp16], KvCache::PerToken { bytes: 1 }, 1, 1);
+    let mut model =
+        ModelDescription::new("small", 1_000_000_000, vec![Precision::Fp16], KvCache::PerToken { bytes: 1 }, 1, 1);
     model.cpu_cores_per_accelerator = 8;
-    let sizing =
-        size(&model, &[shape("tiny-host", 1, 80.0, 64, 2048), shape("few-cpus", 1, 80.0, 4, 65_536)]).unwrap();
+    let sizing = size(&model, &[shape("tiny-host", 1, 80.0, 64, 2048), shape("few-cpus", 1, 80.0, 4, 65_536)]).unwrap();
     // Host: ceil(2e9 / 2^20) = 1908 + 4096 = 6004 MiB.
     assert_eq!(
         sizing.types[0].outcome,
@@ -265,8 +265,12 @@ fn kv_cache_is_one_form_or_the_other() {
     );
     assert_eq!(message("{}"), "KvCache: give BytesPerToken, or Layers, KeyValueHeads and HeadDim");
     assert_eq!(message(r#"{"BytesPerToken": 0}"#), "KvCache.BytesPerToken: 0 is below the minimum 1");
-    assert_eq!(message(r#"{"BytesPerTokens": 10}"#).lines().next().unwrap(), "KvCache: give BytesPerToken, or Layers, KeyValueHeads and HeadDim");
-    assert!(message(r#"{"BytesPerTokens": 10}"#).ends_with("KvCache.BytesPerTokens: unknown key; did you mean BytesPerToken?"));
+    assert_eq!(
+        message(r#"{"BytesPerTokens": 10}"#).lines().next().unwrap(),
+        "KvCache: give BytesPerToken, or Layers, KeyValueHeads and HeadDim"
+    );
+    assert!(message(r#"{"BytesPerTokens": 10}"#)
+        .ends_with("KvCache.BytesPerTokens: unknown key; did you mean BytesPerToken?"));
     let model = ModelDescription::from_json(&base(r#"{"BytesPerToken": 10}"#)).unwrap();
     assert_eq!(model.kv_cache, KvCache::PerToken { bytes: 10 });
     assert_eq!(model.overhead_fraction, fleetplan::sizing::DEFAULT_OVERHEAD_FRACTION);
@@ -324,6 +328,31 @@ fn key(model: &ModelDescription, sizing: &Sizing) -> (u8, usize, u64) {
     }
 }
 
+fn size_one(model: &ModelDescription, spec: &InstanceTypeSpec) -> Sizing {
+    size(model, std::slice::from_ref(spec)).unwrap()
+}
+
+/// The contract of docs/sizing.md written out independently: does `precision` at degree `t` fit?
+fn oracle_fits(model: &ModelDescription, spec: &InstanceTypeSpec, precision: Precision, t: u64) -> bool {
+    let t128 = u128::from(t);
+    let device = (spec.accelerator_memory_gib * 1_073_741_824.0) as u128;
+    let usable = device * (1_000_000 - (model.overhead_fraction * 1e6).round() as u128) / 1_000_000;
+    let weights = (u128::from(model.parameter_count) * u128::from(precision.bits())).div_ceil(8);
+    let per_token = match model.kv_cache {
+        KvCache::PerToken { bytes } => u128::from(bytes).div_ceil(t128),
+        KvCache::Architecture { layers, key_value_heads, head_dim, precision } => {
+            let values = 2 * u128::from(layers) * u128::from(key_value_heads).div_ceil(t128) * u128::from(head_dim);
+            (values * u128::from(precision.bits())).div_ceil(8)
+        }
+    };
+    let need =
+        weights.div_ceil(t128) + u128::from(model.target_concurrency) * per_token * u128::from(model.context_length);
+    let host_mib = (weights.div_ceil(1 << 20) + u128::from(model.host_memory_overhead_mib)).max(128);
+    need <= usable
+        && host_mib <= spec.memory_in_mb as u128
+        && t * model.cpu_cores_per_accelerator <= spec.v_cpu_count as u64
+}
+
 fn precisions() -> impl Strategy<Value = Vec<Precision>> {
     proptest::sample::subsequence(Precision::ALL.to_vec(), 1..=3).prop_shuffle()
 }
@@ -331,13 +360,14 @@ fn precisions() -> impl Strategy<Value = Vec<Precision>> {
 fn kv_cache() -> impl Strategy<Value = KvCache> {
     prop_oneof![
         (1u64..2_000_000).prop_map(|bytes| KvCache::PerToken { bytes }),
-        (1u64..128, 1u64..64, prop::sample::select(vec![64u64, 128, 256]))
-            .prop_map(|(layers, key_value_heads, head_dim)| KvCache::Architecture {
+        (1u64..128, 1u64..64, prop::sample::select(vec![64u64, 128, 256])).prop_map(
+            |(layers, key_value_heads, head_dim)| KvCache::Architecture {
                 layers,
                 key_value_heads,
                 head_dim,
                 precision: Precision::Fp16
-            }),
+            }
+        ),
     ]
 }
 
@@ -370,7 +400,7 @@ proptest! {
     fn more_parameters_never_need_less(model in model(), extra in 0u64..100_000_000_000, spec in instance()) {
         let mut bigger = model.clone();
         bigger.parameter_count += extra;
-        let (small, large) = (size(&model, &[spec.clone()]).unwrap(), size(&bigger, &[spec]).unwrap());
+        let (small, large) = (size_one(&model, &spec), size_one(&bigger, &spec));
         prop_assert!(key(&model, &small) <= key(&bigger, &large));
         if model.weight_precisions.len() == 1 {
             if let (Some(a), Some(b)) = (small.types[0].build(), large.types[0].build()) {
@@ -385,7 +415,7 @@ proptest! {
     fn more_accelerator_memory_never_needs_more(model in model(), spec in instance(), extra in 0u32..100) {
         let mut roomier = spec.clone();
         roomier.accelerator_memory_gib += f64::from(extra);
-        let (tight, roomy) = (size(&model, &[spec]).unwrap(), size(&model, &[roomier]).unwrap());
+        let (tight, roomy) = (size_one(&model, &spec), size_one(&model, &roomier));
         prop_assert!(key(&model, &roomy) <= key(&model, &tight));
         if model.weight_precisions.len() == 1 {
             if let (Some(a), Some(b)) = (tight.types[0].build(), roomy.types[0].build()) {
@@ -399,7 +429,7 @@ proptest! {
     fn higher_concurrency_never_needs_less(model in model(), spec in instance(), extra in 0u64..64) {
         let mut busier = model.clone();
         busier.target_concurrency += extra;
-        let (calm, busy) = (size(&model, &[spec.clone()]).unwrap(), size(&busier, &[spec]).unwrap());
+        let (calm, busy) = (size_one(&model, &spec), size_one(&busier, &spec));
         prop_assert!(key(&model, &calm) <= key(&busier, &busy));
         if model.weight_precisions.len() == 1 {
             if let (Some(a), Some(b)) = (calm.types[0].build(), busy.types[0].build()) {
@@ -408,25 +438,26 @@ proptest! {
         }
     }
 
-    /// The chosen build holds the target concurrency in the usable memory, divides the type's
-    /// devices, and no earlier precision or smaller degree (which would be chosen first) fits:
-    /// checked by sizing with the precision list cut to each earlier entry.
+    /// The choice is the first fit in (precision order, ascending divisor) by the independent
+    /// oracle above, and the build's numbers are consistent with it.
     #[test]
     fn the_choice_is_the_first_fit(model in model(), spec in instance()) {
-        let sizing = size(&model, &[spec.clone()]).unwrap();
-        if let Some(build) = sizing.types[0].build() {
+        let sizing = size_one(&model, &spec);
+        let accelerators = spec.accelerator_count as u64;
+        let expected = model.weight_precisions.iter().find_map(|&precision| {
+            fleetplan::sizing::tensor_parallel_degrees(accelerators)
+                .into_iter()
+                .find(|&t| oracle_fits(&model, &spec, precision, t))
+                .map(|t| (precision, t))
+        });
+        let build = sizing.types[0].build();
+        prop_assert_eq!(build.map(|b| (b.precision, b.tensor_parallel_degree)), expected);
+        if let Some(build) = build {
             prop_assert!(build.max_concurrency_per_copy >= model.target_concurrency);
-            prop_assert_eq!(spec.accelerator_count as u64 % build.tensor_parallel_degree, 0);
             prop_assert!(build.weight_bytes_per_device + model.target_concurrency * build.kv_bytes_per_request_per_device
                 <= build.usable_bytes_per_device);
             prop_assert!(build.copies_per_instance >= 1);
             prop_assert_eq!(build.max_concurrency, build.copies_per_instance * build.max_concurrency_per_copy);
-            let rank = model.weight_precisions.iter().position(|p| *p == build.precision).unwrap();
-            for earlier in &model.weight_precisions[..rank] {
-                let mut only = model.clone();
-                only.weight_precisions = vec![*earlier];
-                prop_assert!(size(&only, &[spec.clone()]).unwrap().types[0].build().is_none());
-            }
         }
     }
 }

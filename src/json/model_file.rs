@@ -17,11 +17,8 @@ use crate::sizing::{
 /// Parses and validates a model description; type and semantic problems are reported together.
 pub(crate) fn model_description_from_json(text: &str) -> Result<ModelDescription, ValidationError> {
     let parsed = parse(text)?;
-    let mut reader = Reader {
-        issues: Vec::new(),
-        known: std::collections::BTreeMap::new(),
-        raw_numbers: &parsed.raw_numbers,
-    };
+    let mut reader =
+        Reader { issues: Vec::new(), known: std::collections::BTreeMap::new(), raw_numbers: &parsed.raw_numbers };
     let model = reader.model_description(&parsed.value);
     let mut issues = reader.issues;
     issues.extend(parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
@@ -68,12 +65,26 @@ impl Reader<'_> {
         }
     }
 
-    fn bounded_field(&mut self, map: &serde_json::Map<String, Value>, key: &'static str, path: &str, min: u64, max: u64) -> Option<u64> {
+    fn bounded_field(
+        &mut self,
+        map: &serde_json::Map<String, Value>,
+        key: &'static str,
+        path: &str,
+        min: u64,
+        max: u64,
+    ) -> Option<u64> {
         let value = self.field(map, key)?;
         Some(self.bounded(value, &join(path, key), min, max))
     }
 
-    fn required_bounded(&mut self, map: &serde_json::Map<String, Value>, key: &'static str, path: &str, min: u64, max: u64) -> u64 {
+    fn required_bounded(
+        &mut self,
+        map: &serde_json::Map<String, Value>,
+        key: &'static str,
+        path: &str,
+        min: u64,
+        max: u64,
+    ) -> u64 {
         match self.required(map, key, path) {
             Some(value) => self.bounded(value, &join(path, key), min, max),
             None => min,
@@ -156,10 +167,7 @@ impl Reader<'_> {
         match (per_token, given.is_empty()) {
             (Some(bytes), true) => Some(KvCache::PerToken { bytes }),
             (Some(_), false) => {
-                self.error(
-                    path,
-                    format!("give BytesPerToken or the architecture ({}), not both", given.join(", ")),
-                );
+                self.error(path, format!("give BytesPerToken or the architecture ({}), not both", given.join(", ")));
                 None
             }
             (None, true) => {
