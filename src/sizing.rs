@@ -1,6 +1,6 @@
 //! Per-type model configurations: how one model runs on each instance type of a pool.
 //!
-//! The seeds (contract §0) run one model as a different build per pool type — tensor parallel
+//! The seeds (docs/contract.md, Background) run one model as a different build per pool type — tensor parallel
 //! on the preferred type, a quantised build on the last fallback — each named by the pool's
 //! `ModelNameOverride`. [`size`] makes that choice from a [`ModelDescription`] and the types'
 //! shapes, and emits per type the `Specifications` entry fleetplan packs plus the maximum
