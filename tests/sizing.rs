@@ -184,6 +184,14 @@ fn emitted_specifications_load_and_plan_through_the_cli() {
     let pool = TempFile::new("plan-pool.json", POOL);
     let output = run(&["size", LLAMA, pool.path(), "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    // Keys in reading order (not sorted): the part to paste comes first.
+    assert!(
+        text(&output.stdout).starts_with(
+            "{\n  \"Model\": \"llama-70b\",\n  \"Specifications\": [\n    {\n      \"InstanceType\": \"ml.p5.48xlarge\","
+        ),
+        "{}",
+        text(&output.stdout)
+    );
     let sized: Value = serde_json::from_str(&text(&output.stdout)).unwrap();
     assert_eq!(sized["MaxConcurrency"], serde_json::json!({"ml.p5.48xlarge": 126, "ml.g6.12xlarge": 8}));
     assert_eq!(
