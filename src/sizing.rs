@@ -92,6 +92,7 @@ const MIB: u128 = 1 << 20;
 
 /// A weight (or KV-cache) number format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[non_exhaustive]
 pub enum Precision {
     /// 32-bit float, 4 bytes per parameter.
     #[serde(rename = "FP32")]
@@ -366,6 +367,7 @@ pub(crate) fn overhead_problem(shown: &str, value: f64) -> Option<String> {
 /// The build chosen for one instance type.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "PascalCase")]
+#[non_exhaustive]
 pub struct Build {
     /// Tensor-parallel degree: devices per copy (a divisor of the type's accelerator count).
     pub tensor_parallel_degree: u64,
@@ -420,6 +422,7 @@ impl Build {
 
 /// Whether and how the model runs on one type.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The chosen build.
     Fits(Build),
@@ -429,6 +432,7 @@ pub enum Outcome {
 
 /// The sizing of one instance type.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TypeSizing {
     /// Instance type.
     pub instance_type: String,
@@ -454,6 +458,7 @@ impl TypeSizing {
 
 /// The sizing of a model over instance types, in the order the types were given.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Sizing {
     /// Base name of the model.
     pub model: String,

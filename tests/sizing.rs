@@ -469,3 +469,98 @@ proptest! {
         }
     }
 }
+
+fn any_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        prop::num::f64::NORMAL.prop_map(Value::from),
+        prop::sample::select(vec![0.0, -0.0, 0.5, 1.0, 1e15, 1e16, 1e300, -1.0, 0.999_999_9]).prop_map(Value::from),
+        "[A-Za-z0-9 -]{0,12}".prop_map(Value::from),
+        prop::sample::select(vec!["FP16", "fp16", "INT4", "FP9", ""]).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 8, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop::sample::select(vec!["BytesPerToken", "Layers", "KeyValueHeads", "HeadDim", "Precision", "X"]),
+                inner,
+                0..4
+            )
+            .prop_map(|map| Value::Object(map.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        ]
+    })
+}
+
+fn any_number() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        prop::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 0.0, 0.5, 1e300, 2e12]),
+        0.0f64..2000.0,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Any value under any key of a model file is an error with a path or a model, never a
+    /// panic; a model that reads also sizes without panicking on any instance shape, and a
+    /// rejected file never yields an empty message.
+    #[test]
+    fn no_model_file_or_shape_panics(
+        key in prop::sample::select(vec![
+            "Name", "ParameterCount", "WeightPrecisions", "KvCache", "ContextLength", "TargetConcurrency",
+            "OverheadFraction", "HostMemoryOverheadMiB", "CpuCoresPerAccelerator", "Extra",
+        ]),
+        value in any_json(),
+        shape in (any_number(), any_number(), any_number(), any_number()),
+    ) {
+        let mut document: Value = serde_json::from_str(&std::fs::read_to_string(LLAMA).unwrap()).unwrap();
+        document[key] = value;
+        match ModelDescription::from_json(&document.to_string()) {
+            Ok(model) => {
+                let spec = InstanceTypeSpec {
+                    instance_type: "t".into(),
+                    accelerator_count: shape.0,
+                    accelerator_memory_gib: shape.1,
+                    v_cpu_count: shape.2,
+                    memory_in_mb: shape.3,
+                    hourly_price: None,
+                };
+                let sizing = size_one(&model, &spec);
+                let _ = (sizing.to_table(), sizing.to_json());
+            }
+            Err(error) => prop_assert!(error.issues().iter().all(|issue| !issue.message.is_empty())),
+        }
+    }
+
+    /// Any field values built in code: validation errors or a sizing, never a panic (overflow
+    /// included: tests run with debug assertions).
+    #[test]
+    fn no_model_built_in_code_panics(
+        parameters in any::<u64>(),
+        bytes in any::<u64>(),
+        dims in (any::<u64>(), any::<u64>(), any::<u64>()),
+        architecture in any::<bool>(),
+        context in any::<u64>(),
+        concurrency in any::<u64>(),
+        host in any::<u64>(),
+        cores in any::<u64>(),
+        overhead in any_number(),
+        memory in (any_number(), any_number()),
+    ) {
+        let kv = if architecture {
+            KvCache::Architecture { layers: dims.0, key_value_heads: dims.1, head_dim: dims.2, precision: Precision::Fp32 }
+        } else {
+            KvCache::PerToken { bytes }
+        };
+        let _ = kv.bytes_per_token();
+        let mut model = ModelDescription::new("m", parameters, Precision::ALL.to_vec(), kv, context, concurrency);
+        model.host_memory_overhead_mib = host;
+        model.cpu_cores_per_accelerator = cores;
+        model.overhead_fraction = overhead / 1000.0;
+        let spec = shape("t", 8, memory.0, 192, 2_097_152);
+        let _ = size(&model, &[InstanceTypeSpec { memory_in_mb: memory.1, ..spec }]);
+    }
+}
