@@ -179,6 +179,21 @@ fn the_pool_table_matches_the_snapshot_and_the_cli() {
     assert_eq!(text(&output.stdout), sizing.to_table());
 }
 
+/// The per-instance maximum is the `MaxConcurrency` weighted utilisation divides by.
+#[test]
+fn max_concurrency_feeds_weighted_utilisation() {
+    use fleetplan::metrics::{utilisation, TypeLoad};
+    let sizing = size_pool(&llama(), &Problem::from_json(POOL).unwrap()).unwrap();
+    let max = sizing.max_concurrency();
+    assert_eq!(max.len(), 2, "{max:?}");
+    // Two p5 at 63 requests each, one g6.12xlarge at 4: (2 × 63 + 4) / (2 × 126 + 8) = 0.5.
+    let loads = [
+        TypeLoad::new("ml.p5.48xlarge", 2, 63.0, max["ml.p5.48xlarge"]),
+        TypeLoad::new("ml.g6.12xlarge", 1, 4.0, max["ml.g6.12xlarge"]),
+    ];
+    assert_eq!(utilisation(&loads).unwrap().capacity_weighted, 0.5);
+}
+
 #[test]
 fn emitted_specifications_load_and_plan_through_the_cli() {
     let pool = TempFile::new("plan-pool.json", POOL);
