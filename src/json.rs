@@ -20,6 +20,9 @@ use serde_json::{Map, Value};
 use crate::error::{Issue, ValidationError, Warning, WarningKind};
 use crate::model::*;
 
+mod model_file;
+pub(crate) use model_file::model_description_from_json;
+
 /// How a scenario is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadOptions {

@@ -18,6 +18,7 @@ pub mod render;
 pub mod report;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod sizing;
 pub mod verify;
 
 pub use control::{observe, CapacityLedger, CapacityRecord, Execution, LaunchFailure, LaunchOutcome, Observed};

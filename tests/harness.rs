@@ -106,6 +106,7 @@ fn engines() -> Vec<Engine> {
 }
 
 /// Every scenario of `scenarios/` and `tests/data/` (recursively), by relative path.
+/// `scenarios/models/` holds model descriptions for `fleetplan size`, not scenarios.
 fn scenarios() -> Vec<(String, Problem)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
@@ -113,7 +114,9 @@ fn scenarios() -> Vec<(String, Problem)> {
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display())) {
             let path = entry.expect("readable entry").path();
-            if path.is_dir() {
+            if path == root.join("scenarios/models") {
+                continue;
+            } else if path.is_dir() {
                 folders.push(path);
             } else if path.extension().is_some_and(|extension| extension == "json") {
                 files.push(path);

@@ -7,6 +7,7 @@
 //! fleetplan verify SCENARIO PLAN [--json]
 //! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
 //! fleetplan schema scenario|plan
+//! fleetplan size MODEL SCENARIO [--json]
 //! ```
 //!
 //! Every subcommand takes `--strict` (every unknown scenario key is an error).
@@ -134,6 +135,20 @@ enum Command {
         /// Plan JSON file (docs/contract.md §4), or `-` for standard input.
         plan: String,
         /// Print the violations as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Choose per pool type how a model runs (tensor-parallel degree, precision) and print the
+    /// `Specifications` entries and per-instance maximum concurrency (docs/sizing.md).
+    ///
+    /// Types the model does not fit on are listed with the reason.
+    Size {
+        /// Model description JSON file (docs/sizing.md), or `-` for standard input.
+        model: String,
+        /// Scenario JSON file whose `Endpoint.InstancePools` are sized (shapes from the built-in
+        /// catalogue and its `InstanceTypes`), or `-` for standard input.
+        scenario: String,
+        /// Print JSON (`Specifications`, `InstancePools`, `MaxConcurrency`, `Types`) instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -332,6 +347,24 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
                 emit(&render::violations_table(&violations));
             }
             Ok(if violations.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
+        }
+        Command::Size { model, scenario, json } => {
+            if model == "-" && scenario == "-" {
+                return Err(BadInput("MODEL and SCENARIO cannot both be read from standard input".to_string()));
+            }
+            let text = read_input(&model)?;
+            let description = fleetplan::sizing::ModelDescription::from_json(&text).map_err(|error| {
+                BadInput(format!(
+                    "{}: not a valid model description:\n{}",
+                    render::escape_text(display_name(&model)),
+                    render::validation_text(&error)
+                ))
+            })?;
+            let problem = load_problem(&scenario, output, options)?;
+            let sizing = fleetplan::sizing::size_pool(&description, &problem)
+                .map_err(|error| BadInput(render::validation_text(&error)))?;
+            emit(&if json { sizing.to_json() } else { sizing.to_table() });
+            Ok(EXIT_OK)
         }
         Command::Schema { document } => {
             emit(&match document {
