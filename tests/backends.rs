@@ -4,7 +4,7 @@
 //! random small scenarios, also through the plain slot formulation (another model of the same
 //! problem), so a wrong cut or a wrong solver answer shows up as a disagreement.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

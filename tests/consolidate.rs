@@ -1,7 +1,7 @@
 //! Consolidation (docs/contract.md §3): the planner's plans pass the independent checker, and the checker
 //! catches broken plans.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

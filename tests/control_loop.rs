@@ -3,7 +3,7 @@
 //! validation names every bad field; a partially executed plan, observed and re-planned, reaches
 //! the objective of planning once.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

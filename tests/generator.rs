@@ -1,5 +1,5 @@
 //! The shared random-scenario generator produces valid, varied problems.
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 

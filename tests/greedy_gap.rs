@@ -14,7 +14,7 @@
 //!
 //! The other tests are regressions: concrete misses, once fixed, must stay fixed.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //!
 //! After an intended change of objectives: `UPDATE_EXPECTED=1 cargo test --features cli --test
 //! harness` rewrites the table; review the diff.
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;

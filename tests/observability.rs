@@ -2,7 +2,7 @@
 //! roll-ups, explanations with counts that add up, and the reliability report against a
 //! hand-computed case.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! one in valid steps, every plan passes the independent step checker, and the checker catches
 //! broken steps.
 
-mod common;
+use crate::common;
 
 use fleetplan::engines::rebalance::{
     best_reachable, change_text, reachable_problem, rebalance_score, rebalance_table, summarize,

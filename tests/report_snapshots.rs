@@ -1,7 +1,7 @@
 //! Snapshots of the reliability report (table, SVG, JSON) for bundled scenarios, for their
 //! current fleet and for a fleet after a hand-built plan.
 
-mod common;
+use crate::common;
 
 use fleetplan::explain::unplaced;
 use fleetplan::{

@@ -1,0 +1,29 @@
+//! Every integration test, in one binary (`cargo test --features cli`): one module per file of
+//! `tests/`, sharing `common`. Filter by module, e.g. `cargo test --features cli --test all cli::`.
+//! The long cross-checks are `#[ignore]`d here and run by `.ci/run` as a separate step
+//! (`cargo test --features cli --test all -- --ignored`).
+
+mod common;
+
+mod backends;
+mod cli;
+mod consolidate;
+mod contract_docs;
+mod control_loop;
+mod exact_oracle;
+mod exact_prefix;
+mod exact_props;
+mod generator;
+mod greedy_gap;
+mod greedy_props;
+mod harness;
+mod input_rules;
+mod observability;
+mod rebalance;
+mod report_snapshots;
+mod schema;
+mod seed_rules;
+mod sizing;
+mod snapshots_output;
+mod sweep_regressions;
+mod validation;
