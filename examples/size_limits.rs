@@ -104,9 +104,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let greedy = timed("greedy (first pass only)", || {
-        GreedyPlanner::new().limits(Limits::new().node_limit(1)).plan(&problem)
-    });
+    let greedy =
+        timed("greedy (first pass only)", || GreedyPlanner::new().limits(Limits::new().node_limit(1)).plan(&problem));
     timed("greedy (all passes)", || GreedyPlanner::new().plan(&problem));
     let violations = timed("verify", || verify(&problem, &greedy));
     assert!(violations.is_empty(), "{violations:?}");

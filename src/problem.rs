@@ -997,7 +997,9 @@ impl Validator {
         if total_copies > MAX_TOTAL_COPIES {
             self.error(
                 "InferenceComponents",
-                format!("the copy counts add up to {total_copies}; at most {MAX_TOTAL_COPIES} are accepted (size limits)"),
+                format!(
+                    "the copy counts add up to {total_copies}; at most {MAX_TOTAL_COPIES} are accepted (size limits)"
+                ),
             );
         }
 

@@ -105,12 +105,15 @@ fn martello_toth_l2(items: &[Item]) -> u64 {
 fn merge_equal_sizes(items: &[Item]) -> Vec<Item> {
     let mut sorted = items.to_vec();
     sorted.sort_by(|a, b| {
-        (u128::from(a.numerator) * u128::from(b.denominator)).cmp(&(u128::from(b.numerator) * u128::from(a.denominator)))
+        (u128::from(a.numerator) * u128::from(b.denominator))
+            .cmp(&(u128::from(b.numerator) * u128::from(a.denominator)))
     });
     let mut merged: Vec<Item> = Vec::with_capacity(sorted.len());
     for item in sorted {
         match merged.last_mut() {
-            Some(last) if last.at_most(&item) && item.at_most(last) => last.count = last.count.saturating_add(item.count),
+            Some(last) if last.at_most(&item) && item.at_most(last) => {
+                last.count = last.count.saturating_add(item.count)
+            }
             _ => merged.push(item),
         }
     }

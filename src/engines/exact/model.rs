@@ -370,11 +370,8 @@ pub(crate) fn master_size_estimate(facts: &Facts<'_>) -> u64 {
         .collect();
     let eligible = |t: usize| eligible_per_type.get(t).copied().unwrap_or(0);
     let launched: u64 = facts.groups.keys().map(|&(t, _)| 1 + eligible(t)).sum();
-    let existing: u64 = problem
-        .fleet()
-        .iter()
-        .map(|instance| 1 + instance.copies.len() as u64 + eligible(instance.type_index))
-        .sum();
+    let existing: u64 =
+        problem.fleet().iter().map(|instance| 1 + instance.copies.len() as u64 + eligible(instance.type_index)).sum();
     launched.saturating_add(existing)
 }
 
