@@ -13,6 +13,7 @@ mod control_loop;
 mod exact_oracle;
 mod exact_prefix;
 mod exact_props;
+mod fuzz_replay;
 mod generator;
 mod greedy_gap;
 mod greedy_props;

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use fleetplan::engines::consolidate::verify_consolidation;
 use fleetplan::engines::exact::backend::{good_lp, GoodLp};
 use fleetplan::{
-    plan_greedy, verify, Consolidator, ExactPlanner, GreedyPlanner, Limits, Objective, Problem, Status, StopReason,
+    plan_greedy, verify, verify_rebalance, Consolidator, ExactPlanner, GreedyPlanner, Limits, Objective, Problem,
+    Rebalancer, Status, StopReason,
 };
 
 /// What every engine reports, whatever it plans.
@@ -99,6 +100,21 @@ fn engines() -> Vec<Engine> {
                     stop: plan.stop_reason.clone(),
                     json: plan.to_json(),
                     violations: verify_consolidation(problem, &plan).iter().map(ToString::to_string).collect(),
+                }
+            },
+        },
+        Engine {
+            // Its self-check off: the harness checks with `verify_rebalance` itself.
+            name: "rebalance",
+            deterministic: true,
+            run: |problem, limits| {
+                let plan = Rebalancer::new().self_check(false).limits(limits).plan(problem);
+                Outcome {
+                    objective: plan.objective.clone(),
+                    proven: false,
+                    stop: plan.stop_reason.clone(),
+                    json: plan.to_json(),
+                    violations: verify_rebalance(problem, &plan).iter().map(ToString::to_string).collect(),
                 }
             },
         },
@@ -229,9 +245,9 @@ fn every_engine_honours_an_expired_deadline_and_a_cancellation() {
                 let outcome = (engine.run)(&problem, limits);
                 let label = format!("{name} / {} / {case}", engine.name);
                 assert!(outcome.violations.is_empty(), "{label}: {:#?}", outcome.violations);
-                // Greedy's first pass is the plan and consolidation may have nothing to do: both
-                // may complete; everything else stops for the stated reason.
-                let may_complete = matches!(engine.name, "greedy" | "consolidate");
+                // Greedy's first pass is the plan, and consolidation and rebalancing may have
+                // nothing to do: these may complete; everything else stops for the stated reason.
+                let may_complete = matches!(engine.name, "greedy" | "consolidate" | "rebalance");
                 assert!(
                     outcome.stop == expected_stop || (may_complete && outcome.stop == StopReason::Completed),
                     "{label}: stopped with {:?}",
