@@ -154,7 +154,10 @@ fn verify_accepts_what_plan_produces() {
     let mut cases: Vec<(String, Vec<&str>)> = vec![(small.path().to_string(), vec![])];
     let mut bundled: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
         .expect("scenarios/")
-        .map(|entry| entry.expect("entry").path().to_string_lossy().into_owned())
+        .map(|entry| entry.expect("entry").path())
+        // Scenario files only: `scenarios/simulations/` holds simulator scripts.
+        .filter(|path| path.is_file() && path.extension().is_some_and(|extension| extension == "json"))
+        .map(|path| path.to_string_lossy().into_owned())
         .collect();
     bundled.sort();
     cases.extend(bundled.into_iter().map(|path| (path, vec![])));

@@ -105,14 +105,19 @@ fn engines() -> Vec<Engine> {
     ]
 }
 
-/// Every scenario of `scenarios/` and `tests/data/` (recursively), by relative path.
+/// Every scenario of `scenarios/` and `tests/data/` (recursively), by relative path. The
+/// simulator's scripts (`scenarios/simulations/`) are not scenarios: tests/simulate.rs runs them.
 fn scenarios() -> Vec<(String, Problem)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     let mut folders = vec![root.join("scenarios"), root.join("tests/data")];
+    let scripts = root.join("scenarios/simulations");
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display())) {
             let path = entry.expect("readable entry").path();
+            if path == scripts {
+                continue;
+            }
             if path.is_dir() {
                 folders.push(path);
             } else if path.extension().is_some_and(|extension| extension == "json") {

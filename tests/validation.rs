@@ -272,7 +272,12 @@ fn apply(document: &mut Value, steps: &[Step], mutation: &Mutation) {
 
 fn scenarios() -> Vec<Value> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    // Scenario files only: `scenarios/simulations/` holds simulator scripts.
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file() && path.extension().is_some_and(|extension| extension == "json"))
+        .collect();
     files.sort();
     files.iter().map(|path| serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()).collect()
 }

@@ -4,17 +4,18 @@
 use fleetplan::*;
 use proptest::prelude::*;
 
-/// Every bundled scenario as (file name, JSON text), sorted by name.
+/// Every bundled scenario as (file name, JSON text), sorted by name. Only the files directly in
+/// `scenarios/`: subdirectories (`scenarios/simulations/` holds simulator scripts) are skipped.
 pub fn bundled_scenarios() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
     let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
         .expect("scenarios/ exists")
-        .map(|entry| {
-            let path = entry.expect("readable entry").path();
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.is_file() && path.extension().is_some_and(|extension| extension == "json"))
+        .map(|path| {
             let name = path.file_name().expect("file name").to_string_lossy().into_owned();
             (name, std::fs::read_to_string(&path).expect("readable scenario"))
         })
-        .filter(|(name, _)| name.ends_with(".json"))
         .collect();
     out.sort();
     out
