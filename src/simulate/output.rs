@@ -23,7 +23,7 @@ impl Simulation {
         let tiers = self.tiers();
         let units: std::collections::BTreeSet<_> = self.ticks.iter().map(|tick| tick.cost_unit).collect();
         let cost_header = match units.iter().next() {
-            Some(unit) if units.len() == 1 => format!("cost {}", unit.suffix()),
+            Some(unit) if units.len() == 1 => format!("cost ({})", unit.suffix()),
             _ => "cost".to_string(),
         };
         let mut columns: Vec<(String, Align)> = vec![("tick".into(), Align::Right), ("time".into(), Align::Right)];

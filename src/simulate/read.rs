@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::script::{
     scenario_issues, AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script,
-    DEFAULT_EXACT_NODE_LIMIT, DEFAULT_TICK_SECONDS,
+    DEFAULT_EXACT_NODE_LIMIT, DEFAULT_TICK_SECONDS, EVENTS_GIVEN, NOW_GIVEN,
 };
 use crate::control::LaunchFailure;
 use crate::error::{Issue, ValidationError};
@@ -231,7 +231,17 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
                 scenario = read;
                 scenario_problem = Some(problem);
             }
-            Err(error) => reader.issues.extend(scenario_issues(&error)),
+            Err(error) => {
+                reader.issues.extend(scenario_issues(&error));
+                // Checked on the plain scenario when it reads; here it did not.
+                let given = |key: &str| value.get(key).is_some_and(|given| !given.is_null());
+                if given("Now") {
+                    reader.error("Scenario.Now", NOW_GIVEN.to_string());
+                }
+                if given("CapacityEvents") {
+                    reader.error("Scenario.CapacityEvents", EVENTS_GIVEN.to_string());
+                }
+            }
         },
         Some(other) => reader.error("Scenario", format!("expected a scenario object, found {}", describe(other))),
     }
@@ -302,7 +312,8 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
     // that failed to read is absent, so only whole-field errors can shadow).
     let mut issues = reader.issues;
     let typed = issues.clone();
-    let tick_known = ticks.is_some();
+    // Ticks out of range makes every "is not before Ticks" check noise.
+    let tick_known = ticks.is_some_and(|ticks| (1..=super::script::MAX_TICKS).contains(&ticks));
     for issue in script.script_issues(scenario_problem.as_ref()) {
         // Without a readable Ticks every tick check would be noise.
         let about_ticks = issue.message.contains("Ticks (");

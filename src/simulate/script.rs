@@ -264,15 +264,10 @@ impl Script {
         let mut issues = Vec::new();
         let mut issue = |path: String, message: String| issues.push(Issue { path, message });
         if self.scenario.now.is_some() {
-            issue("Scenario.Now".into(), "the simulator keeps the clock (tick × TickSeconds); leave Now out".into());
+            issue("Scenario.Now".into(), NOW_GIVEN.into());
         }
         if !self.scenario.capacity_events.is_empty() {
-            issue(
-                "Scenario.CapacityEvents".into(),
-                "the simulator records capacity events itself; script capacity with CloudCapacity, LaunchFailures \
-                 and AzOutages"
-                    .into(),
-            );
+            issue("Scenario.CapacityEvents".into(), EVENTS_GIVEN.into());
         }
         if !(1..=MAX_TICKS).contains(&self.ticks) {
             issue("Ticks".into(), format!("{} is not between 1 and {MAX_TICKS}", self.ticks));
@@ -409,6 +404,12 @@ impl Script {
         issues
     }
 }
+
+/// Why a script's scenario may not give `Now`.
+pub(crate) const NOW_GIVEN: &str = "the simulator keeps the clock (tick × TickSeconds); leave Now out";
+/// Why a script's scenario may not give `CapacityEvents`.
+pub(crate) const EVENTS_GIVEN: &str =
+    "the simulator records capacity events itself; script capacity with CloudCapacity, LaunchFailures and AzOutages";
 
 /// The scenario's validation issues, with paths under `Scenario`.
 pub(crate) fn scenario_issues(error: &ValidationError) -> Vec<Issue> {
