@@ -63,10 +63,9 @@ fn ice_on_priority_1_falls_back_then_rebalances_back_when_capacity_returns() {
     assert_eq!(simulation.ticks[4].unplaced_copies, 4);
     assert!(has_event(&simulation, 4, "plan: 2 ml.p5.48xlarge in us-east-1a failed (InsufficientCapacity)"));
     // Next tick the errors block p5: fallback to g6, balanced.
-    for tick in 5..=14 {
+    for (tick, record) in simulation.ticks.iter().enumerate().take(15).skip(5) {
         assert_eq!(tiers[tick], (0, 4), "tick {tick}: on the fallback during the ICE spell");
-        assert_eq!(simulation.ticks[tick].unplaced_copies, 0);
-        assert_eq!(simulation.ticks[tick].max_az_imbalance(), 0);
+        assert_eq!((record.unplaced_copies, record.max_az_imbalance()), (0, 0), "tick {tick}");
     }
     // The rebalancer tries p5 whenever its error expired, and gives up make-before-break.
     for tick in [7, 11] {
@@ -82,9 +81,9 @@ fn ice_on_priority_1_falls_back_then_rebalances_back_when_capacity_returns() {
     }
     // Capacity is back at tick 12; the rebalance of tick 15 returns to p5 and releases the g6.
     assert!(has_event(&simulation, 15, "rebalance: 2 of 2 steps, launched 4, 4 moves, released 4"));
-    for tick in 15..20 {
+    for (tick, record) in simulation.ticks.iter().enumerate().skip(15) {
         assert_eq!(tiers[tick], (4, 0), "tick {tick}: back on priority 1");
-        assert_eq!(simulation.ticks[tick].cost_micros, 452_280_000);
+        assert_eq!(record.cost_micros, 452_280_000, "tick {tick}");
     }
 }
 
@@ -424,10 +423,10 @@ proptest! {
                             _ => execution.launched(instance_id, &format!("i-r{round}-{instance_id}")),
                         };
                     }
-                    Action::PlaceCopy { component, instance_id, .. } => {
-                        if kept_room.contains(&instance_id.as_str()) || (faulty && fault.next() == Some(&3)) {
-                            execution = execution.placement_failed(component, instance_id);
-                        }
+                    Action::PlaceCopy { component, instance_id, .. }
+                        if kept_room.contains(&instance_id.as_str()) || (faulty && fault.next() == Some(&3)) =>
+                    {
+                        execution = execution.placement_failed(component, instance_id);
                     }
                     _ => {}
                 }
