@@ -514,7 +514,11 @@ impl<'s> Run<'s> {
     }
 
     fn consolidate(&mut self, tick: u32, problem: &Problem, events: &mut Vec<String>) {
-        let (plan, stats) = Consolidator::new().plan_with_stats(problem);
+        let mut consolidator = Consolidator::new();
+        if let Some(nodes) = self.script.consolidate_node_limit {
+            consolidator = consolidator.limits(Limits::new().node_limit(nodes));
+        }
+        let (plan, stats) = consolidator.plan_with_stats(problem);
         self.add_stats(&stats);
         for violation in verify_consolidation(problem, &plan) {
             self.fail(tick, Check::Consolidation, violation.to_string());
@@ -542,7 +546,11 @@ impl<'s> Run<'s> {
     fn rebalance(&mut self, tick: u32, now: i64, problem: &Problem, events: &mut Vec<String>) -> (bool, u32) {
         let blocked: Vec<(String, String)> =
             self.ledger.blocks(now).into_iter().map(|(instance_type, az, _)| (instance_type, az)).collect();
-        let (plan, stats) = Rebalancer::new().plan_with_stats(problem);
+        let mut rebalancer = Rebalancer::new();
+        if let Some(nodes) = self.script.rebalance_node_limit {
+            rebalancer = rebalancer.limits(Limits::new().node_limit(nodes));
+        }
+        let (plan, stats) = rebalancer.plan_with_stats(problem);
         self.add_stats(&stats);
         for violation in verify_rebalance(problem, &plan) {
             self.fail(tick, Check::Rebalance, violation.to_string());

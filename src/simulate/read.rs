@@ -23,6 +23,8 @@ const TOP_KEYS: &[&str] = &[
     "ExactNodeLimit",
     "ConsolidateEvery",
     "RebalanceEvery",
+    "ConsolidateNodeLimit",
+    "RebalanceNodeLimit",
     "CloudCapacity",
     "ScaleEvents",
     "LaunchFailures",
@@ -127,6 +129,24 @@ impl Reader {
             Some(other) => {
                 self.error(key, format!("expected an array, found {}", describe(other)));
                 Vec::new()
+            }
+        }
+    }
+
+    /// An optional top-level node limit (a whole number; its range is checked by
+    /// [`Script::validate`]).
+    fn node_limit(&mut self, map: &Map<String, Value>, key: &str) -> Option<u64> {
+        match map.get(key).filter(|value| !value.is_null())? {
+            Value::Number(number) => {
+                let limit = number.as_u64();
+                if limit.is_none() {
+                    self.error(key, format!("expected a whole number ≥ 1, found {number}"));
+                }
+                limit
+            }
+            other => {
+                self.error(key, format!("expected a whole number, found {}", describe(other)));
+                None
             }
         }
     }
@@ -254,20 +274,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         }
     };
     let tick_seconds = reader.optional_whole(map, "TickSeconds", "");
-    let node_limit = match map.get("ExactNodeLimit").filter(|value| !value.is_null()) {
-        Some(Value::Number(number)) => match number.as_u64() {
-            Some(limit) => Some(limit),
-            None => {
-                reader.error("ExactNodeLimit", format!("expected a whole number ≥ 1, found {number}"));
-                None
-            }
-        },
-        Some(other) => {
-            reader.error("ExactNodeLimit", format!("expected a whole number, found {}", describe(other)));
-            None
-        }
-        None => None,
-    };
+    let node_limit = reader.node_limit(map, "ExactNodeLimit");
     let planner = match map.get("Planner") {
         None | Some(Value::Null) => {
             if node_limit.is_some() {
@@ -291,6 +298,8 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
     };
     let consolidate_every = reader.optional_whole(map, "ConsolidateEvery", "");
     let rebalance_every = reader.optional_whole(map, "RebalanceEvery", "");
+    let consolidate_node_limit = reader.node_limit(map, "ConsolidateNodeLimit");
+    let rebalance_node_limit = reader.node_limit(map, "RebalanceNodeLimit");
     let cloud_capacity = reader.list(map, "CloudCapacity", Reader::capacity);
     let scale_events = reader.list(map, "ScaleEvents", Reader::scale);
     let launch_failures = reader.list(map, "LaunchFailures", Reader::failure);
@@ -303,6 +312,8 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         planner,
         consolidate_every: consolidate_every.unwrap_or(0),
         rebalance_every: rebalance_every.unwrap_or(0),
+        consolidate_node_limit,
+        rebalance_node_limit,
         cloud_capacity,
         scale_events,
         launch_failures,

@@ -20,8 +20,8 @@ pub const MAX_TICK_SECONDS: u32 = 86_400;
 pub const DEFAULT_TICK_SECONDS: u32 = 60;
 /// Most entries over `CloudCapacity`, `ScaleEvents`, `LaunchFailures` and `AzOutages` together.
 pub const MAX_SCRIPT_EVENTS: usize = 10_000;
-/// Largest per-tick node limit of the exact planner.
-pub const MAX_EXACT_NODE_LIMIT: u64 = 10_000_000;
+/// Largest node limit (`ExactNodeLimit`, `ConsolidateNodeLimit`, `RebalanceNodeLimit`).
+pub const MAX_NODE_LIMIT: u64 = 10_000_000;
 /// The exact planner's per-tick node limit when `ExactNodeLimit` is not given.
 pub const DEFAULT_EXACT_NODE_LIMIT: u64 = 10_000;
 /// Largest `Available` and `CopyCount` in a script (the scenario's own limit).
@@ -128,6 +128,11 @@ pub struct Script {
     pub consolidate_every: u32,
     /// Rebalance after the plan (and consolidation) of every n-th tick; 0 = never.
     pub rebalance_every: u32,
+    /// Node limit of every consolidation (search states; `None` = the consolidator's default).
+    pub consolidate_node_limit: Option<u64>,
+    /// Node limit of every rebalance (release candidates tried; `None` = no limit). Bounds the
+    /// time a rebalance of a large fleet takes, deterministically.
+    pub rebalance_node_limit: Option<u64>,
     /// Changes of the fake cloud's capacity.
     pub cloud_capacity: Vec<CloudCapacity>,
     /// Changes of desired copy counts.
@@ -149,6 +154,8 @@ impl Script {
             planner: PlannerChoice::Greedy,
             consolidate_every: 0,
             rebalance_every: 0,
+            consolidate_node_limit: None,
+            rebalance_node_limit: None,
             cloud_capacity: Vec::new(),
             scale_events: Vec::new(),
             launch_failures: Vec::new(),
@@ -177,6 +184,18 @@ impl Script {
     /// Rebalances every `ticks` ticks (0 = never).
     pub fn rebalance_every(mut self, ticks: u32) -> Script {
         self.rebalance_every = ticks;
+        self
+    }
+
+    /// Sets the node limit of every consolidation.
+    pub fn consolidate_node_limit(mut self, nodes: u64) -> Script {
+        self.consolidate_node_limit = Some(nodes);
+        self
+    }
+
+    /// Sets the node limit of every rebalance.
+    pub fn rebalance_node_limit(mut self, nodes: u64) -> Script {
+        self.rebalance_node_limit = Some(nodes);
         self
     }
 
@@ -275,9 +294,17 @@ impl Script {
         if !(1..=MAX_TICK_SECONDS).contains(&self.tick_seconds) {
             issue("TickSeconds".into(), format!("{} is not between 1 and {MAX_TICK_SECONDS}", self.tick_seconds));
         }
-        if let PlannerChoice::Exact { node_limit } = self.planner {
-            if !(1..=MAX_EXACT_NODE_LIMIT).contains(&node_limit) {
-                issue("ExactNodeLimit".into(), format!("{node_limit} is not between 1 and {MAX_EXACT_NODE_LIMIT}"));
+        let limits = [
+            (
+                "ExactNodeLimit",
+                if let PlannerChoice::Exact { node_limit } = self.planner { Some(node_limit) } else { None },
+            ),
+            ("ConsolidateNodeLimit", self.consolidate_node_limit),
+            ("RebalanceNodeLimit", self.rebalance_node_limit),
+        ];
+        for (key, limit) in limits {
+            if let Some(limit) = limit.filter(|limit| !(1..=MAX_NODE_LIMIT).contains(limit)) {
+                issue(key.into(), format!("{limit} is not between 1 and {MAX_NODE_LIMIT}"));
             }
         }
         for (key, every) in [("ConsolidateEvery", self.consolidate_every), ("RebalanceEvery", self.rebalance_every)] {
