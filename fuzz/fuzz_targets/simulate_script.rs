@@ -40,6 +40,8 @@ fuzz_target!(|data: &[u8]| {
                     !issue.path.is_empty()
                         || issue.message.starts_with("malformed JSON")
                         || issue.message.starts_with("expected an object")
+                        // A document that is one number out of range: the number is the document.
+                        || issue.message.starts_with("number out of range")
                         || issue.message.contains("entries in CloudCapacity"),
                     "an issue without a path: {issue}"
                 );

@@ -11,9 +11,10 @@
 //! ```
 //!
 //! Every subcommand takes `--strict` (every unknown scenario key is an error).
-//! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
-//! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
-//! line, on standard error) or a file that cannot be read or written.
+//! `SCENARIO` (or `PLAN`, `SCRIPT`) may be `-` for standard input. Exit codes: 0 success (also
+//! for a partial plan), 1 violations found by `verify` or a broken invariant in `simulate`, 2
+//! bad input (validation messages, one per line, on standard error) or a file that cannot be
+//! read or written.
 //!
 //! Standard output carries only the result (a table or JSON), so it can be piped; validation
 //! warnings go to standard error, once, grouped by kind (`--quiet` drops them). The plan JSON
@@ -44,7 +45,8 @@ const EXIT_BAD_INPUT: u8 = 2;
     about = "Plan where ML model replicas run on SageMaker-style instance pools",
     after_help = "The contract (every input key, the objective, the output, exit codes) is docs/contract.md; \
                   `fleetplan schema scenario|plan` prints the JSON Schemas.\nResults go to standard output, \
-                  warnings to standard error. Exit codes: 0 success, 1 violations found, 2 bad input."
+                  warnings to standard error. Exit codes: 0 success, 1 violations found (verify) or an \
+                  invariant broken (simulate), 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]

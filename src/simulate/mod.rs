@@ -41,6 +41,7 @@ use crate::problem::{CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECO
 
 /// Which invariant a [`InvariantFailure`] concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[non_exhaustive]
 pub enum Check {
     /// The tick's plan passes [`verify`](crate::verify()).
     Plan,
