@@ -126,6 +126,27 @@ fn scale_churn_fragments_the_fleet_and_consolidation_packs_it() {
 }
 
 #[test]
+fn a_draining_instance_keeps_serving_until_consolidation_empties_it() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("m", 2, 1, 1.0, 1_024)
+        .fleet_instance("i-old", "ml.g6.12xlarge", "a", false)
+        .fleet_instance("i-new", "ml.g6.12xlarge", "a", false)
+        .fleet_copies("m", "i-old", 1)
+        .fleet_copies("m", "i-new", 1)
+        .draining("i-old")
+        .build();
+    let simulation =
+        Simulator::new().run(&Script::new(scenario, 4).consolidate_every(2).scale(2, "m", 3)).expect("valid");
+    assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
+    let instances: Vec<u32> = simulation.ticks.iter().map(|tick| tick.instances).collect();
+    assert_eq!(instances, [2, 1, 1, 1], "{}", simulation.to_table());
+    assert!(has_event(&simulation, 1, "consolidate: 1 step, 1 move, released 1"), "{}", simulation.to_table());
+    // The scale-out goes next to the copies, never onto the (released) draining instance.
+    assert_eq!(simulation.ticks[2].placed_copies, 3);
+}
+
+#[test]
 fn the_same_script_gives_byte_identical_output() {
     for name in ["ice-fallback-recovery.json", "az-outage.json", "scale-churn-consolidation.json"] {
         let (first, second) = (shipped(name), shipped(name));

@@ -290,6 +290,11 @@ impl Launches {
     }
 }
 
+/// `1 copy`, `2 copies`.
+fn counted(count: u64, singular: &str, plural: &str) -> String {
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
 fn failure_text(failure: LaunchFailure) -> &'static str {
     match failure {
         LaunchFailure::InsufficientCapacity => "InsufficientCapacity",
@@ -382,9 +387,10 @@ impl<'s> Run<'s> {
                 fleet.copies.retain(|copy| !lost.contains(&copy.instance_id));
                 let copies_lost = copies_before - fleet.copies.iter().map(|copy| copy.copy_count).sum::<f64>();
                 events.push(format!(
-                    "outage: {} down, {} instances and {copies_lost} copies lost",
+                    "outage: {} down, {} and {} lost",
                     outage.availability_zone,
-                    lost.len()
+                    counted(lost.len() as u64, "instance", "instances"),
+                    counted(copies_lost as u64, "copy", "copies")
                 ));
             } else if outage.until_tick == tick {
                 events.push(format!("outage: {} back", outage.availability_zone));
@@ -534,9 +540,9 @@ impl<'s> Run<'s> {
             }
         }
         events.push(format!(
-            "consolidate: {} steps, {} moves, released {}",
-            plan.steps.len(),
-            plan.move_count(),
+            "consolidate: {}, {}, released {}",
+            counted(plan.steps.len() as u64, "step", "steps"),
+            counted(plan.move_count() as u64, "move", "moves"),
             plan.released().count()
         ));
         self.scenario.fleet = fleet_of(problem, &plan.final_fleet(problem), &BTreeMap::new());
@@ -621,8 +627,9 @@ impl<'s> Run<'s> {
             }
             let moves: usize = plan.steps.iter().take(done).map(|step| step.moves.len()).sum();
             events.push(format!(
-                "rebalance: {done} of {} steps, launched {launched}, {moves} moves, released {}",
-                plan.steps.len(),
+                "rebalance: {done} of {}, launched {launched}, {}, released {}",
+                counted(plan.steps.len() as u64, "step", "steps"),
+                counted(moves as u64, "move", "moves"),
                 released.len()
             ));
             self.scenario.fleet = fleet_of(problem, &fleet, &ids);
