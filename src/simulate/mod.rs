@@ -477,21 +477,38 @@ impl<'s> Run<'s> {
             }
         }
 
-        // 3. Consolidate and rebalance on their schedule.
+        // 3. Consolidate and rebalance on their schedule. The validated problem is reused while
+        // nothing changed the scenario (a plan without actions launches nothing, so the ledger
+        // is unchanged too): validation is a fifth of a quiet tick.
+        let mut unchanged = plan.actions.is_empty().then_some(problem);
         let due = |every: u32| every > 0 && (tick + 1) % every == 0;
         if due(script.consolidate_every) {
-            let problem = self.problem(tick, now)?;
-            self.consolidate(tick, &problem, &mut events);
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            if !self.consolidate(tick, &problem, &mut events) {
+                unchanged = Some(problem);
+            }
         }
         if due(script.rebalance_every) {
-            let problem = self.problem(tick, now)?;
-            let (launched, failed) = self.rebalance(tick, now, &problem, &mut events);
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            let (launched, failed, changed) = self.rebalance(tick, now, &problem, &mut events);
             launched_any |= launched;
             launches_failed += failed;
+            if !changed {
+                unchanged = Some(problem);
+            }
         }
 
         // 4. Check and record.
-        let after = self.problem(tick, now)?;
+        let after = match unchanged {
+            Some(problem) => problem,
+            None => self.problem(tick, now)?,
+        };
         self.check_after(tick, &after, &draining_before, plan.status, launched_any, launches_failed);
         self.record(tick, now, &after, events);
         Ok(())
@@ -520,7 +537,8 @@ impl<'s> Run<'s> {
         }
     }
 
-    fn consolidate(&mut self, tick: u32, problem: &Problem, events: &mut Vec<String>) {
+    /// Consolidates; returns whether the fleet changed.
+    fn consolidate(&mut self, tick: u32, problem: &Problem, events: &mut Vec<String>) -> bool {
         let mut consolidator = Consolidator::new();
         if let Some(nodes) = self.script.consolidate_node_limit {
             consolidator = consolidator.limits(Limits::new().node_limit(nodes));
@@ -531,7 +549,7 @@ impl<'s> Run<'s> {
             self.fail(tick, Check::Consolidation, violation.to_string());
         }
         if plan.steps.is_empty() {
-            return;
+            return false;
         }
         for id in plan.released() {
             if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
@@ -546,11 +564,12 @@ impl<'s> Run<'s> {
             plan.released().count()
         ));
         self.scenario.fleet = fleet_of(problem, &plan.final_fleet(problem), &BTreeMap::new());
+        true
     }
 
     /// Executes the rebalance plan step by step against the cloud; returns (launched anything,
-    /// failed launches).
-    fn rebalance(&mut self, tick: u32, now: i64, problem: &Problem, events: &mut Vec<String>) -> (bool, u32) {
+    /// failed launches, changed the fleet or the ledger).
+    fn rebalance(&mut self, tick: u32, now: i64, problem: &Problem, events: &mut Vec<String>) -> (bool, u32, bool) {
         let blocked: Vec<(String, String)> =
             self.ledger.blocks(now).into_iter().map(|(instance_type, az, _)| (instance_type, az)).collect();
         let mut rebalancer = Rebalancer::new();
@@ -565,7 +584,7 @@ impl<'s> Run<'s> {
         let launches = plan.launches().map(|launch| (launch.instance_type.as_str(), launch.availability_zone.as_str()));
         self.check_blocked(tick, &blocked, launches, "rebalance");
         if plan.steps.is_empty() {
-            return (false, 0);
+            return (false, 0, false);
         }
         let mut ids: BTreeMap<String, String> = BTreeMap::new();
         let mut done = 0;
@@ -635,8 +654,9 @@ impl<'s> Run<'s> {
             self.scenario.fleet = fleet_of(problem, &fleet, &ids);
         }
         let failed = u32::from(abandoned.is_some());
+        let changed = done > 0 || abandoned.is_some();
         events.extend(abandoned);
-        (launched > 0, failed)
+        (launched > 0, failed, changed)
     }
 
     fn check_after(
