@@ -57,6 +57,15 @@ pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> 
 
 /// [`problem_from_json`] with options (e.g. strict unknown-key checking).
 pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate::Problem, ValidationError> {
+    scenario_and_problem_from_json(text, options).map(|(_, problem)| problem)
+}
+
+/// Reads a scenario and validates it, keeping both: the simulator re-plans the scenario with a
+/// changing fleet and needs the plain data as well as the validated problem.
+pub(crate) fn scenario_and_problem_from_json(
+    text: &str,
+    options: &ReadOptions,
+) -> Result<(Scenario, crate::Problem), ValidationError> {
     let read = read_scenario(text, options)?;
     let validator = || crate::problem::Validator::with_raw_numbers(read.raw_numbers.clone());
     if read.issues.is_empty() {
@@ -64,7 +73,7 @@ pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate
         if let Some(warning) = read.warning {
             problem.warnings.insert(0, warning);
         }
-        return Ok(problem);
+        return Ok((read.scenario, problem));
     }
     // Validate what could be read, but drop issues about fields that already have a type error:
     // their defaulted values would only produce follow-on noise.
@@ -270,7 +279,7 @@ fn unknown_keys(
 /// mistyped letter is likelier than a lost or doubled one; then by name). Keys whose lengths
 /// differ by more than two are skipped without computing a distance: real payloads carry
 /// thousands of unknown keys.
-fn misspelt(key: &str, known: &BTreeSet<&'static str>) -> Option<&'static str> {
+pub(crate) fn misspelt(key: &str, known: &BTreeSet<&'static str>) -> Option<&'static str> {
     if let Some(same) = known.iter().find(|candidate| candidate.eq_ignore_ascii_case(key)) {
         return Some(same);
     }
@@ -297,6 +306,13 @@ struct Parsed {
     /// Paths of keys given twice in one object.
     duplicates: Vec<String>,
     raw_numbers: BTreeMap<String, String>,
+}
+
+/// Parses any JSON document with the scenario reader's care: every key given twice is named by
+/// its path, a number out of range is an error with its path, malformed JSON is one clear error.
+/// Returns the value and the paths of duplicate keys.
+pub(crate) fn parse_document(text: &str) -> Result<(Value, Vec<String>), ValidationError> {
+    parse(text).map(|parsed| (parsed.value, parsed.duplicates))
 }
 
 fn parse(text: &str) -> Result<Parsed, ValidationError> {

@@ -18,6 +18,7 @@ pub mod render;
 pub mod report;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod simulate;
 pub mod sizing;
 pub mod verify;
 
@@ -43,4 +44,5 @@ pub use model::{
 pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
+pub use simulate::{Simulation, Simulator};
 pub use verify::{verify, Violation, ViolationKind};

@@ -180,7 +180,7 @@ fn yes_no(flag: bool) -> String {
 }
 
 /// A millionths value as a decimal with at least two and at most six fraction digits.
-fn micros_text(micros: i128) -> String {
+pub(crate) fn micros_text(micros: i128) -> String {
     let sign = if micros < 0 { "-" } else { "" };
     let magnitude = micros.unsigned_abs();
     let whole = magnitude / 1_000_000;

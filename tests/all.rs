@@ -24,6 +24,7 @@ mod rebalance;
 mod report_snapshots;
 mod schema;
 mod seed_rules;
+mod simulate;
 mod sizing;
 mod snapshots_output;
 mod sweep_regressions;

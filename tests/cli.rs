@@ -155,6 +155,7 @@ fn verify_accepts_what_plan_produces() {
     let mut bundled: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
         .expect("scenarios/")
         .map(|entry| entry.expect("entry").path())
+        // Scenario files only: `scenarios/models/` and `scenarios/simulations/` hold other documents.
         .filter(|path| path.is_file() && path.extension().is_some_and(|extension| extension == "json"))
         .map(|path| path.to_string_lossy().into_owned())
         .collect();

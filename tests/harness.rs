@@ -122,7 +122,8 @@ fn engines() -> Vec<Engine> {
 }
 
 /// Every scenario of `scenarios/` and `tests/data/` (recursively), by relative path.
-/// `scenarios/models/` holds model descriptions for `fleetplan size`, not scenarios.
+/// `scenarios/models/` (for `fleetplan size`) and `scenarios/simulations/` (simulator scripts,
+/// run by tests/simulate.rs) hold other documents.
 fn scenarios() -> Vec<(String, Problem)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
@@ -130,7 +131,7 @@ fn scenarios() -> Vec<(String, Problem)> {
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display())) {
             let path = entry.expect("readable entry").path();
-            if path == root.join("scenarios/models") {
+            if path == root.join("scenarios/models") || path == root.join("scenarios/simulations") {
                 continue;
             } else if path.is_dir() {
                 folders.push(path);

@@ -272,6 +272,7 @@ fn apply(document: &mut Value, steps: &[Step], mutation: &Mutation) {
 
 fn scenarios() -> Vec<Value> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    // Scenario files only: `scenarios/models/` and `scenarios/simulations/` hold other documents.
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())

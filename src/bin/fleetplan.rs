@@ -6,14 +6,16 @@
 //! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
 //! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
+//! fleetplan simulate SCRIPT [--json] [--svg FILE]
 //! fleetplan schema scenario|plan
 //! fleetplan size MODEL SCENARIO [--json]
 //! ```
 //!
 //! Every subcommand takes `--strict` (every unknown scenario key is an error).
-//! `SCENARIO` (or `PLAN`) may be `-` for standard input. Exit codes: 0 success (also for a
-//! partial plan), 1 violations found by `verify`, 2 bad input (validation messages, one per
-//! line, on standard error) or a file that cannot be read or written.
+//! `SCENARIO` (or `PLAN`, `SCRIPT`) may be `-` for standard input. Exit codes: 0 success (also
+//! for a partial plan), 1 violations found by `verify` or a broken invariant in `simulate`, 2
+//! bad input (validation messages, one per line, on standard error) or a file that cannot be
+//! read or written.
 //!
 //! Standard output carries only the result (a table or JSON), so it can be piped; validation
 //! warnings go to standard error, once, grouped by kind (`--quiet` drops them). The plan JSON
@@ -44,7 +46,8 @@ const EXIT_BAD_INPUT: u8 = 2;
     about = "Plan where ML model replicas run on SageMaker-style instance pools",
     after_help = "The contract (every input key, the objective, the output, exit codes) is docs/contract.md; \
                   `fleetplan schema scenario|plan` prints the JSON Schemas.\nResults go to standard output, \
-                  warnings to standard error. Exit codes: 0 success, 1 violations found, 2 bad input."
+                  warnings to standard error. Exit codes: 0 success, 1 violations found (verify) or an \
+                  invariant broken (simulate), 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -127,6 +130,21 @@ enum Command {
         /// Print the plan as JSON (`{"Steps": [...], "Objective": {...}}`) instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Run a scripted fake cloud through the control loop, tick by tick, checking every
+    /// invariant after every tick (docs/simulate.md); exit 1 if one breaks.
+    ///
+    /// The table shows per tick the instances by priority tier, the largest AZ imbalance, the
+    /// cost, unplaced copies and what happened; then whether every check passed.
+    Simulate {
+        /// Simulation script JSON file, or `-` for standard input.
+        script: String,
+        /// Print the full per-tick record as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Also write an SVG chart of the instances by priority tier over time to this file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// Check a plan from any source against the scenario; exit 1 if it breaks a rule (docs/contract.md §5).
     Verify {
@@ -366,6 +384,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             emit(&if json { sizing.to_json() } else { sizing.to_table() });
             Ok(EXIT_OK)
         }
+        Command::Simulate { script, json, svg } => run_simulate(&script, json, svg, output, options),
         Command::Schema { document } => {
             emit(&match document {
                 SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
@@ -402,6 +421,33 @@ fn run_rebalance(problem: &Problem, started: Instant, time_limit_ms: Option<u64>
     let best = best_reachable(problem, bound_time);
     emit(&rebalance_table(problem, &plan, Some(&best)));
     Ok(EXIT_OK)
+}
+
+/// `fleetplan simulate`: the timeline table (or JSON), the SVG when asked; exit 1 when an
+/// invariant broke.
+fn run_simulate(
+    source: &str,
+    json: bool,
+    svg: Option<PathBuf>,
+    output: Output,
+    options: &ReadOptions,
+) -> Result<u8, BadInput> {
+    let text = read_input(source)?;
+    let (script, problem) = fleetplan::simulate::Script::from_json_with(&text, options)
+        .map_err(|error| BadInput(render::validation_text(&error)))?;
+    output.warn(&render::warnings_summary(&problem, problem.warnings()));
+    let simulation =
+        fleetplan::Simulator::new().run(&script).map_err(|error| BadInput(render::validation_text(&error)))?;
+    if let Some(path) = svg {
+        std::fs::write(&path, simulation.to_svg())
+            .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
+    }
+    if json {
+        emit(&simulation.to_json());
+    } else {
+        emit(&simulation.to_table());
+    }
+    Ok(if simulation.failures.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
 }
 
 /// How an input is named in messages.

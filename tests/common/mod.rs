@@ -4,8 +4,9 @@
 use fleetplan::*;
 use proptest::prelude::*;
 
-/// Every bundled scenario (`scenarios/*.json`; subdirectories such as `scenarios/models/` hold
-/// other documents) as (file name, JSON text), sorted by name.
+/// Every bundled scenario as (file name, JSON text), sorted by name. Only the files directly in
+/// `scenarios/`: its subdirectories hold other documents (`models/` for `fleetplan size`,
+/// `simulations/` for the simulator).
 pub fn bundled_scenarios() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
     let mut out: Vec<(String, String)> = std::fs::read_dir(dir)

@@ -1,0 +1,807 @@
+//! A deterministic control-loop simulator (docs/simulate.md): a scheduler embedding fleetplan,
+//! run tick by tick against a scripted fake cloud, with every invariant checked after every
+//! tick.
+//!
+//! Each tick: the script's changes for that tick happen (cloud capacity, copy counts, an AZ
+//! outage losing its instances); the [`CapacityLedger`] is applied at the tick's time; the
+//! planner (greedy, or exact with a per-tick node limit) plans; the plan is "executed" against
+//! the fake cloud — a launch succeeds only if the cloud has capacity left and no failure window
+//! or outage covers it — and [`observe`] turns the outcome into the next fleet and capacity
+//! events; every `ConsolidateEvery` ticks [`Consolidator`] and every `RebalanceEvery` ticks
+//! [`Rebalancer`] run and their steps are applied (a rebalance step whose launch fails is
+//! abandoned, its launches released, and the failure recorded). Then the invariants are checked
+//! and the tick is recorded.
+//!
+//! No clock is read: time is `tick × TickSeconds`, and the planners are bounded by node limits,
+//! so the same script gives the same [`Simulation`], byte for byte. A [`Limits`] deadline or
+//! cancellation given to the [`Simulator`] is checked between ticks (only then is a clock read).
+
+mod output;
+#[cfg(feature = "json")]
+mod read;
+pub mod script;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use script::{AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script};
+
+use crate::control::{observe, CapacityLedger, Execution, LaunchFailure};
+use crate::engines::consolidate::{verify_consolidation, Consolidator};
+use crate::engines::exact::ExactPlanner;
+use crate::engines::greedy::GreedyPlanner;
+use crate::engines::limits::{Limits, Stats};
+use crate::engines::rebalance::{verify_rebalance, Rebalancer};
+use crate::error::ValidationError;
+use crate::fleet::{imbalance, objective, FinalFleet};
+use crate::model::{Fleet, FleetCopy, FleetInstance, Scenario};
+use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
+use crate::problem::{CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
+
+/// Which invariant a [`InvariantFailure`] concerns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[non_exhaustive]
+pub enum Check {
+    /// The tick's plan passes [`verify`](crate::verify()).
+    Plan,
+    /// The consolidation passes [`verify_consolidation`].
+    Consolidation,
+    /// The rebalance passes [`verify_rebalance`].
+    Rebalance,
+    /// The fleet after the tick is a valid fleet of the scenario (packing holds on every
+    /// instance, ids distinct, every copy on a known instance).
+    Fleet,
+    /// Nothing is launched into a (type, AZ) blocked by a live capacity error.
+    CapacityBlock,
+    /// A draining instance receives no copy.
+    Draining,
+    /// `|F| ≤ MaxInstanceCount` whenever anything was launched, and `|F| ≥ MinInstanceCount`
+    /// unless the plan said Infeasible or a launch failed.
+    InstanceBounds,
+    /// No instance runs in an AZ during its outage.
+    Outage,
+    /// [`observe`] accepted the plan and its execution.
+    Observe,
+}
+
+/// One broken invariant (the simulator reports, it never panics).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct InvariantFailure {
+    /// The tick.
+    pub tick: u32,
+    /// Which check.
+    pub check: Check,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// The state after one tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TickRecord {
+    /// The tick (0-based).
+    pub tick: u32,
+    /// Its time, `tick × TickSeconds`.
+    pub time: i64,
+    /// Instances per priority tier (1–5; 6 = a fleet type outside the pool), zero entries
+    /// omitted.
+    pub instances_by_priority: BTreeMap<u8, u32>,
+    /// Instances in all.
+    pub instances: u32,
+    /// Per component, copies in the AZ with most minus copies in the AZ with fewest (over all
+    /// the endpoint's AZs).
+    pub az_imbalance: BTreeMap<String, u64>,
+    /// Hourly cost of the fleet, in millionths (see `cost_unit`); JSON `Cost` as a decimal.
+    #[serde(rename = "Cost", serialize_with = "decimal")]
+    pub cost_micros: i128,
+    /// What the cost counts.
+    pub cost_unit: CostUnit,
+    /// Copies running.
+    pub placed_copies: u64,
+    /// Desired copies not running.
+    pub unplaced_copies: u64,
+    /// What happened, in order.
+    pub events: Vec<String>,
+}
+
+impl TickRecord {
+    /// The largest AZ imbalance over the components (0 without components).
+    pub fn max_az_imbalance(&self) -> u64 {
+        self.az_imbalance.values().copied().max().unwrap_or(0)
+    }
+
+    /// Instances of one priority tier.
+    pub fn instances_of_priority(&self, priority: u8) -> u32 {
+        self.instances_by_priority.get(&priority).copied().unwrap_or(0)
+    }
+}
+
+fn decimal<S: serde::Serializer>(micros: &i128, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(crate::plan::from_micros(*micros))
+}
+
+/// What a simulation did: one record per tick run, and every invariant that broke.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Simulation {
+    /// The endpoint's name (for titles).
+    pub endpoint_name: String,
+    /// `greedy` or `exact`.
+    pub planner: String,
+    /// Seconds per tick.
+    pub tick_seconds: u32,
+    /// One record per tick run, in order.
+    pub ticks: Vec<TickRecord>,
+    /// Every broken invariant, in order (empty: all checks passed on every tick).
+    pub failures: Vec<InvariantFailure>,
+    /// `Completed` when every tick ran; otherwise the limit that stopped the run, or
+    /// `InternalError` when the fleet became invalid and the run could not go on.
+    pub stop_reason: StopReason,
+}
+
+/// Runs [`Script`]s. Configured like the engines: [`Limits`] (a node limit caps the ticks run;
+/// a deadline or cancellation is checked between ticks), a result with a [`StopReason`], and
+/// [`Stats`] from [`run_with_stats`](Self::run_with_stats).
+#[derive(Debug, Clone, Default)]
+pub struct Simulator {
+    limits: Limits,
+}
+
+impl Simulator {
+    /// A simulator without limits.
+    pub fn new() -> Self {
+        Simulator::default()
+    }
+
+    /// Limits: the node limit is the number of ticks to run at most (`NodeLimit` when it cuts
+    /// the script short); a deadline (`TimeLimit`) or cancellation (`Cancelled`) is checked
+    /// before every tick. Planners inside a tick are bounded by node limits only.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Validates and runs the script.
+    pub fn run(&self, script: &Script) -> Result<Simulation, ValidationError> {
+        self.run_with_stats(script).map(|(simulation, _)| simulation)
+    }
+
+    /// [`run`](Self::run), with what the engines did: `solves` = planner, consolidation and
+    /// rebalance calls, `nodes` = their search nodes, `rounds` = ticks run. No phase times:
+    /// the simulator reads no clock.
+    pub fn run_with_stats(&self, script: &Script) -> Result<(Simulation, Stats), ValidationError> {
+        let problem = script.validate()?;
+        let mut run = Run::new(script);
+        let mut stop_reason = StopReason::Completed;
+        for tick in 0..script.ticks {
+            if let Some(reason) = self.limits.stop_now() {
+                stop_reason = reason;
+                break;
+            }
+            if self.limits.nodes().is_some_and(|limit| u64::from(tick) >= limit) {
+                stop_reason = StopReason::NodeLimit;
+                break;
+            }
+            if let Err(reason) = run.tick(tick) {
+                stop_reason = StopReason::InternalError(reason);
+                break;
+            }
+        }
+        run.stats.rounds = run.records.len() as u64;
+        let simulation = Simulation {
+            endpoint_name: problem.endpoint_name().to_string(),
+            planner: match script.planner {
+                PlannerChoice::Greedy => "greedy".to_string(),
+                PlannerChoice::Exact { .. } => "exact".to_string(),
+            },
+            tick_seconds: script.tick_seconds,
+            ticks: run.records,
+            failures: run.failures,
+            stop_reason,
+        };
+        Ok((simulation, run.stats))
+    }
+}
+
+/// The fake cloud: capacity left per (type, AZ) (absent = unlimited), failure windows, outages.
+struct Cloud<'s> {
+    script: &'s Script,
+    capacity: BTreeMap<(String, String), Option<u32>>,
+}
+
+impl Cloud<'_> {
+    fn down(&self, tick: u32, az: &str) -> bool {
+        self.script
+            .az_outages
+            .iter()
+            .any(|outage| outage.availability_zone == az && (outage.from_tick..outage.until_tick).contains(&tick))
+    }
+
+    fn launch(&mut self, tick: u32, instance_type: &str, az: &str) -> Result<(), LaunchFailure> {
+        if self.down(tick, az) {
+            return Err(LaunchFailure::InsufficientCapacity);
+        }
+        if let Some(window) = self.script.launch_failures.iter().find(|window| {
+            window.instance_type == instance_type
+                && window.availability_zone == az
+                && (window.from_tick..window.until_tick).contains(&tick)
+        }) {
+            return Err(window.failure);
+        }
+        match self.capacity.get_mut(&(instance_type.to_string(), az.to_string())) {
+            Some(Some(0)) => Err(LaunchFailure::InsufficientCapacity),
+            Some(Some(left)) => {
+                *left -= 1;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A terminated instance goes back to the cloud.
+    fn give_back(&mut self, instance_type: &str, az: &str) {
+        if let Some(Some(left)) = self.capacity.get_mut(&(instance_type.to_string(), az.to_string())) {
+            *left = left.saturating_add(1);
+        }
+    }
+}
+
+/// One simulation in progress.
+struct Run<'s> {
+    script: &'s Script,
+    cloud: Cloud<'s>,
+    scenario: Scenario,
+    ledger: CapacityLedger,
+    next_id: u64,
+    records: Vec<TickRecord>,
+    failures: Vec<InvariantFailure>,
+    stats: Stats,
+}
+
+/// What one tick's launches did, for events and the bounds check.
+#[derive(Default)]
+struct Launches {
+    /// (type, AZ, outcome) → count; outcome `None` = launched.
+    outcomes: BTreeMap<(String, String, Option<LaunchFailure>), u32>,
+    launched: u32,
+    failed: u32,
+}
+
+impl Launches {
+    fn count(&mut self, instance_type: &str, az: &str, outcome: Option<LaunchFailure>) {
+        *self.outcomes.entry((instance_type.to_string(), az.to_string(), outcome)).or_insert(0) += 1;
+        if outcome.is_some() {
+            self.failed += 1;
+        } else {
+            self.launched += 1;
+        }
+    }
+
+    fn events(&self, what: &str) -> Vec<String> {
+        self.outcomes
+            .iter()
+            .map(|((instance_type, az, outcome), count)| match outcome {
+                None => format!("{what} launched {count} {instance_type} in {az}"),
+                Some(failure) => format!("{what} {count} {instance_type} in {az} failed ({})", failure_text(*failure)),
+            })
+            .collect()
+    }
+}
+
+/// `1 copy`, `2 copies`.
+fn counted(count: u64, singular: &str, plural: &str) -> String {
+    format!("{count} {}", if count == 1 { singular } else { plural })
+}
+
+fn failure_text(failure: LaunchFailure) -> &'static str {
+    match failure {
+        LaunchFailure::InsufficientCapacity => "InsufficientCapacity",
+        LaunchFailure::ProvisioningTimeout => "ProvisioningTimeout",
+        LaunchFailure::Other => "other error",
+    }
+}
+
+impl<'s> Run<'s> {
+    fn new(script: &'s Script) -> Run<'s> {
+        let ttl = problem_ttl(&script.scenario);
+        Run {
+            script,
+            cloud: Cloud { script, capacity: BTreeMap::new() },
+            scenario: script.scenario.clone(),
+            ledger: CapacityLedger::new().with_ttl_seconds(ttl),
+            next_id: 0,
+            records: Vec::new(),
+            failures: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    fn fail(&mut self, tick: u32, check: Check, message: String) {
+        self.failures.push(InvariantFailure { tick, check, message });
+    }
+
+    /// A fresh real instance id.
+    fn real_id(&mut self) -> String {
+        self.next_id += 1;
+        format!("i-{:05}", self.next_id)
+    }
+
+    /// The scenario at `now`, validated; a failure (and the end of the run) when the fleet the
+    /// loop produced is not a valid fleet.
+    fn problem(&mut self, tick: u32, now: i64) -> Result<Problem, String> {
+        self.ledger.prune(now);
+        self.ledger.apply(&mut self.scenario, now);
+        Problem::new(&self.scenario).map_err(|error| {
+            for issue in error.issues() {
+                self.fail(tick, Check::Fleet, issue.to_string());
+            }
+            "the fleet is no longer a valid fleet of the scenario".to_string()
+        })
+    }
+
+    fn tick(&mut self, tick: u32) -> Result<(), String> {
+        let script = self.script;
+        let now = i64::from(tick) * i64::from(script.tick_seconds);
+        let mut events = Vec::new();
+        let mut launches_failed = 0;
+        let mut launched_any = false;
+
+        // 1. The world changes.
+        for change in script.cloud_capacity.iter().filter(|change| change.tick == tick) {
+            let key = (change.instance_type.clone(), change.availability_zone.clone());
+            self.cloud.capacity.insert(key, change.available);
+            events.push(match change.available {
+                Some(available) => {
+                    format!("cloud: {} in {}: {available} available", change.instance_type, change.availability_zone)
+                }
+                None => format!("cloud: {} in {}: unlimited", change.instance_type, change.availability_zone),
+            });
+        }
+        for window in script.launch_failures.iter() {
+            if window.from_tick == tick {
+                events.push(format!(
+                    "cloud: {} in {} fails launches ({})",
+                    window.instance_type,
+                    window.availability_zone,
+                    failure_text(window.failure)
+                ));
+            } else if window.until_tick == tick {
+                events.push(format!("cloud: {} in {} launches again", window.instance_type, window.availability_zone));
+            }
+        }
+        for outage in script.az_outages.iter() {
+            if outage.from_tick == tick {
+                let lost: Vec<String> = self
+                    .scenario
+                    .fleet
+                    .instances
+                    .iter()
+                    .filter(|instance| instance.availability_zone == outage.availability_zone)
+                    .map(|instance| instance.instance_id.clone())
+                    .collect();
+                let fleet = &mut self.scenario.fleet;
+                fleet.instances.retain(|instance| instance.availability_zone != outage.availability_zone);
+                let copies_before: f64 = fleet.copies.iter().map(|copy| copy.copy_count).sum();
+                fleet.copies.retain(|copy| !lost.contains(&copy.instance_id));
+                let copies_lost = copies_before - fleet.copies.iter().map(|copy| copy.copy_count).sum::<f64>();
+                events.push(format!(
+                    "outage: {} down, {} and {} lost",
+                    outage.availability_zone,
+                    counted(lost.len() as u64, "instance", "instances"),
+                    counted(copies_lost as u64, "copy", "copies")
+                ));
+            } else if outage.until_tick == tick {
+                events.push(format!("outage: {} back", outage.availability_zone));
+            }
+        }
+        for scale in script.scale_events.iter().filter(|scale| scale.tick == tick) {
+            let count = f64::from(scale.copy_count);
+            let previous = if let Some(component) = self
+                .scenario
+                .inference_components
+                .iter_mut()
+                .find(|component| component.inference_component_name == scale.component)
+            {
+                std::mem::replace(&mut component.runtime_config.copy_count, count)
+            } else {
+                // A single-model endpoint: its implicit component is the variant.
+                self.scenario.endpoint.desired_instance_count.replace(count).unwrap_or(0.0)
+            };
+            events.push(format!("scale: {} {previous} -> {count}", scale.component));
+        }
+        let draining_before = draining_copies(&self.scenario.fleet);
+
+        // 2. Plan and execute.
+        let problem = self.problem(tick, now)?;
+        let blocked: Vec<(String, String)> =
+            self.ledger.blocks(now).into_iter().map(|(instance_type, az, _)| (instance_type, az)).collect();
+        let (plan, stats) = match script.planner {
+            PlannerChoice::Greedy => GreedyPlanner::new().plan_with_stats(&problem),
+            PlannerChoice::Exact { node_limit } => ExactPlanner::new().node_limit(node_limit).plan_with_stats(&problem),
+        };
+        self.add_stats(&stats);
+        // An Infeasible plan (MinInstanceCount out of reach) is the closest plan and says so: its
+        // instance-bound violations are expected, anything else is not.
+        let infeasible = plan.status == Status::Infeasible;
+        for violation in crate::verify::verify(&problem, &plan) {
+            if !(infeasible && violation.kind == crate::verify::ViolationKind::InstanceBounds) {
+                self.fail(tick, Check::Plan, violation.to_string());
+            }
+        }
+        self.check_blocked(tick, &blocked, plan_launches(&plan), "plan");
+        let mut launches = Launches::default();
+        let mut execution = Execution::new(now);
+        for action in &plan.actions {
+            match action {
+                Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
+                    match self.cloud.launch(tick, instance_type, availability_zone) {
+                        Ok(()) => {
+                            let real = self.real_id();
+                            execution = execution.launched(instance_id, &real);
+                            launches.count(instance_type, availability_zone, None);
+                        }
+                        Err(failure) => {
+                            execution = execution.launch_failed(instance_id, failure);
+                            launches.count(instance_type, availability_zone, Some(failure));
+                        }
+                    }
+                }
+                Action::TerminateInstance { instance_id } => {
+                    if let Some(existing) = problem.existing_index(instance_id).and_then(|i| problem.fleet().get(i)) {
+                        let (instance_type, az) = type_and_az(&problem, existing.type_index, existing.az_index);
+                        self.cloud.give_back(&instance_type, &az);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let terminated =
+            plan.actions.iter().filter(|action| matches!(action, Action::TerminateInstance { .. })).count();
+        events.extend(launches.events("plan:"));
+        if terminated > 0 {
+            events.push(format!("plan: terminated {terminated}"));
+        }
+        launches_failed += launches.failed;
+        launched_any |= launches.launched > 0;
+        match observe(&problem, &plan.actions, &execution) {
+            Ok(observed) => {
+                self.ledger.extend(observed.capacity_events);
+                self.scenario.fleet = observed.fleet;
+            }
+            Err(error) => {
+                for issue in error.issues() {
+                    self.fail(tick, Check::Observe, issue.to_string());
+                }
+            }
+        }
+
+        // 3. Consolidate and rebalance on their schedule. The validated problem is reused while
+        // nothing changed the scenario (a plan without actions launches nothing, so the ledger
+        // is unchanged too): validation is a fifth of a quiet tick.
+        let mut unchanged = plan.actions.is_empty().then_some(problem);
+        let due = |every: u32| every > 0 && (tick + 1) % every == 0;
+        if due(script.consolidate_every) {
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            if !self.consolidate(tick, &problem, &mut events) {
+                unchanged = Some(problem);
+            }
+        }
+        if due(script.rebalance_every) {
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            let (launched, failed, changed) = self.rebalance(tick, now, &problem, &mut events);
+            launched_any |= launched;
+            launches_failed += failed;
+            if !changed {
+                unchanged = Some(problem);
+            }
+        }
+
+        // 4. Check and record.
+        let after = match unchanged {
+            Some(problem) => problem,
+            None => self.problem(tick, now)?,
+        };
+        self.check_after(tick, &after, &draining_before, plan.status, launched_any, launches_failed);
+        self.record(tick, now, &after, events);
+        Ok(())
+    }
+
+    fn add_stats(&mut self, stats: &Stats) {
+        self.stats.solves += stats.solves.max(1);
+        self.stats.nodes += stats.nodes;
+    }
+
+    fn check_blocked<'a>(
+        &mut self,
+        tick: u32,
+        blocked: &[(String, String)],
+        launches: impl Iterator<Item = (&'a str, &'a str)>,
+        what: &str,
+    ) {
+        for (instance_type, az) in launches {
+            if blocked.iter().any(|(blocked_type, blocked_az)| blocked_type == instance_type && blocked_az == az) {
+                self.fail(
+                    tick,
+                    Check::CapacityBlock,
+                    format!("{what} launches {instance_type} in {az} while a capacity error blocks it"),
+                );
+            }
+        }
+    }
+
+    /// Consolidates; returns whether the fleet changed.
+    fn consolidate(&mut self, tick: u32, problem: &Problem, events: &mut Vec<String>) -> bool {
+        let mut consolidator = Consolidator::new();
+        if let Some(nodes) = self.script.consolidate_node_limit {
+            consolidator = consolidator.limits(Limits::new().node_limit(nodes));
+        }
+        let (plan, stats) = consolidator.plan_with_stats(problem);
+        self.add_stats(&stats);
+        for violation in verify_consolidation(problem, &plan) {
+            self.fail(tick, Check::Consolidation, violation.to_string());
+        }
+        if plan.steps.is_empty() {
+            return false;
+        }
+        for id in plan.released() {
+            if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
+                let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
+                self.cloud.give_back(&instance_type, &az);
+            }
+        }
+        events.push(format!(
+            "consolidate: {}, {}, released {}",
+            counted(plan.steps.len() as u64, "step", "steps"),
+            counted(plan.move_count() as u64, "move", "moves"),
+            plan.released().count()
+        ));
+        self.scenario.fleet = fleet_of(problem, &plan.final_fleet(problem), &BTreeMap::new());
+        true
+    }
+
+    /// Executes the rebalance plan step by step against the cloud; returns (launched anything,
+    /// failed launches, changed the fleet or the ledger).
+    fn rebalance(&mut self, tick: u32, now: i64, problem: &Problem, events: &mut Vec<String>) -> (bool, u32, bool) {
+        let blocked: Vec<(String, String)> =
+            self.ledger.blocks(now).into_iter().map(|(instance_type, az, _)| (instance_type, az)).collect();
+        let mut rebalancer = Rebalancer::new();
+        if let Some(nodes) = self.script.rebalance_node_limit {
+            rebalancer = rebalancer.limits(Limits::new().node_limit(nodes));
+        }
+        let (plan, stats) = rebalancer.plan_with_stats(problem);
+        self.add_stats(&stats);
+        for violation in verify_rebalance(problem, &plan) {
+            self.fail(tick, Check::Rebalance, violation.to_string());
+        }
+        let launches = plan.launches().map(|launch| (launch.instance_type.as_str(), launch.availability_zone.as_str()));
+        self.check_blocked(tick, &blocked, launches, "rebalance");
+        if plan.steps.is_empty() {
+            return (false, 0, false);
+        }
+        let mut ids: BTreeMap<String, String> = BTreeMap::new();
+        let mut done = 0;
+        let mut launched = 0u32;
+        let mut abandoned = None;
+        'steps: for step in &plan.steps {
+            let mut step_launched: Vec<(String, String, String)> = Vec::new();
+            for launch in &step.launch {
+                match self.cloud.launch(tick, &launch.instance_type, &launch.availability_zone) {
+                    Ok(()) => {
+                        let real = self.real_id();
+                        self.ledger.record(
+                            &launch.instance_type,
+                            &launch.availability_zone,
+                            CapacityEventKind::Launched,
+                            now,
+                        );
+                        step_launched.push((
+                            launch.instance_id.clone(),
+                            launch.instance_type.clone(),
+                            launch.availability_zone.clone(),
+                        ));
+                        ids.insert(launch.instance_id.clone(), real);
+                    }
+                    Err(failure) => {
+                        if let Some(event) = failure.capacity_event() {
+                            self.ledger.record(&launch.instance_type, &launch.availability_zone, event, now);
+                        }
+                        // The step cannot be made before it breaks: what it launched is released.
+                        for (plan_id, instance_type, az) in &step_launched {
+                            ids.remove(plan_id);
+                            self.cloud.give_back(instance_type, az);
+                        }
+                        abandoned = Some(format!(
+                            "rebalance: step {} abandoned ({} for {} in {})",
+                            done + 1,
+                            failure_text(failure),
+                            launch.instance_type,
+                            launch.availability_zone
+                        ));
+                        break 'steps;
+                    }
+                }
+            }
+            launched += step_launched.len() as u32;
+            done += 1;
+        }
+        if done > 0 {
+            let fleet = plan.fleet_after(problem, done);
+            let released: Vec<&str> =
+                plan.steps.iter().take(done).flat_map(|step| step.release.iter()).map(String::as_str).collect();
+            for id in &released {
+                if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
+                    let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
+                    self.cloud.give_back(&instance_type, &az);
+                } else if let Some(launch) = plan.launches().find(|launch| launch.instance_id == *id) {
+                    self.cloud.give_back(&launch.instance_type, &launch.availability_zone);
+                }
+            }
+            let moves: usize = plan.steps.iter().take(done).map(|step| step.moves.len()).sum();
+            events.push(format!(
+                "rebalance: {done} of {}, launched {launched}, {}, released {}",
+                counted(plan.steps.len() as u64, "step", "steps"),
+                counted(moves as u64, "move", "moves"),
+                released.len()
+            ));
+            self.scenario.fleet = fleet_of(problem, &fleet, &ids);
+        }
+        let failed = u32::from(abandoned.is_some());
+        let changed = done > 0 || abandoned.is_some();
+        events.extend(abandoned);
+        (launched > 0, failed, changed)
+    }
+
+    fn check_after(
+        &mut self,
+        tick: u32,
+        after: &Problem,
+        draining_before: &BTreeMap<(String, String), f64>,
+        plan_status: Status,
+        launched_any: bool,
+        launches_failed: u32,
+    ) {
+        for ((id, component), count) in draining_copies(&self.scenario.fleet) {
+            let before = draining_before.get(&(id.clone(), component.clone())).copied().unwrap_or(0.0);
+            if count > before {
+                self.fail(
+                    tick,
+                    Check::Draining,
+                    format!("draining instance {id} went from {before} to {count} copies of {component}"),
+                );
+            }
+        }
+        let instances = after.fleet().len();
+        let scaling = after.scaling();
+        if let Some(max) = scaling.max_instances.filter(|&max| launched_any && instances > max as usize) {
+            self.fail(
+                tick,
+                Check::InstanceBounds,
+                format!("{instances} instances after launching, above MaxInstanceCount {max}"),
+            );
+        }
+        let excused = plan_status == Status::Infeasible || launches_failed > 0;
+        if instances < scaling.min_instances as usize && !excused {
+            self.fail(
+                tick,
+                Check::InstanceBounds,
+                format!("{instances} instances, below MinInstanceCount {}", scaling.min_instances),
+            );
+        }
+        let down: Vec<&str> = self
+            .script
+            .az_outages
+            .iter()
+            .filter(|outage| (outage.from_tick..outage.until_tick).contains(&tick))
+            .map(|outage| outage.availability_zone.as_str())
+            .collect();
+        for instance in &self.scenario.fleet.instances {
+            if down.contains(&instance.availability_zone.as_str()) {
+                let message = format!("{} runs in {}, which is down", instance.instance_id, instance.availability_zone);
+                self.failures.push(InvariantFailure { tick, check: Check::Outage, message });
+            }
+        }
+    }
+
+    fn record(&mut self, tick: u32, now: i64, after: &Problem, events: Vec<String>) {
+        let (fleet, _) = FinalFleet::apply(after, &[]);
+        let reached = objective(after, &fleet);
+        let per_az = fleet.copies_per_az(after);
+        let az_imbalance = after
+            .components()
+            .iter()
+            .zip(&per_az)
+            .map(|(component, copies)| (component.name.clone(), imbalance(copies)))
+            .collect();
+        let desired: u64 = after.components().iter().map(|component| u64::from(component.copy_count)).sum();
+        self.records.push(TickRecord {
+            tick,
+            time: now,
+            instances: reached.instances_by_priority.values().sum(),
+            instances_by_priority: reached.instances_by_priority,
+            az_imbalance,
+            cost_micros: reached.cost_micros,
+            cost_unit: reached.cost_unit,
+            placed_copies: reached.placed_copies,
+            unplaced_copies: desired.saturating_sub(reached.placed_copies),
+            events,
+        });
+    }
+}
+
+/// The ledger TTL the scenario asks for (validated to 0–86400 already).
+fn problem_ttl(scenario: &Scenario) -> u32 {
+    scenario
+        .capacity_error_ttl_seconds
+        .filter(|ttl| (0.0..=86_400.0).contains(ttl))
+        .map_or(DEFAULT_CAPACITY_ERROR_TTL_SECONDS, |ttl| ttl as u32)
+}
+
+fn type_and_az(problem: &Problem, type_index: usize, az_index: usize) -> (String, String) {
+    (
+        problem.instance_types().get(type_index).map(|info| info.name.clone()).unwrap_or_default(),
+        problem.azs().get(az_index).cloned().unwrap_or_default(),
+    )
+}
+
+fn plan_launches(plan: &Plan) -> impl Iterator<Item = (&str, &str)> {
+    plan.actions.iter().filter_map(|action| match action {
+        Action::LaunchInstance { instance_type, availability_zone, .. } => {
+            Some((instance_type.as_str(), availability_zone.as_str()))
+        }
+        _ => None,
+    })
+}
+
+/// (draining instance id, component) → copies.
+fn draining_copies(fleet: &Fleet) -> BTreeMap<(String, String), f64> {
+    let draining: Vec<&str> = fleet
+        .instances
+        .iter()
+        .filter(|instance| instance.state.as_deref() == Some("Draining"))
+        .map(|instance| instance.instance_id.as_str())
+        .collect();
+    let mut copies = BTreeMap::new();
+    for copy in fleet.copies.iter().filter(|copy| draining.contains(&copy.instance_id.as_str())) {
+        *copies.entry((copy.instance_id.clone(), copy.inference_component_name.clone())).or_insert(0.0) +=
+            copy.copy_count;
+    }
+    copies
+}
+
+/// A final fleet as the scenario's `Fleet`, launch ids mapped through `ids` (unmapped ids
+/// kept), draining states carried over from the problem's fleet.
+fn fleet_of(problem: &Problem, fleet: &FinalFleet, ids: &BTreeMap<String, String>) -> Fleet {
+    let mut out = Fleet::default();
+    for instance in &fleet.instances {
+        let id = ids.get(&instance.id).cloned().unwrap_or_else(|| instance.id.clone());
+        let draining = instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining);
+        let (instance_type, availability_zone) = type_and_az(problem, instance.type_index, instance.az_index);
+        out.instances.push(FleetInstance {
+            instance_id: id.clone(),
+            instance_type,
+            availability_zone,
+            reserved: instance.reserved,
+            state: draining.then(|| "Draining".to_string()),
+        });
+        for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
+            out.copies.push(FleetCopy {
+                inference_component_name: problem
+                    .components()
+                    .get(component)
+                    .map(|component| component.name.clone())
+                    .unwrap_or_default(),
+                instance_id: id.clone(),
+                copy_count: f64::from(count),
+            });
+        }
+    }
+    out
+}
