@@ -120,6 +120,10 @@ pub struct TypeComposition {
     pub instances: u64,
     /// Of which in a reservation (cost nothing).
     pub reserved: u64,
+    /// Of which draining (contract §6: they get no new copies and are released first); in the
+    /// JSON only when some are.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub draining: u64,
     /// Hourly price of one instance, if known.
     pub hourly_price: Option<f64>,
 }
@@ -243,6 +247,7 @@ impl ReliabilityReport {
                 instances_per_az: vec![0; zones],
                 instances: 0,
                 reserved: 0,
+                draining: 0,
                 hourly_price: info.hourly_price,
             });
             if let Some(slot) = entry.instances_per_az.get_mut(instance.az_index) {
@@ -253,6 +258,9 @@ impl ReliabilityReport {
             }
             entry.instances += 1;
             entry.reserved += u64::from(instance.reserved);
+            let draining =
+                instance.existing.and_then(|i| problem.fleet.get(i)).is_some_and(|existing| existing.draining);
+            entry.draining += u64::from(draining);
         }
         let objective = objective(problem, fleet);
         let cost_in_instance_units = fleet
@@ -352,6 +360,15 @@ impl ReliabilityReport {
         rows.push(total);
         write_table(&mut out, &header, rows, 2);
 
+        let draining: Vec<String> = self
+            .instance_types
+            .iter()
+            .filter(|t| t.draining > 0)
+            .map(|t| format!("{} {}", t.draining, escape_text(&t.instance_type)))
+            .collect();
+        if !draining.is_empty() {
+            let _ = writeln!(out, "\nDraining (no new copies, released first): {}", draining.join(", "));
+        }
         let priorities: Vec<String> =
             self.instances_by_priority.iter().map(|(priority, count)| format!("P{priority}: {count}")).collect();
         let _ = writeln!(
@@ -499,4 +516,9 @@ fn plural(count: u64) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// For `skip_serializing_if`.
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }

@@ -606,3 +606,19 @@ fn launch_ids_skip_new_ids_already_in_the_fleet() {
         assert_eq!(ids, vec!["new-2", "new-3"]);
     }
 }
+
+#[test]
+fn the_reliability_report_counts_draining_instances() {
+    let problem = Problem::new(&draining_fleet(true)).unwrap();
+    let report = ReliabilityReport::build(&problem);
+    let draining: u64 = report.instance_types.iter().map(|composition| composition.draining).sum();
+    assert_eq!(draining, 2);
+    let table = report.to_table();
+    assert!(table.contains("\nDraining (no new copies, released first): 2 ml.g6.12xlarge\n"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(json["InstanceTypes"][0]["Draining"], 2, "{json}");
+    // Nothing draining: neither the line nor the key.
+    let calm = ReliabilityReport::build(&Problem::new(&draining_fleet(false)).unwrap());
+    assert!(!calm.to_table().contains("Draining"));
+    assert!(!calm.to_json().contains("Draining"));
+}
