@@ -3,8 +3,8 @@
 //! Prints a Markdown table (docs/benchmarks.md, "Solver backends").
 //!
 //! ```sh
-//! cargo run --release --example backend_compare -- [LIMIT_SECONDS] [REPEATS]
-//! cargo run --release --features cbc --example backend_compare -- 10 3   # with CBC
+//! cargo run --release --features examples --example backend_compare -- [LIMIT_SECONDS] [REPEATS]
+//! cargo run --release --features cbc,examples --example backend_compare -- 10 3   # with CBC
 //! ```
 //! Each cell is the minimum wall time over the repeats (the machine may be shared), the status
 //! and, when not proven, the stop reason.

@@ -2,7 +2,7 @@
 //! stop reason, objective, bound and wall time (a diagnostic for slow cases).
 //!
 //! ```sh
-//! cargo run --release --example exact_once -- SCENARIO [--nodes N] [--ms N]
+//! cargo run --release --features examples --example exact_once -- SCENARIO [--nodes N] [--ms N]
 //! ```
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! the size, the time taken and the objective. Used to measure time and peak memory:
 //!
 //! ```text
-//! cargo build --release --example greedy_large
+//! cargo build --release --features examples --example greedy_large
 //! target/release/examples/greedy_large 10000 250 --repeat 30
 //! /usr/bin/time -v target/release/examples/greedy_large 100000 500
 //! target/release/examples/greedy_large scenarios/fifty-models.json

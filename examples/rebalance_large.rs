@@ -3,8 +3,8 @@
 //! changes, and whether it passes `verify_rebalance`:
 //!
 //! ```text
-//! cargo run --release --example rebalance_large
-//! cargo run --release --example rebalance_large -- 2000 --repeat 5
+//! cargo run --release --features examples --example rebalance_large
+//! cargo run --release --features examples --example rebalance_large -- 2000 --repeat 5
 //! ```
 //!
 //! The first argument is the number of instances (5 copies each, 100 components). With

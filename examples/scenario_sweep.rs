@@ -1,7 +1,7 @@
 //! A reproducible sweep of realistic scenarios through the `fleetplan` command line.
 //!
 //! ```text
-//! cargo build --release --features cli --example scenario_sweep
+//! cargo build --release --features cli,examples --example scenario_sweep
 //! target/release/examples/scenario_sweep generate DIR [--count 40] [--seed 1]
 //! target/release/examples/scenario_sweep run DIR --bin target/release/fleetplan \
 //!     [--time-limit-ms 5000] [--out DIR/results]

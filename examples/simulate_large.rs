@@ -5,8 +5,8 @@
 //! whether every invariant held:
 //!
 //! ```text
-//! nice cargo run --release --example simulate_large
-//! nice cargo run --release --example simulate_large -- 1000 --consolidate-every 50 --rebalance-every 100 \
+//! nice cargo run --release --features examples --example simulate_large
+//! nice cargo run --release --features examples --example simulate_large -- 1000 --consolidate-every 50 --rebalance-every 100 \
 //!     --rebalance-node-limit 50
 //! ```
 //!

@@ -3,7 +3,7 @@
 //! process so the peak belongs to it:
 //!
 //! ```sh
-//! cargo build --release --example size_limits
+//! cargo build --release --features examples --example size_limits
 //! for case in components fleet min-instances azs single-model; do
 //!     target/release/examples/size_limits $case
 //! done
