@@ -593,8 +593,9 @@ struct BalanceBounds {
 }
 
 /// The master problem of one solve, built one family of variables and constraints at a time
-/// (docs/formulation.md, "Variables" and "Constraints"). The creation order is fixed: warm
-/// starts from the previous level and `counts_from_tail` rely on it.
+/// (docs/formulation.md, "Variables" and "Constraints"; the section names and constraint
+/// numbers in the methods' docs are that page's). The creation order is fixed: warm starts
+/// from the previous level and `counts_from_tail` rely on it.
 struct MasterBuilder<'a> {
     facts: &'a Facts<'a>,
     problem: &'a Problem,
