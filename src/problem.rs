@@ -521,6 +521,44 @@ enum Kind {
     Decimal,
 }
 
+/// The instance type catalogue: name → (spec, path of the scenario entry, empty for a built-in).
+type Catalogue = BTreeMap<String, (InstanceTypeSpec, String)>;
+
+/// An instance pool: (type, priority, model name override).
+type Pool = (String, u8, Option<String>);
+
+/// What the capacity section finds.
+struct LaunchCapacity {
+    /// Launch limits per (type, AZ).
+    limits: Vec<Vec<LaunchLimit>>,
+    /// Per (type, AZ): whether a `Capacity` entry limits it.
+    limited: Vec<Vec<bool>>,
+}
+
+/// What the components section finds.
+struct Components {
+    components: Vec<Component>,
+    /// No inference components: the endpoint's own model is the one component.
+    single_model: bool,
+    variant_name: String,
+}
+
+/// `Fleet.Instances` as validated.
+struct ListedFleet {
+    /// Instances with a known type and AZ.
+    fleet: Vec<ExistingInstance>,
+    /// Every instance id listed.
+    ids: BTreeSet<String>,
+    /// Instances whose copies are not fully known: their packing is not checked.
+    untrusted: BTreeSet<String>,
+}
+
+/// Index by name, the first entry winning for a name listed twice.
+fn index_by_name<'a>(names: impl IntoIterator<Item = &'a String>) -> BTreeMap<&'a str, usize> {
+    let names: Vec<&str> = names.into_iter().map(String::as_str).collect();
+    names.iter().enumerate().rev().map(|(index, name)| (*name, index)).collect()
+}
+
 impl Validator {
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.issues.push(Issue { path: path.into(), message: message.into() });
@@ -566,8 +604,61 @@ impl Validator {
     }
 
     pub(crate) fn run(mut self, scenario: &Scenario) -> Result<Problem, ValidationError> {
-        // Sizes first: beyond them the rest of validation alone could take minutes, so an
-        // oversized list is reported (with every other oversized list) and nothing else.
+        self.sizes(scenario);
+        if !self.issues.is_empty() {
+            return Err(ValidationError::new(self.issues));
+        }
+        let azs = self.availability_zones(scenario);
+        let catalogue = self.catalogue(scenario);
+        let pools = self.pools(&scenario.endpoint, &catalogue);
+        let types = self.problem_types(scenario, &catalogue, &pools);
+        let LaunchCapacity { mut limits, limited } = self.capacity(scenario, &catalogue, &types, &azs);
+        let scaling = self.scaling(&scenario.endpoint);
+        let Components { components, single_model, variant_name } = self.components(scenario, &types, azs.len());
+        let fleet = self.fleet(scenario, &types, &components, &azs, single_model);
+        self.warn_azs_without_capacity(&azs, &types, &limits, &limited);
+
+        // Capacity feedback (contract §6), after the warnings above: those are about `Capacity`.
+        let (now, capacity_blocks) = self.capacity_events(scenario, &catalogue, &types, &azs);
+        for &(t, z) in capacity_blocks.keys() {
+            if let Some(limit) = limits.get_mut(t).and_then(|row| row.get_mut(z)) {
+                *limit = LaunchLimit { reserved: 0, available: Some(0) };
+            }
+        }
+
+        for issue in &mut self.issues {
+            issue.message = with_entry_name(scenario, &issue.path, &issue.message);
+        }
+        for warning in &mut self.warnings {
+            warning.message = with_entry_name(scenario, &warning.path, &warning.message);
+        }
+        if !self.issues.is_empty() {
+            return Err(ValidationError::new(self.issues));
+        }
+        let fleet_by_id = fleet.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
+        let component_by_name =
+            components.iter().enumerate().map(|(index, component)| (component.name.clone(), index)).collect();
+        Ok(Problem {
+            endpoint_name: scenario.endpoint.endpoint_name.clone(),
+            variant_name,
+            azs,
+            types,
+            components,
+            limits,
+            fleet,
+            fleet_by_id,
+            component_by_name,
+            scaling,
+            single_model,
+            warnings: self.warnings,
+            now,
+            capacity_blocks,
+        })
+    }
+
+    /// Sizes first: beyond them the rest of validation alone could take minutes, so an
+    /// oversized list is reported (with every other oversized list) and nothing else.
+    fn sizes(&mut self, scenario: &Scenario) {
         let sizes: [(&str, usize, usize); 5] = [
             ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
             ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
@@ -580,11 +671,10 @@ impl Validator {
                 self.error(path, format!("{length} entries; at most {limit} are accepted (size limits)"));
             }
         }
-        if !self.issues.is_empty() {
-            return Err(ValidationError::new(self.issues));
-        }
+    }
 
-        // Availability zones.
+    /// Availability zones: at least one, each named, none twice.
+    fn availability_zones(&mut self, scenario: &Scenario) -> Vec<String> {
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
             self.error("AvailabilityZones", "at least one availability zone is required");
@@ -597,12 +687,12 @@ impl Validator {
                 self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
             }
         }
-        let az_by_name: BTreeMap<&str, usize> =
-            azs.iter().enumerate().rev().map(|(index, az)| (az.as_str(), index)).collect();
-        let az_index = |name: &str| az_by_name.get(name).copied();
+        azs
+    }
 
-        // Catalogue: built-ins overridden by the scenario's own types.
-        let mut catalogue: BTreeMap<String, (InstanceTypeSpec, String)> = builtin_instance_types()
+    /// Catalogue: built-ins overridden by the scenario's own (valid) types.
+    fn catalogue(&mut self, scenario: &Scenario) -> Catalogue {
+        let mut catalogue: Catalogue = builtin_instance_types()
             .into_iter()
             .map(|spec| (spec.instance_type.clone(), (spec, String::new())))
             .collect();
@@ -638,10 +728,12 @@ impl Validator {
                 catalogue.insert(spec.instance_type.clone(), (spec.clone(), path));
             }
         }
+        catalogue
+    }
 
-        // Pools.
-        let endpoint = &scenario.endpoint;
-        let mut pools: Vec<(String, u8, Option<String>)> = Vec::new();
+    /// Pools: `Endpoint.InstanceType` or `Endpoint.InstancePools`, as (type, priority, model override).
+    fn pools(&mut self, endpoint: &Endpoint, catalogue: &Catalogue) -> Vec<Pool> {
+        let mut pools: Vec<Pool> = Vec::new();
         match (&endpoint.instance_type, endpoint.instance_pools.is_empty()) {
             (Some(_), false) => {
                 self.error("Endpoint.InstanceType", "give either InstanceType or InstancePools, not both");
@@ -692,8 +784,11 @@ impl Validator {
                 }
             }
         }
+        pools
+    }
 
-        // Types of the problem: pool types, then fleet-only types.
+    /// Types of the problem: pool types, then fleet-only types.
+    fn problem_types(&mut self, scenario: &Scenario, catalogue: &Catalogue, pools: &[Pool]) -> Vec<InstanceTypeInfo> {
         let mut types: Vec<InstanceTypeInfo> = Vec::new();
         let info = |name: &str, priority: u8, in_pool: bool, model: Option<String>| {
             catalogue.get(name).map(|(spec, _)| InstanceTypeInfo {
@@ -710,7 +805,7 @@ impl Validator {
                 model_name_override: model,
             })
         };
-        for (name, priority, model) in &pools {
+        for (name, priority, model) in pools {
             if let Some(type_info) = info(name, *priority, true, model.clone()) {
                 types.push(type_info);
             }
@@ -727,19 +822,30 @@ impl Validator {
                 ),
             }
         }
-        let type_index = |name: &str| types.iter().position(|t| t.name == name);
         self.warn_partial_prices(&types);
+        types
+    }
 
-        // Capacity.
-        let mut limits = vec![vec![LaunchLimit::default(); azs.len()]; types.len()];
-        let mut limited = vec![vec![false; azs.len()]; types.len()];
+    /// Capacity: launch limits per (type, AZ), and which (type, AZ) a `Capacity` entry limits.
+    fn capacity(
+        &mut self,
+        scenario: &Scenario,
+        catalogue: &Catalogue,
+        types: &[InstanceTypeInfo],
+        azs: &[String],
+    ) -> LaunchCapacity {
+        let type_index = |name: &str| types.iter().position(|t| t.name == name);
+        let az_by_name = index_by_name(azs);
+        let zones = azs.len();
+        let mut limits = vec![vec![LaunchLimit::default(); zones]; types.len()];
+        let mut limited = vec![vec![false; zones]; types.len()];
         let mut capacity_seen = BTreeSet::new();
         for (index, entry) in scenario.capacity.iter().enumerate() {
             let path = format!("Capacity[{index}]");
             let available =
                 entry.available.map(|value| self.count(&format!("{path}.Available"), value, 0, MAX_INSTANCES));
             let reserved = self.count(&format!("{path}.Reserved"), entry.reserved, 0, MAX_INSTANCES);
-            let az = az_index(&entry.availability_zone);
+            let az = az_by_name.get(entry.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
@@ -771,8 +877,11 @@ impl Validator {
                 limited[t][z] = true;
             }
         }
+        LaunchCapacity { limits, limited }
+    }
 
-        // Scaling.
+    /// Scaling: `Endpoint.ManagedInstanceScaling` and its scale-in policy.
+    fn scaling(&mut self, endpoint: &Endpoint) -> ScalingLimits {
         let scaling_spec = endpoint.managed_instance_scaling.clone().unwrap_or_default();
         let scaling_path = "Endpoint.ManagedInstanceScaling";
         let min_instances = match scaling_spec.min_instance_count {
@@ -819,10 +928,13 @@ impl Validator {
             Some(value) => self.count(&format!("{policy_path}.CooldownInMinutes"), value, 5, 1440).unwrap_or(20),
             None => 20,
         };
-        let scaling = ScalingLimits { min_instances, max_instances, strategy, maximum_step_size, cooldown_minutes };
+        ScalingLimits { min_instances, max_instances, strategy, maximum_step_size, cooldown_minutes }
+    }
 
-        // Components.
-        let pool_index = |name: &str| types.iter().position(|t| t.in_pool && t.name == name);
+    /// Components: the endpoint's model (single-model endpoint) or its inference components,
+    /// then the total copy count.
+    fn components(&mut self, scenario: &Scenario, types: &[InstanceTypeInfo], zones: usize) -> Components {
+        let endpoint = &scenario.endpoint;
         let mut components: Vec<Component> = Vec::new();
         let single_model = scenario.inference_components.is_empty();
         let variant_name =
@@ -858,138 +970,8 @@ impl Validator {
         }
         let mut names = BTreeSet::new();
         for (index, spec) in scenario.inference_components.iter().enumerate() {
-            let path = format!("InferenceComponents[{index}]");
-            let name = &spec.inference_component_name;
-            if name.is_empty() {
-                self.error(format!("{path}.InferenceComponentName"), "empty name");
-            } else if !names.insert(name.clone()) {
-                self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
-            }
-            let copy_count = self.count(
-                &format!("{path}.RuntimeConfig.CopyCount"),
-                spec.runtime_config.copy_count,
-                0,
-                MAX_COPIES_PER_COMPONENT,
-            );
-            let mut requirements: Vec<Option<Requirement>> = vec![None; types.len()];
-            let mut configs: Vec<(String, &SchedulingConfig)> = Vec::new();
-            match (&spec.specification, &spec.specifications) {
-                (Some(_), Some(_)) => {
-                    self.error(path.clone(), "give either Specification or Specifications, not both");
-                }
-                (None, None) => {
-                    self.error(path.clone(), "one of Specification or Specifications is required");
-                }
-                (Some(single), None) => {
-                    let spec_path = format!("{path}.Specification");
-                    if let Some(resources) = self.requirement(&spec_path, &single.compute_resource_requirements) {
-                        for (t, info) in types.iter().enumerate() {
-                            requirements[t] = Some(Requirement::with_builds(
-                                resources,
-                                info.model_name_override.clone(),
-                                single.model_name.clone(),
-                            ));
-                        }
-                    }
-                    if let Some(config) = &single.scheduling_config {
-                        configs.push((spec_path.clone(), config));
-                    }
-                }
-                (None, Some(list)) => {
-                    if list.is_empty() || list.len() > 5 {
-                        self.error(
-                            format!("{path}.Specifications"),
-                            format!("{} specifications given, 1 to 5 are allowed", list.len()),
-                        );
-                    }
-                    for (spec_index, item) in list.iter().enumerate() {
-                        let spec_path = format!("{path}.Specifications[{spec_index}]");
-                        let resources = self.requirement(&spec_path, &item.compute_resource_requirements);
-                        if let Some(config) = &item.scheduling_config {
-                            configs.push((spec_path.clone(), config));
-                        }
-                        let Some(type_name) = &item.instance_type else {
-                            self.error(format!("{spec_path}.InstanceType"), "is required in Specifications");
-                            continue;
-                        };
-                        let Some(t) = pool_index(type_name) else {
-                            self.error(
-                                format!("{spec_path}.InstanceType"),
-                                format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
-                            );
-                            continue;
-                        };
-                        if requirements[t].is_some() {
-                            self.error(
-                                format!("{spec_path}.InstanceType"),
-                                format!("{} is listed twice", quoted(type_name)),
-                            );
-                            continue;
-                        }
-                        if let Some(resources) = resources {
-                            requirements[t] = Some(Requirement::with_builds(
-                                resources,
-                                item.model_name.clone(),
-                                types[t].model_name_override.clone(),
-                            ));
-                        }
-                    }
-                }
-            }
-            if let Some((first_path, first)) = configs.first() {
-                if let Some((other_path, _)) = configs.iter().find(|(_, config)| config != first) {
-                    self.error(
-                        format!("{other_path}.SchedulingConfig"),
-                        format!("differs from {first_path}.SchedulingConfig; all specifications must agree"),
-                    );
-                }
-            }
-            let mut strategy = PlacementStrategy::Spread;
-            let mut max_imbalance = None;
-            if let Some((spec_path, config)) = configs.first().cloned() {
-                let config_path = format!("{spec_path}.SchedulingConfig");
-                match config.placement_strategy.as_deref() {
-                    None | Some("SPREAD") => {}
-                    Some("BINPACK") => strategy = PlacementStrategy::Binpack,
-                    Some(other) => self.error(
-                        format!("{config_path}.PlacementStrategy"),
-                        format!("{} is not SPREAD or BINPACK", quoted(other)),
-                    ),
-                }
-                if let Some(balance) = &config.availability_zone_balance {
-                    let balance_path = format!("{config_path}.AvailabilityZoneBalance");
-                    if let Some(mode) = &balance.enforcement_mode {
-                        if mode != "PERMISSIVE" {
-                            self.error(
-                                format!("{balance_path}.EnforcementMode"),
-                                format!("{} is not PERMISSIVE", quoted(mode)),
-                            );
-                        }
-                    }
-                    max_imbalance = match balance.max_imbalance {
-                        Some(value) => self.count(&format!("{balance_path}.MaxImbalance"), value, 0, 100),
-                        None => Some(0),
-                    };
-                }
-            }
-            if let Some(copy_count) = copy_count {
-                if let Some(limit) = max_imbalance {
-                    let zones = azs.len() as u32;
-                    if copy_count == 1 {
-                        self.warn(
-                            WarningKind::SingleCopy,
-                            format!("{path}.RuntimeConfig.CopyCount"),
-                            format!("single copy of {name}: one AZ outage takes it down"),
-                        );
-                    } else if zones > 1 && limit == 0 && copy_count % zones != 0 {
-                        self.warn(
-                            WarningKind::ImbalanceUnreachable,
-                            format!("{path}.RuntimeConfig.CopyCount"),
-                            format!("{copy_count} copies over {zones} AZs can never meet MaxImbalance 0 (best is 1)"),
-                        );
-                    }
-                }
-                components.push(Component { name: name.clone(), copy_count, requirements, strategy, max_imbalance });
+            if let Some(component) = self.inference_component(index, spec, &mut names, types, zones) {
+                components.push(component);
             }
         }
 
@@ -1002,23 +984,209 @@ impl Validator {
                 ),
             );
         }
+        Components { components, single_model, variant_name }
+    }
 
-        // Fleet.
+    /// One inference component: its name (not empty, not seen before in `names`), copy count,
+    /// specifications and scheduling; `None` when its copy count is invalid.
+    fn inference_component(
+        &mut self,
+        index: usize,
+        spec: &InferenceComponent,
+        names: &mut BTreeSet<String>,
+        types: &[InstanceTypeInfo],
+        zones: usize,
+    ) -> Option<Component> {
+        let path = format!("InferenceComponents[{index}]");
+        let name = &spec.inference_component_name;
+        if name.is_empty() {
+            self.error(format!("{path}.InferenceComponentName"), "empty name");
+        } else if !names.insert(name.clone()) {
+            self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
+        }
+        let copy_count = self.count(
+            &format!("{path}.RuntimeConfig.CopyCount"),
+            spec.runtime_config.copy_count,
+            0,
+            MAX_COPIES_PER_COMPONENT,
+        );
+        let (requirements, configs) = self.specifications(&path, spec, types);
+        let (strategy, max_imbalance) = self.scheduling(&configs);
+        let copy_count = copy_count?;
+        if let Some(limit) = max_imbalance {
+            let zones = zones as u32;
+            if copy_count == 1 {
+                self.warn(
+                    WarningKind::SingleCopy,
+                    format!("{path}.RuntimeConfig.CopyCount"),
+                    format!("single copy of {name}: one AZ outage takes it down"),
+                );
+            } else if zones > 1 && limit == 0 && copy_count % zones != 0 {
+                self.warn(
+                    WarningKind::ImbalanceUnreachable,
+                    format!("{path}.RuntimeConfig.CopyCount"),
+                    format!("{copy_count} copies over {zones} AZs can never meet MaxImbalance 0 (best is 1)"),
+                );
+            }
+        }
+        Some(Component { name: name.clone(), copy_count, requirements, strategy, max_imbalance })
+    }
+
+    /// A component's `Specification` or `Specifications`: its requirement per problem type and
+    /// its scheduling configs with their paths.
+    fn specifications<'a>(
+        &mut self,
+        path: &str,
+        spec: &'a InferenceComponent,
+        types: &[InstanceTypeInfo],
+    ) -> (Vec<Option<Requirement>>, Vec<(String, &'a SchedulingConfig)>) {
+        let pool_index = |name: &str| types.iter().position(|t| t.in_pool && t.name == name);
+        let mut requirements: Vec<Option<Requirement>> = vec![None; types.len()];
+        let mut configs: Vec<(String, &SchedulingConfig)> = Vec::new();
+        match (&spec.specification, &spec.specifications) {
+            (Some(_), Some(_)) => {
+                self.error(path, "give either Specification or Specifications, not both");
+            }
+            (None, None) => {
+                self.error(path, "one of Specification or Specifications is required");
+            }
+            (Some(single), None) => {
+                let spec_path = format!("{path}.Specification");
+                if let Some(resources) = self.requirement(&spec_path, &single.compute_resource_requirements) {
+                    for (t, info) in types.iter().enumerate() {
+                        requirements[t] = Some(Requirement::with_builds(
+                            resources,
+                            info.model_name_override.clone(),
+                            single.model_name.clone(),
+                        ));
+                    }
+                }
+                if let Some(config) = &single.scheduling_config {
+                    configs.push((spec_path.clone(), config));
+                }
+            }
+            (None, Some(list)) => {
+                if list.is_empty() || list.len() > 5 {
+                    self.error(
+                        format!("{path}.Specifications"),
+                        format!("{} specifications given, 1 to 5 are allowed", list.len()),
+                    );
+                }
+                for (spec_index, item) in list.iter().enumerate() {
+                    let spec_path = format!("{path}.Specifications[{spec_index}]");
+                    let resources = self.requirement(&spec_path, &item.compute_resource_requirements);
+                    if let Some(config) = &item.scheduling_config {
+                        configs.push((spec_path.clone(), config));
+                    }
+                    let Some(type_name) = &item.instance_type else {
+                        self.error(format!("{spec_path}.InstanceType"), "is required in Specifications");
+                        continue;
+                    };
+                    let Some(t) = pool_index(type_name) else {
+                        self.error(
+                            format!("{spec_path}.InstanceType"),
+                            format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
+                        );
+                        continue;
+                    };
+                    if requirements[t].is_some() {
+                        self.error(
+                            format!("{spec_path}.InstanceType"),
+                            format!("{} is listed twice", quoted(type_name)),
+                        );
+                        continue;
+                    }
+                    if let Some(resources) = resources {
+                        requirements[t] = Some(Requirement::with_builds(
+                            resources,
+                            item.model_name.clone(),
+                            types[t].model_name_override.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        (requirements, configs)
+    }
+
+    /// A component's scheduling: all its configs must agree; the first gives the placement
+    /// strategy and the AZ balance limit (`None` when not asked for).
+    fn scheduling(&mut self, configs: &[(String, &SchedulingConfig)]) -> (PlacementStrategy, Option<u32>) {
+        if let Some((first_path, first)) = configs.first() {
+            if let Some((other_path, _)) = configs.iter().find(|(_, config)| config != first) {
+                self.error(
+                    format!("{other_path}.SchedulingConfig"),
+                    format!("differs from {first_path}.SchedulingConfig; all specifications must agree"),
+                );
+            }
+        }
+        let mut strategy = PlacementStrategy::Spread;
+        let mut max_imbalance = None;
+        if let Some((spec_path, config)) = configs.first() {
+            let config_path = format!("{spec_path}.SchedulingConfig");
+            match config.placement_strategy.as_deref() {
+                None | Some("SPREAD") => {}
+                Some("BINPACK") => strategy = PlacementStrategy::Binpack,
+                Some(other) => self.error(
+                    format!("{config_path}.PlacementStrategy"),
+                    format!("{} is not SPREAD or BINPACK", quoted(other)),
+                ),
+            }
+            if let Some(balance) = &config.availability_zone_balance {
+                let balance_path = format!("{config_path}.AvailabilityZoneBalance");
+                if let Some(mode) = &balance.enforcement_mode {
+                    if mode != "PERMISSIVE" {
+                        self.error(
+                            format!("{balance_path}.EnforcementMode"),
+                            format!("{} is not PERMISSIVE", quoted(mode)),
+                        );
+                    }
+                }
+                max_imbalance = match balance.max_imbalance {
+                    Some(value) => self.count(&format!("{balance_path}.MaxImbalance"), value, 0, 100),
+                    None => Some(0),
+                };
+            }
+        }
+        (strategy, max_imbalance)
+    }
+
+    /// Fleet: its instances, the copies they run, and whether each instance already packs.
+    fn fleet(
+        &mut self,
+        scenario: &Scenario,
+        types: &[InstanceTypeInfo],
+        components: &[Component],
+        azs: &[String],
+        single_model: bool,
+    ) -> Vec<ExistingInstance> {
+        let mut listed = self.fleet_instances(scenario, types, azs);
+        let copies = self.fleet_copies(scenario, types, components, &mut listed, single_model);
+        let ListedFleet { mut fleet, untrusted, .. } = listed;
+        for (instance, per_instance) in fleet.iter_mut().zip(copies) {
+            instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
+        }
+        self.check_packing(scenario, types, components, &fleet, &untrusted);
+        fleet
+    }
+
+    /// `Fleet.Instances`: ids, AZs and states.
+    fn fleet_instances(&mut self, scenario: &Scenario, types: &[InstanceTypeInfo], azs: &[String]) -> ListedFleet {
+        let az_by_name = index_by_name(azs);
+        let type_index = |name: &str| types.iter().position(|t| t.name == name);
         let mut fleet: Vec<ExistingInstance> = Vec::new();
-        let mut fleet_ids = BTreeSet::new();
-        // Instances whose copies are not fully known; packing is checked on every other one, so
-        // an unrelated fleet error does not hide a packing error.
+        let mut ids = BTreeSet::new();
         let mut untrusted: BTreeSet<String> = BTreeSet::new();
         for (index, instance) in scenario.fleet.instances.iter().enumerate() {
             let path = format!("Fleet.Instances[{index}]");
             if instance.instance_id.is_empty() {
                 self.error(format!("{path}.InstanceId"), "empty id");
                 untrusted.insert(String::new());
-            } else if !fleet_ids.insert(instance.instance_id.clone()) {
+            } else if !ids.insert(instance.instance_id.clone()) {
                 self.error(format!("{path}.InstanceId"), format!("{} is listed twice", quoted(&instance.instance_id)));
                 untrusted.insert(instance.instance_id.clone());
             }
-            let az = az_index(&instance.availability_zone);
+            let az = az_by_name.get(instance.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
@@ -1044,11 +1212,23 @@ impl Validator {
                 });
             }
         }
+        ListedFleet { fleet, ids, untrusted }
+    }
+
+    /// `Fleet.Copies`: copies per component for each instance of `fleet`; an instance with a
+    /// copy entry in error becomes untrusted.
+    fn fleet_copies(
+        &mut self,
+        scenario: &Scenario,
+        types: &[InstanceTypeInfo],
+        components: &[Component],
+        listed: &mut ListedFleet,
+        single_model: bool,
+    ) -> Vec<BTreeMap<usize, u32>> {
+        let ListedFleet { fleet, ids, untrusted } = listed;
         // Lookups by name, built once: a fleet may list 100,000 instances and as many copies.
-        let fleet_by_id: BTreeMap<&str, usize> =
-            fleet.iter().enumerate().rev().map(|(index, instance)| (instance.id.as_str(), index)).collect();
-        let component_by_name: BTreeMap<&str, usize> =
-            components.iter().enumerate().rev().map(|(index, component)| (component.name.as_str(), index)).collect();
+        let fleet_by_id = index_by_name(fleet.iter().map(|instance| &instance.id));
+        let component_by_name = index_by_name(components.iter().map(|component| &component.name));
         let declared_components: BTreeSet<&str> =
             scenario.inference_components.iter().map(|c| c.inference_component_name.as_str()).collect();
         let mut copies: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); fleet.len()];
@@ -1072,7 +1252,7 @@ impl Validator {
                 );
             }
             let instance = fleet_by_id.get(copy.instance_id.as_str()).copied();
-            if instance.is_none() && !fleet_ids.contains(&copy.instance_id) {
+            if instance.is_none() && !ids.contains(&copy.instance_id) {
                 self.error(
                     format!("{path}.InstanceId"),
                     format!("{} is not an instance in Fleet.Instances", quoted(&copy.instance_id)),
@@ -1097,17 +1277,22 @@ impl Validator {
             let entry = copies[instance].entry(component).or_insert(0);
             *entry = entry.saturating_add(count);
         }
+        copies
+    }
+
+    /// Packing is checked on every instance whose copies are fully known, so an unrelated fleet
+    /// error does not hide a packing error.
+    fn check_packing(
+        &mut self,
+        scenario: &Scenario,
+        types: &[InstanceTypeInfo],
+        components: &[Component],
+        fleet: &[ExistingInstance],
+        untrusted: &BTreeSet<String>,
+    ) {
         // Where each instance id is first listed in the scenario, for messages.
-        let listed_at: BTreeMap<&str, usize> = scenario
-            .fleet
-            .instances
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(index, instance)| (instance.instance_id.as_str(), index))
-            .collect();
-        for (instance, per_instance) in fleet.iter_mut().zip(copies) {
-            instance.copies = per_instance.into_iter().filter(|&(_, count)| count > 0).collect();
+        let listed_at = index_by_name(scenario.fleet.instances.iter().map(|instance| &instance.instance_id));
+        for instance in fleet {
             if untrusted.contains(&instance.id) {
                 continue;
             }
@@ -1131,8 +1316,16 @@ impl Validator {
                 );
             }
         }
+    }
 
-        // AZs where no pool type can launch.
+    /// AZs where no pool type can launch.
+    fn warn_azs_without_capacity(
+        &mut self,
+        azs: &[String],
+        types: &[InstanceTypeInfo],
+        limits: &[Vec<LaunchLimit>],
+        limited: &[Vec<bool>],
+    ) {
         for (z, az) in azs.iter().enumerate() {
             let pool_types: Vec<usize> = types.iter().enumerate().filter(|(_, t)| t.in_pool).map(|(i, _)| i).collect();
             if !pool_types.is_empty() && pool_types.iter().all(|&t| limited[t][z] && limits[t][z].total() == Some(0)) {
@@ -1143,44 +1336,6 @@ impl Validator {
                 );
             }
         }
-
-        // Capacity feedback (contract §6), after the warnings above: those are about `Capacity`.
-        let (now, capacity_blocks) = self.capacity_events(scenario, &catalogue, &types, &azs);
-        for &(t, z) in capacity_blocks.keys() {
-            if let Some(limit) = limits.get_mut(t).and_then(|row| row.get_mut(z)) {
-                *limit = LaunchLimit { reserved: 0, available: Some(0) };
-            }
-        }
-
-        for issue in &mut self.issues {
-            issue.message = with_entry_name(scenario, &issue.path, &issue.message);
-        }
-        for warning in &mut self.warnings {
-            warning.message = with_entry_name(scenario, &warning.path, &warning.message);
-        }
-        if !self.issues.is_empty() {
-            return Err(ValidationError::new(self.issues));
-        }
-        let _ = limited;
-        let fleet_by_id = fleet.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
-        let component_by_name =
-            components.iter().enumerate().map(|(index, component)| (component.name.clone(), index)).collect();
-        Ok(Problem {
-            endpoint_name: endpoint.endpoint_name.clone(),
-            variant_name,
-            azs,
-            types,
-            components,
-            limits,
-            fleet,
-            fleet_by_id,
-            component_by_name,
-            scaling,
-            single_model,
-            warnings: self.warnings,
-            now,
-            capacity_blocks,
-        })
     }
 
     /// Validates `Now`, `CapacityErrorTtlSeconds` and `CapacityEvents` and returns `Now` and the

@@ -10,8 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use super::backend::{Mip, MipBackend, MipOutcome, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE};
-use crate::problem::{Problem, Resources};
+use super::backend::{
+    Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
+};
+use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// The comparison of a model row (the planner's short names for [`Sense`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -546,201 +548,343 @@ pub(crate) fn solve(
     warm: Warm<'_>,
     extra: Extra<'_>,
 ) -> Solved {
-    let problem = facts.problem;
-    let types = problem.instance_types();
-    let components = problem.components();
-    let fleet = problem.fleet();
-    let zones = problem.azs().len();
-    let mut model = Model { lp: Mip::new(), ints: Vec::new(), relax: extra.relax };
-    // An L3 level puts its objective on the instance variables themselves (not only on the
-    // auxiliary `objective` variable): microlp seeds its branching pseudocosts with the
-    // objective coefficients, so it then branches on the instance counts of that priority
-    // first, which is what closes the gap between the LP bound and the integer count.
-    let priority_goal = match goal {
-        Goal::Priority(priority) => Some(priority),
-        _ => None,
+    let mut master = MasterBuilder::new(facts, layout, goal, warm, extra);
+    master.new_instances();
+    master.existing_instances();
+    master.copy_counts();
+    master.instance_bounds();
+    let levels = master.unplaced_and_balance(goal, fixed);
+    master.relaxed_copies_per_az();
+    if !master.fixed_copies_per_az() {
+        return Solved::Infeasible;
+    }
+    let Some(target) = master.goal_rows(goal, fixed, levels) else {
+        return Solved::Infeasible;
     };
-    let objective =
-        model.lp.add_var(if priority_goal.is_some() { 0.0 } else { 1.0 }, (f64::NEG_INFINITY, f64::INFINITY));
-    let plan_hint = match warm {
-        Warm::Plan(hint) => Some(hint),
-        _ => None,
-    };
-    let mut hinted: Vec<(Variable, f64)> = Vec::new();
-    let mut hint = |var: Variable, value: Option<u64>| {
-        if let Some(value) = value {
-            hinted.push((var, value as f64));
+    master.solve(goal, limits, warm, &target)
+}
+
+/// The L1 and L2 expressions, and the copies wanted in all.
+struct PlacementLevels {
+    unplaced: Expr,
+    balance: Expr,
+    wanted: u64,
+}
+
+/// The level being solved, as the solver sees it.
+struct Target {
+    expr: Expr,
+    /// Added to the level's value for the solver: L1 is shown as "copies not placed".
+    shift: f64,
+    /// The copies wanted in all.
+    wanted: u64,
+}
+
+/// What bounds the balance of each component once earlier levels are fixed (constraints 7–8).
+struct BalanceBounds {
+    /// L1 is fixed at "every copy placed".
+    all_placed: bool,
+    /// The least excess of each balanced component (its most even split).
+    least_excess: Vec<Option<u64>>,
+    /// Their sum.
+    least_total: u64,
+    /// The most total excess this solve allows (L2 fixed, or L2's own probe).
+    excess_cap: Option<u64>,
+}
+
+/// The master problem of one solve, built one family of variables and constraints at a time
+/// (docs/formulation.md, "Variables" and "Constraints"; the section names and constraint
+/// numbers in the methods' docs are that page's). The creation order is fixed: warm starts
+/// from the previous level and `counts_from_tail` rely on it.
+struct MasterBuilder<'a> {
+    facts: &'a Facts<'a>,
+    problem: &'a Problem,
+    layout: &'a Layout,
+    extra: Extra<'a>,
+    /// The priority an L3 solve minimises: its instance variables carry the objective.
+    priority_goal: Option<u8>,
+    /// The L4 regime being solved.
+    cost_mode: Option<CostMode>,
+    /// The plan giving the warm start (`Warm::Plan`).
+    plan_hint: Option<&'a Hint>,
+    model: Model,
+    /// The auxiliary variable equal to the level's value (as the solver sees it).
+    objective: Variable,
+    /// Warm-start values from `plan_hint`.
+    hinted: Vec<(Variable, f64)>,
+    /// Final copies per (component, AZ).
+    per_az: Vec<Vec<Expr>>,
+    /// New-copy variables per component.
+    new_per_component: Vec<Vec<(Variable, f64)>>,
+    /// Instances of the final fleet (new and kept).
+    instances: Expr,
+    /// The same, per priority (L3).
+    by_priority: BTreeMap<u8, Expr>,
+    /// L4 priced: the price of every instance that is not prepaid.
+    priced: Expr,
+    /// L4 units: the instances that are not prepaid.
+    units: Expr,
+    /// Instances of types without a price.
+    unpriced: Expr,
+    vars: Vars,
+}
+
+impl<'a> MasterBuilder<'a> {
+    fn new(facts: &'a Facts<'a>, layout: &'a Layout, goal: Goal, warm: Warm<'a>, extra: Extra<'a>) -> Self {
+        let problem = facts.problem;
+        let components = problem.components().len();
+        let zones = problem.azs().len();
+        let mut model = Model { lp: Mip::new(), ints: Vec::new(), relax: extra.relax };
+        // An L3 level puts its objective on the instance variables themselves (not only on the
+        // auxiliary `objective` variable): microlp seeds its branching pseudocosts with the
+        // objective coefficients, so it then branches on the instance counts of that priority
+        // first, which is what closes the gap between the LP bound and the integer count.
+        let priority_goal = match goal {
+            Goal::Priority(priority) => Some(priority),
+            _ => None,
+        };
+        let objective =
+            model.lp.add_var(if priority_goal.is_some() { 0.0 } else { 1.0 }, (f64::NEG_INFINITY, f64::INFINITY));
+        MasterBuilder {
+            facts,
+            problem,
+            layout,
+            extra,
+            priority_goal,
+            cost_mode: match goal {
+                Goal::Cost(mode) => Some(mode),
+                _ => None,
+            },
+            plan_hint: match warm {
+                Warm::Plan(hint) => Some(hint),
+                _ => None,
+            },
+            model,
+            objective,
+            hinted: Vec::new(),
+            per_az: vec![vec![Expr::default(); zones]; components],
+            new_per_component: vec![Vec::new(); components],
+            instances: Expr::default(),
+            by_priority: BTreeMap::new(),
+            priced: Expr::default(),
+            units: Expr::default(),
+            unpriced: Expr::default(),
+            vars: Vars {
+                launches: BTreeMap::new(),
+                group_copies: BTreeMap::new(),
+                slots: BTreeMap::new(),
+                keep: Vec::new(),
+                add: BTreeMap::new(),
+                remove: BTreeMap::new(),
+            },
         }
-    };
+    }
 
-    let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
-    let key = |goal: Goal| format!("{goal:?}");
-    let mut per_az: Vec<Vec<Expr>> = vec![vec![Expr::default(); zones]; components.len()];
-    let mut new_per_component: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); components.len()];
-    let mut instances = Expr::default();
-    let mut by_priority: BTreeMap<u8, Expr> = BTreeMap::new();
-    let mut priced = Expr::default();
-    let mut units = Expr::default();
-    let mut unpriced = Expr::default();
-    let mut vars = Vars {
-        launches: BTreeMap::new(),
-        group_copies: BTreeMap::new(),
-        slots: BTreeMap::new(),
-        keep: Vec::new(),
-        add: BTreeMap::new(),
-        remove: BTreeMap::new(),
-    };
-    let cost_mode = match goal {
-        Goal::Cost(mode) => Some(mode),
-        _ => None,
-    };
+    /// Records `value` (when the warm plan gives one) as the warm start of `var`.
+    fn hint(&mut self, var: Variable, value: Option<u64>) {
+        if let Some(value) = value {
+            self.hinted.push((var, value as f64));
+        }
+    }
 
-    // New instances, group by group.
-    for (&(t, z), &upper) in &facts.groups {
-        let Some(info) = types.get(t) else { continue };
-        let capacity = info.capacity;
-        let upper = if cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
-        let y = model.int_costing(upper, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
-        hint(y, plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
-        vars.launches.insert((t, z), y);
-        instances.add(y, 1.0);
-        by_priority.entry(info.priority).or_default().add(y, 1.0);
+    /// New instances, group by group: `y[t,z]` and `paid[t,z]` ("Variables"), then their
+    /// copies as a slot group ("Refinement") or aggregated (constraint 2).
+    fn new_instances(&mut self) {
+        let (facts, problem) = (self.facts, self.problem);
+        for (&(t, z), &upper) in &facts.groups {
+            let Some(info) = problem.instance_types().get(t) else { continue };
+            let capacity = info.capacity;
+            let upper = if self.cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
+            let y = self.launches(t, z, info, upper);
+            let eligible: Vec<(usize, Resources)> = problem
+                .components()
+                .iter()
+                .enumerate()
+                .filter(|&(c, _)| facts.need.get(c).copied().unwrap_or(0) > 0)
+                .filter_map(|(c, component)| eligible_need(problem, component, t, &capacity).map(|need| (c, need)))
+                .collect();
+            if self.layout.slot_groups.contains(&(t, z)) {
+                self.slot_group((t, z), y, upper, &capacity, &eligible);
+            } else {
+                self.aggregated_group((t, z), y, upper, &capacity, &eligible);
+            }
+        }
+    }
+
+    /// `y[t,z]` (new instances of a group) and `paid[t,z] ≥ y − Reserved` ("Variables"), added
+    /// to the instance counts, L3 and L4.
+    fn launches(&mut self, t: usize, z: usize, info: &InstanceTypeInfo, upper: u64) -> Variable {
+        let y = self.model.int_costing(upper, if self.priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
+        self.hint(y, self.plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
+        self.vars.launches.insert((t, z), y);
+        self.instances.add(y, 1.0);
+        self.by_priority.entry(info.priority).or_default().add(y, 1.0);
         if info.hourly_price.is_none() {
-            unpriced.add(y, 1.0);
+            self.unpriced.add(y, 1.0);
         }
         // Paid launches: the first `reserved` launches are prepaid.
-        let reserved = problem.launch_limit(t, z).reserved;
+        let reserved = self.problem.launch_limit(t, z).reserved;
         let paid = if reserved > 0 {
-            let paid = model.lp.add_var(0.0, (0.0, f64::INFINITY));
-            model.constrain(&[(paid, 1.0), (y, -1.0)], ComparisonOp::Ge, -f64::from(reserved));
+            let paid = self.model.lp.add_var(0.0, (0.0, f64::INFINITY));
+            self.model.constrain(&[(paid, 1.0), (y, -1.0)], ComparisonOp::Ge, -f64::from(reserved));
             paid
         } else {
             y
         };
-        priced.add(paid, info.hourly_price.unwrap_or(0.0));
-        units.add(paid, 1.0);
+        self.priced.add(paid, info.hourly_price.unwrap_or(0.0));
+        self.units.add(paid, 1.0);
+        y
+    }
 
-        let eligible: Vec<(usize, Resources)> = components
-            .iter()
-            .enumerate()
-            .filter(|&(c, _)| facts.need.get(c).copied().unwrap_or(0) > 0)
-            .filter_map(|(c, component)| eligible_need(problem, component, t, &capacity).map(|need| (c, need)))
-            .collect();
-        if layout.slot_groups.contains(&(t, z)) {
-            let items: u64 = eligible.iter().map(|&(c, _)| facts.need[c]).sum();
-            let slots = upper.min(items);
-            let mut list = Vec::new();
-            let mut previous: Option<Variable> = None;
-            let mut used_sum = vec![(y, -1.0)];
-            let hint_bins = plan_hint.and_then(|h| h.bins.get(&(t, z)));
-            for slot in 0..slots {
-                let used = model.int(1);
-                let bin = hint_bins.and_then(|bins| bins.get(slot as usize));
-                hint(used, plan_hint.map(|_| u64::from(bin.is_some())));
-                used_sum.push((used, 1.0));
-                if let Some(previous) = previous {
-                    // Symmetry: slots are used in order.
-                    model.constrain(&[(previous, 1.0), (used, -1.0)], ComparisonOp::Ge, 0.0);
-                }
-                previous = Some(used);
-                let mut contents = Vec::new();
-                for &(c, need) in &eligible {
-                    let copies = model.int(facts.need[c].min(capacity.copies_of(&need)));
-                    hint(copies, plan_hint.map(|_| u64::from(bin.and_then(|b| b.get(&c)).copied().unwrap_or(0))));
-                    contents.push((c, copies));
-                    per_az[c][z].add(copies, 1.0);
-                    new_per_component[c].push((copies, 1.0));
-                }
-                for r in 0..3 {
-                    let mut row: Vec<(Variable, f64)> = contents
-                        .iter()
-                        .zip(&eligible)
-                        .map(|(&(_, v), (_, need))| (v, resource(need, r) as f64))
-                        .collect();
-                    row.push((used, -(resource(&capacity, r) as f64)));
-                    model.constrain(&row, ComparisonOp::Le, 0.0);
-                }
-                list.push((used, contents));
+    /// A slot group ("Refinement"): `u[t,z,b]` and `s[c,t,z,b]`, exact packing per slot, slots
+    /// used in order.
+    fn slot_group(
+        &mut self,
+        group: Group,
+        y: Variable,
+        upper: u64,
+        capacity: &Resources,
+        eligible: &[(usize, Resources)],
+    ) {
+        let facts = self.facts;
+        let z = group.1;
+        let items: u64 = eligible.iter().map(|&(c, _)| facts.need[c]).sum();
+        let slots = upper.min(items);
+        let mut list = Vec::new();
+        let mut previous: Option<Variable> = None;
+        let mut used_sum = vec![(y, -1.0)];
+        let hint_bins = self.plan_hint.and_then(|h| h.bins.get(&group));
+        for slot in 0..slots {
+            let used = self.model.int(1);
+            let bin = hint_bins.and_then(|bins| bins.get(slot as usize));
+            self.hint(used, self.plan_hint.map(|_| u64::from(bin.is_some())));
+            used_sum.push((used, 1.0));
+            if let Some(previous) = previous {
+                // Symmetry: slots are used in order.
+                self.model.constrain(&[(previous, 1.0), (used, -1.0)], ComparisonOp::Ge, 0.0);
             }
-            model.constrain(&used_sum, ComparisonOp::Le, 0.0);
-            vars.slots.insert((t, z), list);
-        } else {
-            let mut copies = Vec::new();
-            for &(c, need) in &eligible {
-                let per_instance = capacity.copies_of(&need);
-                // Stage 1 of relax-and-fix: this group's copy counts are continuous (the same
-                // switch `Extra::relax` uses for the whole model; a backend needs per-variable
-                // "continuous in this solve" for it).
-                model.relax = extra.relax || extra.relax_copies;
-                let x = model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
-                model.relax = extra.relax;
-                hint(
-                    x,
-                    plan_hint.map(|h| {
-                        h.bins
-                            .get(&(t, z))
-                            .map_or(0, |bins| bins.iter().map(|b| u64::from(b.get(&c).copied().unwrap_or(0))).sum())
-                    }),
-                );
-                model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
-                per_az[c][z].add(x, 1.0);
-                new_per_component[c].push((x, 1.0));
-                copies.push((c, x, need));
+            previous = Some(used);
+            let mut contents = Vec::new();
+            for &(c, need) in eligible {
+                let copies = self.model.int(facts.need[c].min(capacity.copies_of(&need)));
+                self.hint(copies, self.plan_hint.map(|_| u64::from(bin.and_then(|b| b.get(&c)).copied().unwrap_or(0))));
+                contents.push((c, copies));
+                self.per_az[c][z].add(copies, 1.0);
+                self.new_per_component[c].push((copies, 1.0));
             }
             for r in 0..3 {
-                let cap = resource(&capacity, r);
                 let mut row: Vec<(Variable, f64)> =
-                    copies.iter().map(|&(_, x, need)| (x, resource(&need, r) as f64)).collect();
-                row.push((y, -(cap as f64)));
-                model.constrain(&row, ComparisonOp::Le, 0.0);
-                if layout.cuts && cap > 0 {
-                    // At most k copies whose need exceeds cap/(k+1) share one instance.
-                    let per: Vec<(Variable, u64)> = copies
-                        .iter()
-                        .filter(|(_, _, need)| resource(need, r) > 0)
-                        .map(|&(_, x, need)| (x, cap / resource(&need, r)))
-                        .collect();
-                    let thresholds: BTreeSet<u64> = per.iter().map(|&(_, k)| k).filter(|&k| k <= 32).collect();
-                    for k in thresholds {
-                        let mut row: Vec<(Variable, f64)> =
-                            per.iter().filter(|&&(_, kc)| kc <= k).map(|&(x, _)| (x, 1.0)).collect();
-                        if row.len() < 2 {
-                            continue;
-                        }
-                        row.push((y, -(k as f64)));
-                        model.constrain(&row, ComparisonOp::Le, 0.0);
-                    }
+                    contents.iter().zip(eligible).map(|(&(_, v), (_, need))| (v, resource(need, r) as f64)).collect();
+                row.push((used, -(resource(capacity, r) as f64)));
+                self.model.constrain(&row, ComparisonOp::Le, 0.0);
+            }
+            list.push((used, contents));
+        }
+        self.model.constrain(&used_sum, ComparisonOp::Le, 0.0);
+        self.vars.slots.insert(group, list);
+    }
+
+    /// An aggregated group (constraint 2): `x[c,t,z]`, packing per resource, and the valid
+    /// cuts (size classes, conflict sets) when `Layout::cuts`.
+    fn aggregated_group(
+        &mut self,
+        group: Group,
+        y: Variable,
+        upper: u64,
+        capacity: &Resources,
+        eligible: &[(usize, Resources)],
+    ) {
+        let (facts, extra) = (self.facts, self.extra);
+        let z = group.1;
+        let mut copies = Vec::new();
+        for &(c, need) in eligible {
+            let per_instance = capacity.copies_of(&need);
+            // Stage 1 of relax-and-fix: this group's copy counts are continuous (the same
+            // switch `Extra::relax` uses for the whole model; a backend needs per-variable
+            // "continuous in this solve" for it).
+            self.model.relax = extra.relax || extra.relax_copies;
+            let x = self.model.int(facts.need[c].min(per_instance.saturating_mul(upper)));
+            self.model.relax = extra.relax;
+            self.hint(
+                x,
+                self.plan_hint.map(|h| {
+                    h.bins
+                        .get(&group)
+                        .map_or(0, |bins| bins.iter().map(|b| u64::from(b.get(&c).copied().unwrap_or(0))).sum())
+                }),
+            );
+            self.model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
+            self.per_az[c][z].add(x, 1.0);
+            self.new_per_component[c].push((x, 1.0));
+            copies.push((c, x, need));
+        }
+        for r in 0..3 {
+            let cap = resource(capacity, r);
+            let mut row: Vec<(Variable, f64)> =
+                copies.iter().map(|&(_, x, need)| (x, resource(&need, r) as f64)).collect();
+            row.push((y, -(cap as f64)));
+            self.model.constrain(&row, ComparisonOp::Le, 0.0);
+            if self.layout.cuts && cap > 0 {
+                size_class_cuts(&mut self.model, y, r, cap, &copies);
+            }
+        }
+        if self.layout.cuts {
+            conflict_cuts(&mut self.model, y, capacity, &copies);
+        }
+        self.vars.group_copies.insert(group, copies.into_iter().map(|(c, x, _)| (c, x)).collect());
+    }
+
+    /// Existing instances, one by one (constraint 1): `keep_i`, `rem[c,i]`, `add[c,i]` and
+    /// exact packing rows.
+    fn existing_instances(&mut self) {
+        let problem = self.problem;
+        for (i, instance) in problem.fleet().iter().enumerate() {
+            let Some(info) = problem.instance_types().get(instance.type_index) else {
+                continue;
+            };
+            let keep = self.keep(i, instance, info);
+            let mut rows: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); 3];
+            let used = self.existing_copies(i, instance, keep, &mut rows);
+            self.new_copies_on_existing(i, instance, keep, &info.capacity, &mut rows);
+            for (r, row) in rows.iter().enumerate() {
+                if !row.is_empty() {
+                    let room = resource(&info.capacity, r) as f64 - resource(&used, r) as f64;
+                    self.model.constrain(row, ComparisonOp::Le, room);
                 }
             }
-            if layout.cuts {
-                conflict_cuts(&mut model, y, &capacity, &copies);
-            }
-            vars.group_copies.insert((t, z), copies.into_iter().map(|(c, x, _)| (c, x)).collect());
         }
     }
 
-    // Existing instances, one by one.
-    for (i, instance) in fleet.iter().enumerate() {
-        let Some(info) = types.get(instance.type_index) else {
-            continue;
-        };
-        let keep = model.int_costing(1, if priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
-        hint(keep, plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
-        vars.keep.push(keep);
-        instances.add(keep, 1.0);
-        by_priority.entry(info.priority).or_default().add(keep, 1.0);
+    /// `keep_i`, added to the instance counts, L3 and L4.
+    fn keep(&mut self, i: usize, instance: &ExistingInstance, info: &InstanceTypeInfo) -> Variable {
+        let keep = self.model.int_costing(1, if self.priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
+        self.hint(keep, self.plan_hint.map(|h| u64::from(h.keep.get(i).copied().unwrap_or(true))));
+        self.vars.keep.push(keep);
+        self.instances.add(keep, 1.0);
+        self.by_priority.entry(info.priority).or_default().add(keep, 1.0);
         if info.hourly_price.is_none() {
-            unpriced.add(keep, 1.0);
-            if cost_mode == Some(CostMode::Priced) {
-                model.constrain(&[(keep, 1.0)], ComparisonOp::Le, 0.0);
+            self.unpriced.add(keep, 1.0);
+            if self.cost_mode == Some(CostMode::Priced) {
+                self.model.constrain(&[(keep, 1.0)], ComparisonOp::Le, 0.0);
             }
         }
         if !instance.reserved {
-            priced.add(keep, info.hourly_price.unwrap_or(0.0));
-            units.add(keep, 1.0);
+            self.priced.add(keep, info.hourly_price.unwrap_or(0.0));
+            self.units.add(keep, 1.0);
         }
-        let capacity = info.capacity;
-        let mut rows: Vec<Vec<(Variable, f64)>> = vec![Vec::new(); 3];
+        keep
+    }
+
+    /// The copies an existing instance runs: `rem[c,i]` for components with an excess (the
+    /// others force `keep_i = 1`); returns the resources they use.
+    fn existing_copies(
+        &mut self,
+        i: usize,
+        instance: &ExistingInstance,
+        keep: Variable,
+        rows: &mut [Vec<(Variable, f64)>],
+    ) -> Resources {
+        let (facts, components) = (self.facts, self.problem.components());
         let mut used = Resources::ZERO;
         for &(c, count) in &instance.copies {
             let Some(Some(requirement)) =
@@ -749,296 +893,377 @@ pub(crate) fn solve(
                 continue;
             };
             used = used.plus(&requirement.resources.times(u64::from(count)));
-            per_az[c][instance.az_index].constant += f64::from(count);
+            self.per_az[c][instance.az_index].constant += f64::from(count);
             if facts.excess.get(c).copied().unwrap_or(0) > 0 {
-                let remove = model.int(u64::from(count));
-                hint(remove, plan_hint.map(|h| u64::from(h.remove.get(&(c, i)).copied().unwrap_or(0))));
-                vars.remove.insert((c, i), remove);
-                per_az[c][instance.az_index].add(remove, -1.0);
+                let remove = self.model.int(u64::from(count));
+                self.hint(remove, self.plan_hint.map(|h| u64::from(h.remove.get(&(c, i)).copied().unwrap_or(0))));
+                self.vars.remove.insert((c, i), remove);
+                self.per_az[c][instance.az_index].add(remove, -1.0);
                 for (r, row) in rows.iter_mut().enumerate() {
                     row.push((remove, -(resource(&requirement.resources, r) as f64)));
                 }
                 // Existing copies that stay keep the instance.
-                model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], ComparisonOp::Le, -f64::from(count));
+                self.model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], ComparisonOp::Le, -f64::from(count));
             } else {
-                model.constrain(&[(keep, 1.0)], ComparisonOp::Ge, 1.0);
+                self.model.constrain(&[(keep, 1.0)], ComparisonOp::Ge, 1.0);
             }
         }
-        for (c, component) in components.iter().enumerate() {
+        used
+    }
+
+    /// `add[c,i]`: new copies on a kept existing instance, `add ≤ k·keep_i`.
+    fn new_copies_on_existing(
+        &mut self,
+        i: usize,
+        instance: &ExistingInstance,
+        keep: Variable,
+        capacity: &Resources,
+        rows: &mut [Vec<(Variable, f64)>],
+    ) {
+        let (facts, problem) = (self.facts, self.problem);
+        for (c, component) in problem.components().iter().enumerate() {
             let need = facts.need.get(c).copied().unwrap_or(0);
             // A draining instance (contract §6) gets no variable for new copies at all.
             if need == 0 || instance.draining {
                 continue;
             }
-            let Some(requirement) = eligible_need(problem, component, instance.type_index, &capacity) else {
+            let Some(requirement) = eligible_need(problem, component, instance.type_index, capacity) else {
                 continue;
             };
             let upper = need.min(capacity.copies_of(&requirement));
-            let add = model.int(upper);
-            hint(add, plan_hint.map(|h| u64::from(h.add.get(&(c, i)).copied().unwrap_or(0))));
-            vars.add.insert((c, i), add);
-            per_az[c][instance.az_index].add(add, 1.0);
-            new_per_component[c].push((add, 1.0));
+            let add = self.model.int(upper);
+            self.hint(add, self.plan_hint.map(|h| u64::from(h.add.get(&(c, i)).copied().unwrap_or(0))));
+            self.vars.add.insert((c, i), add);
+            self.per_az[c][instance.az_index].add(add, 1.0);
+            self.new_per_component[c].push((add, 1.0));
             for (r, row) in rows.iter_mut().enumerate() {
                 row.push((add, resource(&requirement, r) as f64));
             }
-            model.constrain(&[(add, 1.0), (keep, -(upper as f64))], ComparisonOp::Le, 0.0);
+            self.model.constrain(&[(add, 1.0), (keep, -(upper as f64))], ComparisonOp::Le, 0.0);
         }
-        for (r, row) in rows.iter().enumerate() {
-            if !row.is_empty() {
-                let room = resource(&capacity, r) as f64 - resource(&used, r) as f64;
-                model.constrain(row, ComparisonOp::Le, room);
+    }
+
+    /// Copy counts (constraint 6): new copies up to the need; an excess is removed exactly.
+    fn copy_counts(&mut self) {
+        let facts = self.facts;
+        for (c, new_copies) in self.new_per_component.iter().enumerate() {
+            if !new_copies.is_empty() {
+                self.model.constrain(new_copies, ComparisonOp::Le, facts.need[c] as f64);
+            }
+            if facts.excess[c] > 0 {
+                let removes: Vec<(Variable, f64)> =
+                    self.vars.remove.iter().filter(|(&(rc, _), _)| rc == c).map(|(_, &v)| (v, 1.0)).collect();
+                self.model.constrain(&removes, ComparisonOp::Eq, facts.excess[c] as f64);
             }
         }
     }
 
-    // Copy counts: new copies up to the need; an excess is removed exactly.
-    for (c, new_copies) in new_per_component.iter().enumerate() {
-        if !new_copies.is_empty() {
-            model.constrain(new_copies, ComparisonOp::Le, facts.need[c] as f64);
+    /// Instance bounds (constraint 5): MinInstanceCount and MaxInstanceCount.
+    fn instance_bounds(&mut self) {
+        let scaling = self.problem.scaling();
+        let fleet = self.problem.fleet();
+        if scaling.min_instances > 0 {
+            self.model.constrain(&self.instances.terms, ComparisonOp::Ge, f64::from(scaling.min_instances));
         }
-        if facts.excess[c] > 0 {
-            let removes: Vec<(Variable, f64)> =
-                vars.remove.iter().filter(|(&(rc, _), _)| rc == c).map(|(_, &v)| (v, 1.0)).collect();
-            model.constrain(&removes, ComparisonOp::Eq, facts.excess[c] as f64);
-        }
-    }
-
-    // Instance bounds.
-    let scaling = problem.scaling();
-    if scaling.min_instances > 0 {
-        model.constrain(&instances.terms, ComparisonOp::Ge, f64::from(scaling.min_instances));
-    }
-    if let Some(max) = scaling.max_instances {
-        let size = fleet.len() as f64;
-        if fleet.len() as u64 <= u64::from(max) {
-            model.constrain(&instances.terms, ComparisonOp::Le, f64::from(max));
-        } else {
-            // Above the maximum already: either launch nothing, or end at most at the maximum.
-            let any_launch = model.int(1);
-            hint(any_launch, plan_hint.map(|h| u64::from(!h.launches.is_empty())));
-            for (&group, &y) in &vars.launches {
-                let upper = facts.groups.get(&group).copied().unwrap_or(0) as f64;
-                model.constrain(&[(y, 1.0), (any_launch, -upper)], ComparisonOp::Le, 0.0);
-            }
-            let mut row = instances.terms.clone();
-            row.push((any_launch, size - f64::from(max)));
-            model.constrain(&row, ComparisonOp::Le, size);
-        }
-    }
-
-    // Once L1 is fixed at "every copy placed", each component's total is known, so its
-    // balance excess has a constant lower bound (the most even split of n copies over the
-    // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
-    let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
-    let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
-    // The smallest possible excess of each balanced component (its most even split), and the
-    // most total excess this solve allows (L2 fixed, or L2's own probe): together they bound
-    // how uneven each single component may be (see `count_range`).
-    let least_excess: Vec<Option<u64>> = components
-        .iter()
-        .map(|component| {
-            let limit = component.max_imbalance.filter(|_| zones > 1)?;
-            Some(least_balance_excess(u64::from(component.copy_count), zones as u64, u64::from(limit)))
-        })
-        .collect();
-    let excess_cap = fixed
-        .iter()
-        .filter(|&&(level, _)| level == Goal::Balance)
-        .map(|&(_, value)| value)
-        .chain(extra.at_most.filter(|_| goal == Goal::Balance))
-        .fold(None, |cap: Option<f64>, value| Some(cap.map_or(value, |cap| cap.min(value))))
-        .map(|value| value.round().max(0.0) as u64);
-    let least_total: u64 = least_excess.iter().flatten().sum();
-
-    // L1 and L2 expressions.
-    let mut unplaced = Expr::default();
-    let mut balance = Expr::default();
-    for (c, component) in components.iter().enumerate() {
-        for expr in &per_az[c] {
-            unplaced.constant -= expr.constant;
-            for &(v, coefficient) in &expr.terms {
-                unplaced.add(v, -coefficient);
-            }
-        }
-        if let (Some(limit), true) = (component.max_imbalance, zones > 1) {
-            // Integer extremes: the counts are integers, and branching on these gives the
-            // ceil/floor of the average that the LP relaxation lacks.
-            let most = u64::from(component.copy_count).max(facts.excess[c] + u64::from(component.copy_count));
-            let high = model.int(most);
-            let low = model.int(most);
-            let excess = model.int(most);
-            if let Some(counts) = plan_hint.and_then(|h| h.per_az.get(c)) {
-                let most_az = counts.iter().copied().max().unwrap_or(0);
-                let fewest_az = counts.iter().copied().min().unwrap_or(0);
-                hint(high, Some(most_az));
-                hint(low, Some(fewest_az));
-                hint(excess, Some((most_az - fewest_az).saturating_sub(u64::from(limit))));
-            }
-            for expr in &per_az[c] {
-                let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
-                row.push((high, 1.0));
-                model.constrain(&row, ComparisonOp::Ge, expr.constant);
-                let mut row: Vec<(Variable, f64)> = expr.terms.clone();
-                row.push((low, -1.0));
-                model.constrain(&row, ComparisonOp::Ge, -expr.constant);
-            }
-            model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], ComparisonOp::Ge, -f64::from(limit));
-            if all_placed {
-                let total = u64::from(component.copy_count);
-                let mut row: Vec<(Variable, f64)> = Vec::new();
-                let mut constant = 0.0;
-                for expr in &per_az[c] {
-                    row.extend(expr.terms.iter().copied());
-                    constant += expr.constant;
+        if let Some(max) = scaling.max_instances {
+            let size = fleet.len() as f64;
+            if fleet.len() as u64 <= u64::from(max) {
+                self.model.constrain(&self.instances.terms, ComparisonOp::Le, f64::from(max));
+            } else {
+                // Above the maximum already: either launch nothing, or end at most at the maximum.
+                let any_launch = self.model.int(1);
+                self.hint(any_launch, self.plan_hint.map(|h| u64::from(!h.launches.is_empty())));
+                for (&group, &y) in &self.vars.launches {
+                    let upper = self.facts.groups.get(&group).copied().unwrap_or(0) as f64;
+                    self.model.constrain(&[(y, 1.0), (any_launch, -upper)], ComparisonOp::Le, 0.0);
                 }
-                model.constrain(&row, ComparisonOp::Eq, total as f64 - constant);
-                let uneven = u64::from(total % zones as u64 != 0);
-                let floor = uneven.saturating_sub(u64::from(limit));
-                model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
-                model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
-                model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
-                if let (Some(cap), Some(least)) = (excess_cap, least_excess.get(c).copied().flatten()) {
-                    // This component's excess is at most the cap minus the others' least excess,
-                    // so its spread is bounded, and integer counts with that spread and this
-                    // total lie in a range the LP relaxation does not see.
-                    let spread = u64::from(limit) + cap.saturating_sub(least_total.saturating_sub(least));
-                    let (fewest, most) = count_range(total, zones as u64, spread);
-                    model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
-                    model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
-                    for expr in &per_az[c] {
-                        if expr.terms.is_empty() {
-                            continue;
-                        }
-                        model.constrain(&expr.terms, ComparisonOp::Le, most as f64 - expr.constant);
-                        if fewest > 0 {
-                            model.constrain(&expr.terms, ComparisonOp::Ge, fewest as f64 - expr.constant);
-                        }
-                    }
+                let mut row = self.instances.terms.clone();
+                row.push((any_launch, size - f64::from(max)));
+                self.model.constrain(&row, ComparisonOp::Le, size);
+            }
+        }
+    }
+
+    /// What bounds each component's balance in this solve (constraints 7–8).
+    fn balance_bounds(&self, goal: Goal, fixed: &[(Goal, f64)], wanted: u64) -> BalanceBounds {
+        let zones = self.problem.azs().len();
+        // Once L1 is fixed at "every copy placed", each component's total is known, so its
+        // balance excess has a constant lower bound (the most even split of n copies over the
+        // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
+        let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+        // The smallest possible excess of each balanced component (its most even split), and the
+        // most total excess this solve allows (L2 fixed, or L2's own probe): together they bound
+        // how uneven each single component may be (see `count_range`).
+        let least_excess: Vec<Option<u64>> = self
+            .problem
+            .components()
+            .iter()
+            .map(|component| {
+                let limit = component.max_imbalance.filter(|_| zones > 1)?;
+                Some(least_balance_excess(u64::from(component.copy_count), zones as u64, u64::from(limit)))
+            })
+            .collect();
+        let excess_cap = fixed
+            .iter()
+            .filter(|&&(level, _)| level == Goal::Balance)
+            .map(|&(_, value)| value)
+            .chain(self.extra.at_most.filter(|_| goal == Goal::Balance))
+            .fold(None, |cap: Option<f64>, value| Some(cap.map_or(value, |cap| cap.min(value))))
+            .map(|value| value.round().max(0.0) as u64);
+        let least_total: u64 = least_excess.iter().flatten().sum();
+        BalanceBounds { all_placed, least_excess, least_total, excess_cap }
+    }
+
+    /// The L1 expression ("Objective") and the balance variables and rows of L2 (constraints
+    /// 7–8).
+    fn unplaced_and_balance(&mut self, goal: Goal, fixed: &[(Goal, f64)]) -> PlacementLevels {
+        let problem = self.problem;
+        let components = problem.components();
+        let zones = problem.azs().len();
+        let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
+        let bounds = self.balance_bounds(goal, fixed, wanted);
+        let mut unplaced = Expr::default();
+        let mut balance = Expr::default();
+        for (c, component) in components.iter().enumerate() {
+            for expr in &self.per_az[c] {
+                unplaced.constant -= expr.constant;
+                for &(v, coefficient) in &expr.terms {
+                    unplaced.add(v, -coefficient);
                 }
             }
-            balance.add(excess, 1.0);
+            if let (Some(limit), true) = (component.max_imbalance, zones > 1) {
+                let excess = self.component_balance(c, component, limit, &bounds);
+                balance.add(excess, 1.0);
+            }
+        }
+        PlacementLevels { unplaced, balance, wanted }
+    }
+
+    /// One component's `hi_c`, `lo_c` and `e_c` (constraint 7); returns `e_c`.
+    fn component_balance(&mut self, c: usize, component: &Component, limit: u32, bounds: &BalanceBounds) -> Variable {
+        // Integer extremes: the counts are integers, and branching on these gives the
+        // ceil/floor of the average that the LP relaxation lacks.
+        let most = u64::from(component.copy_count).max(self.facts.excess[c] + u64::from(component.copy_count));
+        let high = self.model.int(most);
+        let low = self.model.int(most);
+        let excess = self.model.int(most);
+        if let Some(counts) = self.plan_hint.and_then(|h| h.per_az.get(c)) {
+            let most_az = counts.iter().copied().max().unwrap_or(0);
+            let fewest_az = counts.iter().copied().min().unwrap_or(0);
+            self.hint(high, Some(most_az));
+            self.hint(low, Some(fewest_az));
+            self.hint(excess, Some((most_az - fewest_az).saturating_sub(u64::from(limit))));
+        }
+        for expr in &self.per_az[c] {
+            let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
+            row.push((high, 1.0));
+            self.model.constrain(&row, ComparisonOp::Ge, expr.constant);
+            let mut row: Vec<(Variable, f64)> = expr.terms.clone();
+            row.push((low, -1.0));
+            self.model.constrain(&row, ComparisonOp::Ge, -expr.constant);
+        }
+        self.model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], ComparisonOp::Ge, -f64::from(limit));
+        if bounds.all_placed {
+            self.placed_balance_cuts(c, component, limit, (high, low, excess), bounds);
+        }
+        excess
+    }
+
+    /// With every copy placed (constraints 7 and 8): the component's total is the constant
+    /// `n_c`, which bounds `hi_c`, `lo_c`, `e_c` and, under an L2 cap, every per-AZ count.
+    fn placed_balance_cuts(
+        &mut self,
+        c: usize,
+        component: &Component,
+        limit: u32,
+        (high, low, excess): (Variable, Variable, Variable),
+        bounds: &BalanceBounds,
+    ) {
+        let zones = self.problem.azs().len();
+        let total = u64::from(component.copy_count);
+        let mut row: Vec<(Variable, f64)> = Vec::new();
+        let mut constant = 0.0;
+        for expr in &self.per_az[c] {
+            row.extend(expr.terms.iter().copied());
+            constant += expr.constant;
+        }
+        self.model.constrain(&row, ComparisonOp::Eq, total as f64 - constant);
+        let uneven = u64::from(total % zones as u64 != 0);
+        let floor = uneven.saturating_sub(u64::from(limit));
+        self.model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
+        self.model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
+        self.model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
+        if let (Some(cap), Some(least)) = (bounds.excess_cap, bounds.least_excess.get(c).copied().flatten()) {
+            // This component's excess is at most the cap minus the others' least excess,
+            // so its spread is bounded, and integer counts with that spread and this
+            // total lie in a range the LP relaxation does not see.
+            let spread = u64::from(limit) + cap.saturating_sub(bounds.least_total.saturating_sub(least));
+            let (fewest, most) = count_range(total, zones as u64, spread);
+            self.model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
+            self.model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
+            for expr in &self.per_az[c] {
+                if expr.terms.is_empty() {
+                    continue;
+                }
+                self.model.constrain(&expr.terms, ComparisonOp::Le, most as f64 - expr.constant);
+                if fewest > 0 {
+                    self.model.constrain(&expr.terms, ComparisonOp::Ge, fewest as f64 - expr.constant);
+                }
+            }
         }
     }
-    if extra.relax_copies {
-        // Integer final copies per (component, AZ), created last (see `counts_from_tail`).
-        for (c, per_zone) in per_az.iter().enumerate() {
+
+    /// Relax-and-fix, stage 1 ("Relax-and-fix at the LP bound"): integer final copies per
+    /// (component, AZ), created last (see `counts_from_tail`).
+    fn relaxed_copies_per_az(&mut self) {
+        if !self.extra.relax_copies {
+            return;
+        }
+        let components = self.problem.components();
+        for (c, per_zone) in self.per_az.iter().enumerate() {
             let copy_count = components.get(c).map_or(0, |component| u64::from(component.copy_count));
-            let most = copy_count + facts.excess.get(c).copied().unwrap_or(0);
+            let most = copy_count + self.facts.excess.get(c).copied().unwrap_or(0);
             for expr in per_zone {
-                let count = model.int(most);
+                let count = self.model.int(most);
                 let mut row = expr.terms.clone();
                 row.push((count, -1.0));
-                model.constrain(&row, ComparisonOp::Eq, -expr.constant);
+                self.model.constrain(&row, ComparisonOp::Eq, -expr.constant);
             }
         }
     }
-    if let Some(counts) = extra.counts {
-        for (c, per_zone) in per_az.iter().enumerate() {
+
+    /// Relax-and-fix, stage 2: every component's final copies per AZ fixed to stage 1's;
+    /// false when a count without variables already differs (the model is infeasible).
+    fn fixed_copies_per_az(&mut self) -> bool {
+        let Some(counts) = self.extra.counts else {
+            return true;
+        };
+        for (c, per_zone) in self.per_az.iter().enumerate() {
             for (z, expr) in per_zone.iter().enumerate() {
                 let count = counts.get(&(c, z)).copied().unwrap_or(0) as f64;
                 if expr.terms.is_empty() {
                     if (count - expr.constant).abs() > 0.5 {
-                        return Solved::Infeasible;
+                        return false;
                     }
                     continue;
                 }
-                model.constrain(&expr.terms, ComparisonOp::Eq, count - expr.constant);
+                self.model.constrain(&expr.terms, ComparisonOp::Eq, count - expr.constant);
             }
         }
+        true
     }
-    if cost_mode == Some(CostMode::Units) {
-        model.constrain(&unpriced.terms, ComparisonOp::Ge, 1.0);
-    }
-    goal_exprs.insert(key(Goal::Unplaced), unplaced);
-    goal_exprs.insert(key(Goal::Balance), balance);
-    for (priority, expr) in by_priority {
-        goal_exprs.insert(key(Goal::Priority(priority)), expr);
-    }
-    goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), priced);
-    goal_exprs.insert(key(Goal::Cost(CostMode::Units)), units);
 
-    // Earlier levels fixed at their optimum. L1–L3 are integer combinations (unit
-    // coefficients) of integer variables plus an integer constant, so the right-hand side is
-    // the exact integer: a half-unit slack would let the LP relaxation use half an instance of
-    // a fixed priority and weaken every later level's bound.
-    for &(level, value) in fixed {
-        if let Some(expr) = goal_exprs.get(&key(level)) {
-            model.constrain(&expr.terms, ComparisonOp::Le, value.round() - expr.constant);
-        } else if value < -0.5 {
-            return Solved::Infeasible;
+    /// The levels' rows ("Objective: sequential lexicographic solves"): L4 units needs an
+    /// unpriced instance, earlier levels fixed at their optimum, the probe's bounds on this
+    /// level, and the row tying `objective` to it. `None` when a fixed level cannot hold.
+    fn goal_rows(&mut self, goal: Goal, fixed: &[(Goal, f64)], levels: PlacementLevels) -> Option<Target> {
+        if self.cost_mode == Some(CostMode::Units) {
+            self.model.constrain(&self.unpriced.terms, ComparisonOp::Ge, 1.0);
         }
-    }
-    let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
-    if let Some(cap) = extra.at_most {
-        model.constrain(&target.terms, ComparisonOp::Le, cap.round() - target.constant);
-    }
-    if let Some(floor) = extra.at_least {
-        model.constrain(&target.terms, ComparisonOp::Ge, floor.round() - target.constant);
-    }
-    // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
-    // never negative: the relative gap below is aimed at one unit of |incumbent|, and for a
-    // non-negative level later incumbents are never larger, so the aim stays valid.
-    let shift = if goal == Goal::Unplaced { wanted as f64 } else { 0.0 };
-    let mut row = target.terms.clone();
-    row.push((objective, -1.0));
-    model.constrain(&row, ComparisonOp::Eq, -target.constant - shift);
+        let key = |goal: Goal| format!("{goal:?}");
+        let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
+        goal_exprs.insert(key(Goal::Unplaced), levels.unplaced);
+        goal_exprs.insert(key(Goal::Balance), levels.balance);
+        for (priority, expr) in std::mem::take(&mut self.by_priority) {
+            goal_exprs.insert(key(Goal::Priority(priority)), expr);
+        }
+        goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), std::mem::take(&mut self.priced));
+        goal_exprs.insert(key(Goal::Cost(CostMode::Units)), std::mem::take(&mut self.units));
 
-    // Solve.
-    let mut request = SolveRequest::default();
-    if let Some(deadline) = limits.deadline {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Solved::Interrupted { limit: Limit::Time, best_bound: None };
+        // Earlier levels fixed at their optimum. L1–L3 are integer combinations (unit
+        // coefficients) of integer variables plus an integer constant, so the right-hand side is
+        // the exact integer: a half-unit slack would let the LP relaxation use half an instance of
+        // a fixed priority and weaken every later level's bound.
+        for &(level, value) in fixed {
+            if let Some(expr) = goal_exprs.get(&key(level)) {
+                self.model.constrain(&expr.terms, ComparisonOp::Le, value.round() - expr.constant);
+            } else if value < -0.5 {
+                return None;
+            }
         }
-        request.time_limit = Some(left);
-    }
-    request.node_limit = limits.node_limit;
-    match warm {
-        Warm::Previous(values) if values.len() == model.ints.len() => {
-            request.warm_start = model.ints.iter().copied().zip(values.iter().copied()).collect();
+        let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
+        if let Some(cap) = self.extra.at_most {
+            self.model.constrain(&target.terms, ComparisonOp::Le, cap.round() - target.constant);
         }
-        Warm::Plan(_) if !hinted.is_empty() => request.warm_start = hinted,
-        _ => {}
+        if let Some(floor) = self.extra.at_least {
+            self.model.constrain(&target.terms, ComparisonOp::Ge, floor.round() - target.constant);
+        }
+        // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
+        // never negative: the relative gap below is aimed at one unit of |incumbent|, and for a
+        // non-negative level later incumbents are never larger, so the aim stays valid.
+        let shift = if goal == Goal::Unplaced { levels.wanted as f64 } else { 0.0 };
+        let mut row = target.terms.clone();
+        row.push((self.objective, -1.0));
+        self.model.constrain(&row, ComparisonOp::Eq, -target.constant - shift);
+        Some(Target { expr: target, shift, wanted: levels.wanted })
     }
-    // L1–L3 take integer values, so an incumbent within less than one unit of the best bound
-    // is optimal. Solvers only know relative gaps, so the backend is told that the level is
-    // integral and the largest |value| any solution can have: from the bounds of the level's
-    // terms and, with a warm start of value W, the row `level ≤ W` (valid: the start is
-    // feasible, so the optimum is at most W). Without this, microlp keeps closing a fractional
-    // gap it cannot close (one MaxInstanceCount case: L1 proven in 8 s instead of 80 ms; the
-    // whole plan 177 s instead of 0.1 s). The proof is checked below all the same.
-    // L4 in units is integral too: a count of instances, with `paid = max(0, y − reserved)`
-    // integral at every node optimum.
-    let integral = !matches!(goal, Goal::Cost(CostMode::Priced)) && !extra.relax;
-    let start_value = (!request.warm_start.is_empty())
-        .then(|| {
-            let values: BTreeMap<usize, f64> =
-                request.warm_start.iter().map(|&(v, value)| (v.index(), value)).collect();
-            target
-                .terms
-                .iter()
-                .map(|&(v, coefficient)| values.get(&v.index()).map(|value| coefficient * value))
-                .sum::<Option<f64>>()
-                .map(|sum| sum + target.constant)
-        })
-        .flatten();
-    let mut capped: Option<Mip> = None;
-    if integral {
-        let (mut low, high) = value_range(&model.lp, &target);
+
+    /// Solves the built model: limits, warm start and the integer-gap stop ("Integer gap"),
+    /// then reads the plan from the answer.
+    fn solve(mut self, goal: Goal, limits: Limits, warm: Warm<'_>, target: &Target) -> Solved {
+        let mut request = SolveRequest::default();
+        if let Some(deadline) = limits.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Solved::Interrupted { limit: Limit::Time, best_bound: None };
+            }
+            request.time_limit = Some(left);
+        }
+        request.node_limit = limits.node_limit;
+        match warm {
+            Warm::Previous(values) if values.len() == self.model.ints.len() => {
+                request.warm_start = self.model.ints.iter().copied().zip(values.iter().copied()).collect();
+            }
+            Warm::Plan(_) if !self.hinted.is_empty() => request.warm_start = std::mem::take(&mut self.hinted),
+            _ => {}
+        }
+        // L1–L3 take integer values, so an incumbent within less than one unit of the best bound
+        // is optimal. Solvers only know relative gaps, so the backend is told that the level is
+        // integral and the largest |value| any solution can have: from the bounds of the level's
+        // terms and, with a warm start of value W, the row `level ≤ W` (valid: the start is
+        // feasible, so the optimum is at most W). Without this, microlp keeps closing a fractional
+        // gap it cannot close (one MaxInstanceCount case: L1 proven in 8 s instead of 80 ms; the
+        // whole plan 177 s instead of 0.1 s). The proof is checked below all the same.
+        // L4 in units is integral too: a count of instances, with `paid = max(0, y − reserved)`
+        // integral at every node optimum.
+        let integral = !matches!(goal, Goal::Cost(CostMode::Priced)) && !self.extra.relax;
+        let capped = if integral { self.integral_bound(goal, target, &mut request) } else { None };
+        match self.run_backend(limits, &mut request, capped, target.shift) {
+            Ok(outcome) => self.read_outcome(outcome, integral, target.shift),
+            Err(best_bound) => Solved::Interrupted { limit: Limit::Time, best_bound },
+        }
+    }
+
+    /// Sets `request.integral_objective_bound` for an integral level; returns the model with
+    /// the row `level ≤ W` when a warm start of value W gives one.
+    fn integral_bound(&self, goal: Goal, target: &Target, request: &mut SolveRequest) -> Option<Mip> {
+        let (expr, shift) = (&target.expr, target.shift);
+        let start_value = (!request.warm_start.is_empty())
+            .then(|| {
+                let values: BTreeMap<usize, f64> =
+                    request.warm_start.iter().map(|&(v, value)| (v.index(), value)).collect();
+                expr.terms
+                    .iter()
+                    .map(|&(v, coefficient)| values.get(&v.index()).map(|value| coefficient * value))
+                    .sum::<Option<f64>>()
+                    .map(|sum| sum + expr.constant)
+            })
+            .flatten();
+        let mut capped: Option<Mip> = None;
+        let (mut low, high) = value_range(&self.model.lp, expr);
         if goal == Goal::Unplaced {
             // Minus the final copies, which never exceed the copies wanted (docs/contract.md §2.1, constraint 5); the
             // terms' own bounds are much looser.
-            low = low.max(-(wanted as f64));
+            low = low.max(-(target.wanted as f64));
         }
         let (mut low, mut high) = (low + shift, high + shift);
-        if let Some(start) = start_value.filter(|&start| extra.at_most.is_none_or(|most| most > start)) {
-            let mut with_cap = model.lp.clone();
-            with_cap.add_row(target.terms.clone(), Sense::AtMost, start.round() - target.constant);
+        if let Some(start) = start_value.filter(|&start| self.extra.at_most.is_none_or(|most| most > start)) {
+            let mut with_cap = self.model.lp.clone();
+            with_cap.add_row(expr.terms.clone(), Sense::AtMost, start.round() - expr.constant);
             capped = Some(with_cap);
             high = high.min(start.round() + shift);
         }
-        if let Some(most) = extra.at_most {
+        if let Some(most) = self.extra.at_most {
             high = high.min(most.round() + shift);
         }
         // Every integral level counts something (copies not placed, balance excess, instances).
@@ -1047,124 +1272,177 @@ pub(crate) fn solve(
         if magnitude.is_finite() {
             request.integral_objective_bound = Some(magnitude);
         }
+        capped
     }
-    let backend = facts.backend;
-    let first = match &capped {
-        Some(with_cap) => match backend.solve(with_cap, &request) {
-            // The start was not feasible after all (the cap is then wrong): solve without it.
-            MipOutcome::Infeasible => {
-                capped = None;
+
+    /// Runs the backend (on `capped` when given, falling back to the plain model if the cap
+    /// proves wrong), and once more without the gap stop if that stop proved nothing; `Err`
+    /// with the best bound (the level's value) when the deadline passed before that.
+    fn run_backend(
+        &self,
+        limits: Limits,
+        request: &mut SolveRequest,
+        mut capped: Option<Mip>,
+        shift: f64,
+    ) -> Result<MipOutcome, Option<f64>> {
+        let backend = self.facts.backend;
+        let first = match &capped {
+            Some(with_cap) => match backend.solve(with_cap, request) {
+                // The start was not feasible after all (the cap is then wrong): solve without it.
+                MipOutcome::Infeasible => {
+                    capped = None;
+                    request.integral_objective_bound = None;
+                    backend.solve(&self.model.lp, request)
+                }
+                other => other,
+            },
+            None => backend.solve(&self.model.lp, request),
+        };
+        let outcome = match first {
+            MipOutcome::Solution(ref solution)
+                if request.integral_objective_bound.is_some()
+                    && solution.termination == Termination::Gap
+                    && !closes(solution.objective, solution.best_bound) =>
+            {
+                // The gap stop proved nothing (it should not happen): search to the end, plainly.
                 request.integral_objective_bound = None;
-                backend.solve(&model.lp, &request)
+                request.mip_gap = 0.0;
+                if let Some(deadline) = limits.deadline {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(solution.best_bound.map(|b| b - shift));
+                    }
+                    request.time_limit = Some(left);
+                }
+                backend.solve(capped.as_ref().unwrap_or(&self.model.lp), request)
             }
             other => other,
-        },
-        None => backend.solve(&model.lp, &request),
-    };
-    // The proof for an integer-valued level: the best bound rounded up reaches the incumbent.
-    let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
-    let outcome = match first {
-        MipOutcome::Solution(ref solution)
-            if request.integral_objective_bound.is_some()
-                && solution.termination == Termination::Gap
-                && !closes(solution.objective, solution.best_bound) =>
-        {
-            // The gap stop proved nothing (it should not happen): search to the end, plainly.
-            request.integral_objective_bound = None;
-            request.mip_gap = 0.0;
-            if let Some(deadline) = limits.deadline {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Solved::Interrupted {
-                        limit: Limit::Time,
-                        best_bound: solution.best_bound.map(|b| b - shift),
-                    };
-                }
-                request.time_limit = Some(left);
+        };
+        Ok(outcome)
+    }
+
+    /// The plan of the backend's answer (checked against the program), with whether it is
+    /// proven optimal.
+    fn read_outcome(&self, outcome: MipOutcome, integral: bool, shift: f64) -> Solved {
+        let backend = self.facts.backend;
+        // Back from the solver's view of L1 to the level's value.
+        let outcome = match outcome {
+            MipOutcome::Solution(mut solution) => {
+                solution.objective -= shift;
+                solution.best_bound = solution.best_bound.map(|bound| bound - shift);
+                MipOutcome::Solution(solution)
             }
-            backend.solve(capped.as_ref().unwrap_or(&model.lp), &request)
-        }
-        other => other,
-    };
-    let limit_of = |termination: Termination| match termination {
+            MipOutcome::Interrupted { termination, best_bound } => {
+                MipOutcome::Interrupted { termination, best_bound: best_bound.map(|bound| bound - shift) }
+            }
+            other => other,
+        };
+        let solution = match outcome {
+            MipOutcome::Solution(solution) => {
+                // Never trust a solver's answer unchecked: a wrong one costs optimality, not validity.
+                if let Err(why) = self.model.lp.check(&solution.values, CHECK_TOLERANCE) {
+                    return Solved::Error(format!(
+                        "{} returned an answer that breaks its program: {why}",
+                        backend.name()
+                    ));
+                }
+                solution
+            }
+            MipOutcome::Infeasible => return Solved::Infeasible,
+            MipOutcome::Error(error) => return Solved::Error(format!("{}: {error}", backend.name())),
+            MipOutcome::Interrupted { termination, best_bound } => {
+                return Solved::Interrupted { limit: limit_of(termination).unwrap_or(Limit::Time), best_bound }
+            }
+        };
+        let proven = solution.termination == Termination::Optimal
+            || (integral && closes(solution.objective, solution.best_bound));
+        let best_bound =
+            if solution.termination == Termination::Optimal { Some(solution.objective) } else { solution.best_bound };
+        let limit = if proven { None } else { limit_of(solution.termination) };
+        Solved::Solution { solution: self.vars.read(&self.model.ints, &solution), proven, limit, best_bound }
+    }
+}
+
+/// The proof for an integer-valued level: the best bound rounded up reaches the incumbent.
+fn closes(value: f64, bound: Option<f64>) -> bool {
+    bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round())
+}
+
+/// The limit a solver's termination stands for (`None`: it proved optimality).
+fn limit_of(termination: Termination) -> Option<Limit> {
+    match termination {
         Termination::NodeLimit => Some(Limit::Nodes),
         Termination::Optimal => None,
         _ => Some(Limit::Time),
-    };
-    // Back from the solver's view of L1 to the level's value.
-    let outcome = match outcome {
-        MipOutcome::Solution(mut solution) => {
-            solution.objective -= shift;
-            solution.best_bound = solution.best_bound.map(|bound| bound - shift);
-            MipOutcome::Solution(solution)
+    }
+}
+
+/// Size-class cuts of one aggregated group and resource `r` (constraint 2): at most k copies
+/// whose need exceeds cap/(k+1) share one instance.
+fn size_class_cuts(model: &mut Model, y: Variable, r: usize, cap: u64, copies: &[(usize, Variable, Resources)]) {
+    let per: Vec<(Variable, u64)> = copies
+        .iter()
+        .filter(|(_, _, need)| resource(need, r) > 0)
+        .map(|&(_, x, need)| (x, cap / resource(&need, r)))
+        .collect();
+    let thresholds: BTreeSet<u64> = per.iter().map(|&(_, k)| k).filter(|&k| k <= 32).collect();
+    for k in thresholds {
+        let mut row: Vec<(Variable, f64)> = per.iter().filter(|&&(_, kc)| kc <= k).map(|&(x, _)| (x, 1.0)).collect();
+        if row.len() < 2 {
+            continue;
         }
-        MipOutcome::Interrupted { termination, best_bound } => {
-            MipOutcome::Interrupted { termination, best_bound: best_bound.map(|bound| bound - shift) }
-        }
-        other => other,
-    };
-    let solution = match outcome {
-        MipOutcome::Solution(solution) => {
-            // Never trust a solver's answer unchecked: a wrong one costs optimality, not validity.
-            if let Err(why) = model.lp.check(&solution.values, CHECK_TOLERANCE) {
-                return Solved::Error(format!("{} returned an answer that breaks its program: {why}", backend.name()));
+        row.push((y, -(k as f64)));
+        model.constrain(&row, ComparisonOp::Le, 0.0);
+    }
+}
+
+impl Vars {
+    /// The master solution these variables take in `solution`, rounded to integers.
+    fn read(&self, ints: &[Variable], solution: &MipSolution) -> MasterSolution {
+        let raw = |v: Variable| solution.values.get(v.index()).copied().unwrap_or(0.0);
+        let value = |v: Variable| -> u32 { raw(v).round().max(0.0) as u32 };
+        let mut result = MasterSolution {
+            value: solution.objective,
+            integers: ints.iter().map(|&v| raw(v).round()).collect(),
+            ..MasterSolution::default()
+        };
+        for (&group, &y) in &self.launches {
+            let count = value(y);
+            if count > 0 {
+                result.launches.insert(group, count);
             }
-            solution
         }
-        MipOutcome::Infeasible => return Solved::Infeasible,
-        MipOutcome::Error(error) => return Solved::Error(format!("{}: {error}", backend.name())),
-        MipOutcome::Interrupted { termination, best_bound } => {
-            return Solved::Interrupted { limit: limit_of(termination).unwrap_or(Limit::Time), best_bound }
+        for (&group, copies) in &self.group_copies {
+            let list: Vec<(usize, u32)> = copies.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect();
+            if !list.is_empty() {
+                result.group_copies.insert(group, list);
+            }
         }
-    };
-    let proven =
-        solution.termination == Termination::Optimal || (integral && closes(solution.objective, solution.best_bound));
-    let best_bound =
-        if solution.termination == Termination::Optimal { Some(solution.objective) } else { solution.best_bound };
-    let limit = if proven { None } else { limit_of(solution.termination) };
-    let raw = |v: Variable| solution.values.get(v.index()).copied().unwrap_or(0.0);
-    let value = |v: Variable| -> u32 { raw(v).round().max(0.0) as u32 };
-    let mut result = MasterSolution {
-        value: solution.objective,
-        integers: model.ints.iter().map(|&v| raw(v).round()).collect(),
-        ..MasterSolution::default()
-    };
-    for (&group, &y) in &vars.launches {
-        let count = value(y);
-        if count > 0 {
-            result.launches.insert(group, count);
+        for (&group, slots) in &self.slots {
+            let bins: Vec<Vec<(usize, u32)>> = slots
+                .iter()
+                .filter(|(used, _)| value(*used) > 0)
+                .map(|(_, contents)| contents.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect())
+                .collect();
+            if !bins.is_empty() {
+                result.slot_bins.insert(group, bins);
+            }
         }
+        result.keep = self.keep.iter().map(|&k| value(k) > 0).collect();
+        for (&key, &v) in &self.add {
+            let n = value(v);
+            if n > 0 {
+                result.add.insert(key, n);
+            }
+        }
+        for (&key, &v) in &self.remove {
+            let n = value(v);
+            if n > 0 {
+                result.remove.insert(key, n);
+            }
+        }
+        result
     }
-    for (&group, copies) in &vars.group_copies {
-        let list: Vec<(usize, u32)> = copies.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect();
-        if !list.is_empty() {
-            result.group_copies.insert(group, list);
-        }
-    }
-    for (&group, slots) in &vars.slots {
-        let bins: Vec<Vec<(usize, u32)>> = slots
-            .iter()
-            .filter(|(used, _)| value(*used) > 0)
-            .map(|(_, contents)| contents.iter().map(|&(c, x)| (c, value(x))).filter(|&(_, n)| n > 0).collect())
-            .collect();
-        if !bins.is_empty() {
-            result.slot_bins.insert(group, bins);
-        }
-    }
-    result.keep = vars.keep.iter().map(|&k| value(k) > 0).collect();
-    for (&key, &v) in &vars.add {
-        let n = value(v);
-        if n > 0 {
-            result.add.insert(key, n);
-        }
-    }
-    for (&key, &v) in &vars.remove {
-        let n = value(v);
-        if n > 0 {
-            result.remove.insert(key, n);
-        }
-    }
-    Solved::Solution { solution: result, proven, limit, best_bound }
 }
 
 #[cfg(test)]
