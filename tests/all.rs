@@ -1,7 +1,7 @@
 //! Every integration test, in one binary (`cargo test --features cli`): one module per file of
 //! `tests/`, sharing `common`. Filter by module, e.g. `cargo test --features cli --test all cli::`.
 //! The long cross-checks are `#[ignore]`d here and run by `.ci/run` as a separate step
-//! (`cargo test --features cli --test all -- --ignored`).
+//! with CBC (`cargo test --features cli,cbc --test cross_checks -- --include-ignored`).
 
 mod common;
 

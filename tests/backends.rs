@@ -37,7 +37,7 @@ fn assert_valid(problem: &Problem, plan: &Plan, what: &str) {
 }
 
 #[test]
-#[ignore = "long cross-check (about 20 s): .ci/run runs it with CBC, `cargo test --features cli --test all -- --include-ignored backends::`"]
+#[ignore = "long cross-check (about 20 s): .ci/run runs it with CBC, `cargo test --features cli,cbc --test cross_checks -- --include-ignored`"]
 fn every_backend_proves_the_same_optimum_on_bundled_scenarios() {
     let scenarios = common::bundled_scenarios();
     assert!(scenarios.len() >= 5);
@@ -81,7 +81,7 @@ proptest! {
 
     /// The same on medium scenarios (8 components, 5 pool types, 8 existing instances).
     #[test]
-    #[ignore = "long cross-check (about 20 s): .ci/run runs it with CBC, `cargo test --features cli --test all -- --include-ignored backends::`"]
+    #[ignore = "long cross-check (about 20 s): .ci/run runs it with CBC, `cargo test --features cli,cbc --test cross_checks -- --include-ignored`"]
     fn backends_agree_on_medium_scenarios(problem in common::problem(common::Size::MEDIUM)) {
         agree_on_proven_optima(&problem)?;
     }
