@@ -506,7 +506,8 @@ impl fmt::Display for UnplacedCause {
             }
             UnplacedCause::MaxInstanceCount { max, instances, blocked_launches } => write!(
                 f,
-                "MaxInstanceCount {max} reached ({instances} instances; blocks {blocked_launches} launch option{})",
+                "MaxInstanceCount {max} reached ({instances} instance{}; blocks {blocked_launches} launch option{})",
+                plural(*instances),
                 plural(*blocked_launches)
             ),
             UnplacedCause::TooLarge { instance_type, resource, need, has } => write!(

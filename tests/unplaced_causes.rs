@@ -102,7 +102,7 @@ fn max_instance_count_counts_the_launches_it_blocks() {
     assert_eq!(unplaced.copy_count, 1);
     let max = UnplacedCause::MaxInstanceCount { max: 1, instances: 1, blocked_launches: 2 };
     assert_eq!(unplaced.causes, vec![full(1, 4), max]);
-    assert_eq!(unplaced.causes[1].to_string(), "MaxInstanceCount 1 reached (1 instances; blocks 2 launch options)");
+    assert_eq!(unplaced.causes[1].to_string(), "MaxInstanceCount 1 reached (1 instance; blocks 2 launch options)");
 }
 
 #[test]
