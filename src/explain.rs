@@ -17,6 +17,13 @@
 //! `MaxInstanceCount 16 reached (16 instances; blocks 4 launch options)`.
 //! Open options ("has room", "could still launch") mean a better plan could place more copies
 //! (or, for a fleet before planning, that planning will); they are reported, not hidden.
+//!
+//! The same verdicts, structured, are [`Unplaced::causes`] ([`UnplacedCause`], from [`causes`]):
+//! one per exhausted or blocked (type, AZ), per type too small for a copy, per group of full
+//! instances, plus `MaxInstanceCount`, "no eligible type", imbalance and "not placed by this
+//! planner" (open options left). The wording in [`Unplaced::reasons`] is unchanged and kept
+//! alongside. Whether a shortfall is proven is [`crate::Plan::unplaced_is_proven`]. An
+//! `Infeasible` status is explained by [`infeasibility`].
 
 use std::collections::BTreeMap;
 use std::fmt;
