@@ -1477,6 +1477,7 @@ fn mutate_command(scenarios: &Path, results: &Path) -> ExitCode {
                         inference_component_name: component.clone(),
                         copy_count: missing,
                         reasons: vec!["mutated".into()],
+                        causes: Vec::new(),
                     })
                     .collect();
                 let mine = check(&scenario, &corrupted);

@@ -17,6 +17,13 @@
 //! `MaxInstanceCount 16 reached (16 instances; blocks 4 launch options)`.
 //! Open options ("has room", "could still launch") mean a better plan could place more copies
 //! (or, for a fleet before planning, that planning will); they are reported, not hidden.
+//!
+//! The same verdicts, structured, are [`Unplaced::causes`] ([`UnplacedCause`], from [`causes`]):
+//! one per exhausted or blocked (type, AZ), per type too small for a copy, per group of full
+//! instances, plus `MaxInstanceCount`, "no eligible type", imbalance and "not placed by this
+//! planner" (open options left). The wording in [`Unplaced::reasons`] is unchanged and kept
+//! alongside. Whether a shortfall is proven is [`crate::Plan::unplaced_is_proven`]. An
+//! `Infeasible` status is explained by [`infeasibility`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -229,6 +236,7 @@ pub fn unplaced(problem: &Problem, fleet: &FinalFleet) -> Vec<Unplaced> {
         .filter(|&index| shared.missing(problem, index) > 0)
         .filter_map(|index| explain_index(problem, fleet, &shared, index))
         .map(|explanation| Unplaced {
+            causes: causes(&explanation, fleet.instances.len()),
             inference_component_name: explanation.inference_component_name,
             copy_count: explanation.missing,
             reasons: explanation.reasons,
@@ -388,6 +396,329 @@ fn explain_index(
         explanation.reasons = reasons(problem, &explanation, fleet.instances.len());
     }
     Some(explanation)
+}
+
+/// One structured cause of missing copies, derived from an [`Explanation`] (what
+/// [`Unplaced::causes`] carries next to the wording in [`Unplaced::reasons`]).
+///
+/// Launch causes are one per (pool type, AZ) in the order of [`Explanation::launches`]; a copy
+/// too large for a type is one cause per type. [`UnplacedCause::NotPlacedByPlanner`] means a
+/// better plan could place more: it appears exactly when an instance has room or a launch
+/// option is open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind", rename_all_fields = "PascalCase")]
+#[non_exhaustive]
+pub enum UnplacedCause {
+    /// `Reserved + Available` launches of a (type, AZ) are used up.
+    CapacityExhausted {
+        /// Instance type.
+        instance_type: String,
+        /// Availability zone.
+        availability_zone: String,
+        /// `Available` of the capacity entry.
+        available: u32,
+        /// `Reserved` of the capacity entry.
+        reserved: u32,
+        /// Launches of this (type, AZ) in the plan.
+        launched: u32,
+    },
+    /// A live capacity error (contract §6) blocks launches of a (type, AZ).
+    CapacityBlocked {
+        /// Instance type.
+        instance_type: String,
+        /// Availability zone.
+        availability_zone: String,
+        /// `InsufficientCapacity` or `ProvisioningTimeout`.
+        event: CapacityEventKind,
+        /// When it happened (caller's clock, seconds).
+        time: i64,
+        /// When it stops blocking.
+        until: i64,
+    },
+    /// The final fleet is at `MaxInstanceCount`, which blocks every otherwise open launch.
+    MaxInstanceCount {
+        /// The limit.
+        max: u32,
+        /// Instances in the final fleet.
+        instances: u64,
+        /// Launch options (pool type, AZ) it blocks.
+        blocked_launches: u64,
+    },
+    /// One copy needs more of a resource than a whole, empty instance of a pool type offers.
+    TooLarge {
+        /// Instance type.
+        instance_type: String,
+        /// The first resource (accelerators, CPU, memory) that does not fit.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// Offered by a whole instance.
+        has: u64,
+    },
+    /// No pool type can take a copy at all: each has no specification or is too small for one
+    /// copy (the [`UnplacedCause::TooLarge`] causes carry the component's need per type).
+    NoEligibleType {
+        /// Pool types.
+        pool_types: u64,
+        /// Of those, types the component has no specification for.
+        without_specification: u64,
+        /// Of those, types too small for one copy.
+        too_small: u64,
+    },
+    /// Instances of the final fleet of one type are short of a resource for one more copy.
+    InstancesFull {
+        /// Instance type.
+        instance_type: String,
+        /// The first short resource.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// The most of it free on any of these instances.
+        most_free: u64,
+        /// How many instances.
+        instances: u64,
+    },
+    /// The placed copies already exceed `MaxImbalance`, so balance limits placement.
+    Imbalance {
+        /// Copies per AZ, in `AvailabilityZones` order.
+        copies_per_az: Vec<u64>,
+        /// `MaxImbalance`.
+        max_imbalance: u32,
+        /// `max(0, imbalance − MaxImbalance)`.
+        excess: u64,
+    },
+    /// Room or launch options were left open: this planner stopped before placing the copies
+    /// (a time or node limit, or a heuristic); a better plan may place them.
+    NotPlacedByPlanner {
+        /// Instances of the final fleet with room for a copy.
+        instances_with_room: u64,
+        /// (pool type, AZ) pairs where a launch could still take a copy.
+        open_launches: u64,
+    },
+}
+
+impl fmt::Display for UnplacedCause {
+    /// One clause, e.g. `ml.p5.48xlarge has no capacity left in us-east-1b (Available 0, Reserved 0, 0 launched by the plan)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnplacedCause::CapacityExhausted { instance_type, availability_zone, available, reserved, launched } => {
+                write!(
+                    f,
+                    "{instance_type} has no capacity left in {availability_zone} \
+                     (Available {available}, Reserved {reserved}, {launched} launched by the plan)"
+                )
+            }
+            UnplacedCause::CapacityBlocked { instance_type, availability_zone, event, time, until } => {
+                write!(f, "{instance_type} in {availability_zone} blocked by {event} at {time} until {until}")
+            }
+            UnplacedCause::MaxInstanceCount { max, instances, blocked_launches } => write!(
+                f,
+                "MaxInstanceCount {max} reached ({instances} instance{}; blocks {blocked_launches} launch option{})",
+                plural(*instances),
+                plural(*blocked_launches)
+            ),
+            UnplacedCause::TooLarge { instance_type, resource, need, has } => write!(
+                f,
+                "one copy needs {}, more than a whole {instance_type} ({})",
+                resource.describe(*need),
+                resource.describe(*has)
+            ),
+            UnplacedCause::NoEligibleType { pool_types, without_specification, too_small } => write!(
+                f,
+                "no pool type can take a copy ({pool_types} pool type{}: {without_specification} without \
+                 specification, {too_small} too small)",
+                plural(*pool_types)
+            ),
+            UnplacedCause::InstancesFull { instance_type, resource, need, most_free, instances } => write!(
+                f,
+                "{instance_type} needs {} per copy, {} free ({instances} instance{})",
+                resource.describe(*need),
+                if *most_free == 0 { "0".to_string() } else { format!("at most {}", resource.describe(*most_free)) },
+                plural(*instances)
+            ),
+            UnplacedCause::Imbalance { copies_per_az, max_imbalance, excess } => {
+                let counts: Vec<String> = copies_per_az.iter().map(u64::to_string).collect();
+                write!(f, "placed copies {} exceed MaxImbalance {max_imbalance} by {excess}", counts.join("/"))
+            }
+            UnplacedCause::NotPlacedByPlanner { instances_with_room, open_launches } => write!(
+                f,
+                "not placed by this planner ({instances_with_room} instance{} with room, {open_launches} launch \
+                 option{} open)",
+                plural(*instances_with_room),
+                plural(*open_launches)
+            ),
+        }
+    }
+}
+
+/// The structured causes of an explanation with missing copies (empty when nothing is missing).
+/// `fleet_size` is the number of instances of the final fleet.
+pub fn causes(explanation: &Explanation, fleet_size: usize) -> Vec<UnplacedCause> {
+    let mut causes = Vec::new();
+    if explanation.missing == 0 {
+        return causes;
+    }
+    // Instances short of a resource, grouped by (type, resource, need) in fleet order of first sight.
+    let mut full: Vec<UnplacedCause> = Vec::new();
+    for instance in &explanation.instances {
+        let InstanceVerdict::Short { resource, need, free } = instance.verdict else { continue };
+        let existing = full.iter_mut().find(|cause| {
+            matches!(cause, UnplacedCause::InstancesFull { instance_type, resource: r, need: n, .. }
+                if *instance_type == instance.instance_type && *r == resource && *n == need)
+        });
+        match existing {
+            Some(UnplacedCause::InstancesFull { most_free, instances, .. }) => {
+                *most_free = (*most_free).max(free);
+                *instances += 1;
+            }
+            _ => full.push(UnplacedCause::InstancesFull {
+                instance_type: instance.instance_type.clone(),
+                resource,
+                need,
+                most_free: free,
+                instances: 1,
+            }),
+        }
+    }
+    causes.extend(full);
+
+    let mut pool_types: Vec<&str> = Vec::new();
+    let mut without_specification: Vec<&str> = Vec::new();
+    let mut too_small: Vec<&str> = Vec::new();
+    let mut max_cause: Option<(u32, u64)> = None;
+    for launch in &explanation.launches {
+        if !pool_types.contains(&launch.instance_type.as_str()) {
+            pool_types.push(&launch.instance_type);
+        }
+        match &launch.verdict {
+            LaunchVerdict::NoSpecification => {
+                if !without_specification.contains(&launch.instance_type.as_str()) {
+                    without_specification.push(&launch.instance_type);
+                }
+            }
+            LaunchVerdict::TooLarge { resource, need, has } => {
+                // One cause per type: the verdict is the same in every AZ.
+                if !too_small.contains(&launch.instance_type.as_str()) {
+                    too_small.push(&launch.instance_type);
+                    causes.push(UnplacedCause::TooLarge {
+                        instance_type: launch.instance_type.clone(),
+                        resource: *resource,
+                        need: *need,
+                        has: *has,
+                    });
+                }
+            }
+            LaunchVerdict::Blocked { event, time, until } => causes.push(UnplacedCause::CapacityBlocked {
+                instance_type: launch.instance_type.clone(),
+                availability_zone: launch.availability_zone.clone(),
+                event: *event,
+                time: *time,
+                until: *until,
+            }),
+            LaunchVerdict::NoCapacity { available, reserved, launched } => {
+                causes.push(UnplacedCause::CapacityExhausted {
+                    instance_type: launch.instance_type.clone(),
+                    availability_zone: launch.availability_zone.clone(),
+                    available: *available,
+                    reserved: *reserved,
+                    launched: *launched,
+                })
+            }
+            LaunchVerdict::MaxInstanceCount { max } => {
+                let blocked = max_cause.map_or(0, |(_, blocked)| blocked);
+                max_cause = Some((*max, blocked + 1));
+            }
+            LaunchVerdict::Open { .. } => {}
+        }
+    }
+    if let Some((max, blocked_launches)) = max_cause {
+        causes.push(UnplacedCause::MaxInstanceCount { max, instances: fleet_size as u64, blocked_launches });
+    }
+    if without_specification.len() + too_small.len() == pool_types.len() {
+        causes.push(UnplacedCause::NoEligibleType {
+            pool_types: pool_types.len() as u64,
+            without_specification: without_specification.len() as u64,
+            too_small: too_small.len() as u64,
+        });
+    }
+    if explanation.balance_excess > 0 {
+        causes.push(UnplacedCause::Imbalance {
+            copies_per_az: explanation.copies_per_az.clone(),
+            max_imbalance: explanation.max_imbalance.unwrap_or(0),
+            excess: explanation.balance_excess,
+        });
+    }
+    let (instances_with_room, open_launches) = (explanation.instances_with_room(), explanation.open_launches());
+    if instances_with_room + open_launches > 0 {
+        causes.push(UnplacedCause::NotPlacedByPlanner {
+            instances_with_room: instances_with_room as u64,
+            open_launches: open_launches as u64,
+        });
+    }
+    causes
+}
+
+/// Why `MinInstanceCount` cannot be reached: the existing fleet plus every launch the capacity
+/// entries allow fall short of it (see [`infeasibility`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Infeasibility {
+    /// `MinInstanceCount`.
+    pub min_instances: u32,
+    /// Instances of the existing fleet (draining ones included: they count until released).
+    pub existing: u64,
+    /// Σ `Available + Reserved` over pool (type, AZ) pairs not blocked by a capacity error.
+    pub launchable: u64,
+    /// Pool (type, AZ) pairs blocked by a live capacity error (their capacity is not counted).
+    pub blocked: u64,
+}
+
+impl fmt::Display for Infeasibility {
+    /// `MinInstanceCount 5 cannot be reached: 1 existing instance + 2 launchable (Available + Reserved
+    /// over pool types and AZs, 1 blocked by a capacity error not counted) = 3`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MinInstanceCount {} cannot be reached: {} existing instance{} + {} launchable (Available + Reserved \
+             over pool types and AZs",
+            self.min_instances,
+            self.existing,
+            plural(self.existing),
+            self.launchable
+        )?;
+        if self.blocked > 0 {
+            write!(f, ", {} blocked by a capacity error not counted", self.blocked)?;
+        }
+        write!(f, ") = {}", self.existing.saturating_add(self.launchable))
+    }
+}
+
+/// Why `MinInstanceCount` cannot be reached, or `None` when it can (some pool (type, AZ) has
+/// unlimited capacity, or the existing fleet and the launchable capacity add up to it).
+///
+/// This is the reason for [`crate::Status::Infeasible`] plans; [`crate::render::plan_table`]
+/// prints it for them.
+pub fn infeasibility(problem: &Problem) -> Option<Infeasibility> {
+    let mut launchable: u64 = 0;
+    let mut blocked: u64 = 0;
+    for type_index in problem.pool_types() {
+        for az in 0..problem.azs.len() {
+            if problem.capacity_block(type_index, az).is_some() {
+                blocked += 1;
+                continue;
+            }
+            // Unlimited capacity anywhere: MinInstanceCount can always be reached.
+            launchable = launchable.saturating_add(u64::from(problem.launch_limit(type_index, az).total()?));
+        }
+    }
+    let existing = problem.fleet.len() as u64;
+    let min_instances = problem.scaling.min_instances;
+    (existing.saturating_add(launchable) < u64::from(min_instances)).then_some(Infeasibility {
+        min_instances,
+        existing,
+        launchable,
+        blocked,
+    })
 }
 
 /// (type rank, verdict kind, short resource, need per copy).

@@ -31,7 +31,7 @@ pub use engines::greedy::{plan_greedy, GreedyPlanner};
 pub use engines::limits::{Limits, Phase, Stats};
 pub use engines::rebalance::{rebalance, verify_rebalance, Launch, RebalancePlan, RebalanceStep, Rebalancer};
 pub use error::{Issue, ValidationError, Warning, WarningKind};
-pub use explain::Explanation;
+pub use explain::{Explanation, Infeasibility, UnplacedCause};
 pub use fleet::{objective, FinalFleet, FinalInstance};
 #[cfg(feature = "json")]
 pub use json::ReadOptions;

@@ -251,6 +251,26 @@ pub struct Unplaced {
     /// Reasons a person can act on (a plan from another tool may leave them out).
     #[serde(default)]
     pub reasons: Vec<String>,
+    /// The same reasons, structured (library only: not in the plan's JSON, so empty for a plan
+    /// read with [`Plan::from_json`]). Whether the shortfall is proven is a property of the plan:
+    /// see [`Plan::unplaced_is_proven`].
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub causes: Vec<crate::explain::UnplacedCause>,
+}
+
+impl Unplaced {
+    /// `2 copies of chat cannot be placed` when `proven` (the plan is [`Status::Optimal`], so
+    /// L1 is proven), otherwise `2 copies of chat not placed by this planner`.
+    pub fn summary(&self, proven: bool) -> String {
+        format!(
+            "{} cop{} of {} {}",
+            self.copy_count,
+            if self.copy_count == 1 { "y" } else { "ies" },
+            self.inference_component_name,
+            if proven { "cannot be placed" } else { "not placed by this planner" }
+        )
+    }
 }
 
 /// A plan: actions, what could not be placed, and how good it is.
@@ -306,6 +326,20 @@ fn completed() -> StopReason {
 }
 
 impl Plan {
+    /// Whether the copies in [`Plan::unplaced`] are proven impossible to place: true when the
+    /// plan is [`Status::Optimal`] (L1, the placed copies, is proven maximal); otherwise a better
+    /// plan may place some of them. See [`Unplaced::summary`].
+    pub fn unplaced_is_proven(&self) -> bool {
+        self.status == Status::Optimal
+    }
+
+    /// One [`Unplaced::summary`] per entry of [`Plan::unplaced`], worded by
+    /// [`Plan::unplaced_is_proven`].
+    pub fn unplaced_summaries(&self) -> Vec<String> {
+        let proven = self.unplaced_is_proven();
+        self.unplaced.iter().map(|unplaced| unplaced.summary(proven)).collect()
+    }
+
     /// Number of `LaunchInstance` actions.
     pub fn launches(&self) -> usize {
         self.actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count()

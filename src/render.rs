@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 use crate::engines::consolidate::ConsolidationPlan;
 use crate::error::{ValidationError, Warning, WarningKind};
 use crate::fleet::{imbalance, objective, FinalFleet};
-use crate::plan::{Action, Objective, Plan, SolverKind, StopReason};
+use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::Problem;
 use crate::verify::Violation;
 
@@ -377,6 +377,11 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
     let _ = writeln!(out, "Objective: {}", objective_line(&plan.objective));
     if let Some(bound) = &plan.bound {
         let _ = writeln!(out, "Bound: {}", objective_line(bound));
+    }
+    if plan.status == Status::Infeasible {
+        if let Some(why) = crate::explain::infeasibility(problem) {
+            let _ = writeln!(out, "Infeasible: {}", escape_text(&why.to_string()));
+        }
     }
 
     let (fleet, _) = FinalFleet::apply(problem, &plan.actions);

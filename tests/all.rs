@@ -28,4 +28,5 @@ mod simulate;
 mod sizing;
 mod snapshots_output;
 mod sweep_regressions;
+mod unplaced_causes;
 mod validation;

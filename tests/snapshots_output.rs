@@ -96,6 +96,7 @@ fn hand_made_plan(problem: &Problem) -> Plan {
             inference_component_name: "chat".into(),
             copy_count: 1,
             reasons: vec!["example reason: ml.g6.12xlarge has no capacity in us-east-1b (Available 0)".into()],
+            causes: Vec::new(),
         }],
         objective,
         bound: Some(bound),

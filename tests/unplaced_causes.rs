@@ -1,0 +1,294 @@
+//! Structured causes of unplaced copies (`Unplaced::causes`), proven vs not-proven wording, and
+//! the explanation of an `Infeasible` status, each on a small hand-built scenario.
+
+use fleetplan::explain::{self, infeasibility, Resource};
+use fleetplan::{
+    plan_greedy, render, CapacityEvent, CapacityEventKind, FinalFleet, Infeasibility, Plan, Problem, Scenario,
+    ScenarioBuilder, Status, Unplaced, UnplacedCause,
+};
+
+const AZS: [&str; 2] = ["us-east-1a", "us-east-1b"];
+const G6_12X: &str = "ml.g6.12xlarge";
+const G6_1X: &str = "ml.g6.xlarge";
+
+fn greedy(scenario: &Scenario) -> Plan {
+    plan_greedy(&Problem::new(scenario).expect("valid scenario"))
+}
+
+fn only_unplaced(plan: &Plan) -> &Unplaced {
+    assert_eq!(plan.unplaced.len(), 1, "{:?}", plan.unplaced);
+    &plan.unplaced[0]
+}
+
+fn exhausted(az: &str, available: u32, reserved: u32, launched: u32) -> UnplacedCause {
+    UnplacedCause::CapacityExhausted {
+        instance_type: G6_12X.into(),
+        availability_zone: az.into(),
+        available,
+        reserved,
+        launched,
+    }
+}
+
+fn full(instances: u64, need: u64) -> UnplacedCause {
+    UnplacedCause::InstancesFull {
+        instance_type: G6_12X.into(),
+        resource: Resource::Accelerators,
+        need,
+        most_free: 0,
+        instances,
+    }
+}
+
+#[test]
+fn exhausted_capacity_names_type_az_and_numbers() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(1), 0)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 5, 4, 4.0, 16_384)
+        .build();
+    let plan = greedy(&scenario);
+    let unplaced = only_unplaced(&plan);
+    assert_eq!(unplaced.copy_count, 4);
+    assert_eq!(unplaced.causes, vec![full(1, 4), exhausted("us-east-1a", 1, 0, 1), exhausted("us-east-1b", 0, 0, 0)]);
+    assert_eq!(
+        unplaced.causes[1].to_string(),
+        "ml.g6.12xlarge has no capacity left in us-east-1a (Available 1, Reserved 0, 1 launched by the plan)"
+    );
+    assert_eq!(unplaced.causes[0].to_string(), "ml.g6.12xlarge needs 4 accelerators per copy, 0 free (1 instance)");
+}
+
+#[test]
+fn live_capacity_error_is_a_blocked_cause() {
+    let mut scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 1, 1, 4.0, 16_384)
+        .build();
+    scenario.now = Some(1_100.0);
+    scenario.capacity_error_ttl_seconds = Some(180.0);
+    scenario.capacity_events = vec![CapacityEvent {
+        instance_type: G6_12X.into(),
+        availability_zone: "us-east-1a".into(),
+        event: "InsufficientCapacity".into(),
+        time: 1_000.0,
+    }];
+    let plan = greedy(&scenario);
+    let unplaced = only_unplaced(&plan);
+    let blocked = UnplacedCause::CapacityBlocked {
+        instance_type: G6_12X.into(),
+        availability_zone: "us-east-1a".into(),
+        event: CapacityEventKind::InsufficientCapacity,
+        time: 1_000,
+        until: 1_180,
+    };
+    assert_eq!(unplaced.causes, vec![blocked, exhausted("us-east-1b", 0, 0, 0)]);
+    assert_eq!(
+        unplaced.causes[0].to_string(),
+        "ml.g6.12xlarge in us-east-1a blocked by InsufficientCapacity at 1000 until 1180"
+    );
+}
+
+#[test]
+fn max_instance_count_counts_the_launches_it_blocks() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .instance_limits(0, Some(1))
+        .component("chat", 2, 4, 4.0, 16_384)
+        .build();
+    let plan = greedy(&scenario);
+    let unplaced = only_unplaced(&plan);
+    assert_eq!(unplaced.copy_count, 1);
+    let max = UnplacedCause::MaxInstanceCount { max: 1, instances: 1, blocked_launches: 2 };
+    assert_eq!(unplaced.causes, vec![full(1, 4), max]);
+    assert_eq!(unplaced.causes[1].to_string(), "MaxInstanceCount 1 reached (1 instance; blocks 2 launch options)");
+}
+
+#[test]
+fn a_copy_larger_than_every_type_is_too_large_and_no_type_is_eligible() {
+    // Accelerators, then CPU, then memory: the first resource that does not fit is named.
+    let cases = [
+        (8, 4.0, 16_384, Resource::Accelerators, 8, 4),
+        (1, 64.0, 16_384, Resource::MilliCpus, 64_000, 48_000),
+        (1, 4.0, 300_000, Resource::MemoryMib, 300_000, 196_608),
+    ];
+    for (accelerators, cpus, memory, resource, need, has) in cases {
+        let scenario =
+            ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, accelerators, cpus, memory).build();
+        let plan = greedy(&scenario);
+        let unplaced = only_unplaced(&plan);
+        assert_eq!(
+            unplaced.causes,
+            vec![
+                UnplacedCause::TooLarge { instance_type: G6_12X.into(), resource, need, has },
+                UnplacedCause::NoEligibleType { pool_types: 1, without_specification: 0, too_small: 1 },
+            ],
+            "{resource:?}"
+        );
+    }
+    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, 8, 4.0, 16_384).build();
+    let plan = greedy(&scenario);
+    assert_eq!(
+        only_unplaced(&plan).causes[0].to_string(),
+        "one copy needs 8 accelerators, more than a whole ml.g6.12xlarge (4 accelerators)"
+    );
+}
+
+#[test]
+fn no_specification_and_too_small_together_leave_no_eligible_type() {
+    // One specification, for ml.g6.xlarge (1 accelerator), but a copy needs 2.
+    let mut scenario =
+        ScenarioBuilder::new(AZS).pool(G6_12X, 1).pool(G6_1X, 2).component("chat", 1, 2, 1.0, 1_024).build();
+    let component = &mut scenario.inference_components[0];
+    let mut specification = component.specification.take().expect("builder sets a specification");
+    specification.instance_type = Some(G6_1X.into());
+    component.specifications = Some(vec![specification]);
+    let plan = greedy(&scenario);
+    let unplaced = only_unplaced(&plan);
+    assert_eq!(
+        unplaced.causes,
+        vec![
+            UnplacedCause::TooLarge { instance_type: G6_1X.into(), resource: Resource::Accelerators, need: 2, has: 1 },
+            UnplacedCause::NoEligibleType { pool_types: 2, without_specification: 1, too_small: 1 },
+        ]
+    );
+    assert_eq!(
+        unplaced.causes[1].to_string(),
+        "no pool type can take a copy (2 pool types: 1 without specification, 1 too small)"
+    );
+}
+
+#[test]
+fn imbalance_of_the_placed_copies_is_a_cause() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(0), 0)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 5, 1, 4.0, 16_384)
+        .max_imbalance("chat", 1)
+        .fleet_instance("i-1", G6_12X, "us-east-1a", false)
+        .fleet_copies("chat", "i-1", 4)
+        .build();
+    let plan = greedy(&scenario);
+    let unplaced = only_unplaced(&plan);
+    let imbalance = UnplacedCause::Imbalance { copies_per_az: vec![4, 0], max_imbalance: 1, excess: 3 };
+    assert_eq!(
+        unplaced.causes,
+        vec![full(1, 1), exhausted("us-east-1a", 0, 0, 0), exhausted("us-east-1b", 0, 0, 0), imbalance]
+    );
+    assert_eq!(unplaced.causes[3].to_string(), "placed copies 4/0 exceed MaxImbalance 1 by 3");
+}
+
+#[test]
+fn open_options_mean_not_placed_by_this_planner() {
+    // The fleet before planning: every launch option is still open.
+    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("chat", 2, 1, 4.0, 16_384).build();
+    let problem = Problem::new(&scenario).expect("valid scenario");
+    let (fleet, _) = FinalFleet::apply(&problem, &[]);
+    let unplaced = explain::unplaced(&problem, &fleet);
+    assert_eq!(unplaced.len(), 1);
+    assert_eq!(
+        unplaced[0].causes,
+        vec![UnplacedCause::NotPlacedByPlanner { instances_with_room: 0, open_launches: 2 }]
+    );
+    assert_eq!(
+        unplaced[0].causes[0].to_string(),
+        "not placed by this planner (0 instances with room, 2 launch options open)"
+    );
+}
+
+#[test]
+fn optimal_plans_report_the_shortfall_as_proven() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(0), 0)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 2, 1, 4.0, 16_384)
+        .component("embed", 1, 1, 4.0, 16_384)
+        .build();
+    let mut plan = greedy(&scenario);
+    assert_eq!(plan.status, Status::Feasible);
+    assert!(!plan.unplaced_is_proven());
+    assert_eq!(
+        plan.unplaced_summaries(),
+        ["2 copies of chat not placed by this planner", "1 copy of embed not placed by this planner"]
+    );
+    plan.status = Status::Optimal;
+    assert!(plan.unplaced_is_proven());
+    assert_eq!(plan.unplaced_summaries(), ["2 copies of chat cannot be placed", "1 copy of embed cannot be placed"]);
+}
+
+#[test]
+fn causes_stay_out_of_the_plan_json() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(0), 0)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 2, 1, 4.0, 16_384)
+        .build();
+    let plan = greedy(&scenario);
+    assert_eq!(only_unplaced(&plan).causes.len(), 2);
+    let json = plan.to_json();
+    assert!(!json.contains("Causes"), "{json}");
+    let read = Plan::from_json(&json).expect("own JSON reads back");
+    assert!(read.unplaced[0].causes.is_empty());
+    assert_eq!(read.unplaced[0].reasons, plan.unplaced[0].reasons);
+}
+
+fn infeasible_scenario() -> Scenario {
+    let mut scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(1), 1)
+        .capacity(G6_12X, "us-east-1b", Some(3), 0)
+        .instance_limits(5, None)
+        .component("chat", 1, 1, 4.0, 16_384)
+        .fleet_instance("i-1", G6_12X, "us-east-1a", false)
+        .build();
+    scenario.now = Some(1_100.0);
+    scenario.capacity_error_ttl_seconds = Some(180.0);
+    scenario.capacity_events = vec![CapacityEvent {
+        instance_type: G6_12X.into(),
+        availability_zone: "us-east-1b".into(),
+        event: "ProvisioningTimeout".into(),
+        time: 1_000.0,
+    }];
+    scenario
+}
+
+#[test]
+fn infeasible_status_is_explained_with_launchable_capacity() {
+    let problem = Problem::new(&infeasible_scenario()).expect("valid scenario");
+    let why = infeasibility(&problem).expect("MinInstanceCount 5 is out of reach");
+    assert_eq!(why, Infeasibility { min_instances: 5, existing: 1, launchable: 2, blocked: 1 });
+    let text = "MinInstanceCount 5 cannot be reached: 1 existing instance + 2 launchable (Available + Reserved over \
+                pool types and AZs, 1 blocked by a capacity error not counted) = 3";
+    assert_eq!(why.to_string(), text);
+    let plan = plan_greedy(&problem);
+    assert_eq!(plan.status, Status::Infeasible);
+    let table = render::plan_table(&problem, &plan);
+    assert!(table.contains(&format!("\nInfeasible: {text}\n")), "{table}");
+}
+
+#[test]
+fn reachable_or_unlimited_min_instance_count_has_no_infeasibility() {
+    let reachable = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(2), 0)
+        .capacity(G6_12X, "us-east-1b", Some(1), 0)
+        .instance_limits(3, None)
+        .component("chat", 1, 1, 4.0, 16_384)
+        .build();
+    assert_eq!(infeasibility(&Problem::new(&reachable).expect("valid scenario")), None);
+    // No capacity entry for us-east-1b: unlimited launches there.
+    let unlimited = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(0), 0)
+        .instance_limits(50, None)
+        .component("chat", 1, 1, 4.0, 16_384)
+        .build();
+    let problem = Problem::new(&unlimited).expect("valid scenario");
+    assert_eq!(infeasibility(&problem), None);
+    let plan = plan_greedy(&problem);
+    assert!(!render::plan_table(&problem, &plan).contains("Infeasible:"));
+}
