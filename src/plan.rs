@@ -240,7 +240,10 @@ pub struct ObjectiveKey {
 }
 
 /// Copies of a component that could not be placed, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Equality ignores [`causes`](Self::causes): they are derived from the problem and not part of
+/// the JSON, so a plan read back from its JSON equals the plan it was written from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "PascalCase")]
 pub struct Unplaced {
@@ -258,6 +261,16 @@ pub struct Unplaced {
     #[cfg_attr(feature = "schema", schemars(skip))]
     pub causes: Vec<crate::explain::UnplacedCause>,
 }
+
+impl PartialEq for Unplaced {
+    fn eq(&self, other: &Self) -> bool {
+        self.inference_component_name == other.inference_component_name
+            && self.copy_count == other.copy_count
+            && self.reasons == other.reasons
+    }
+}
+
+impl Eq for Unplaced {}
 
 impl Unplaced {
     /// `2 copies of chat cannot be placed` when `proven` (the plan is [`Status::Optimal`], so

@@ -292,3 +292,23 @@ fn reachable_or_unlimited_min_instance_count_has_no_infeasibility() {
     let plan = plan_greedy(&problem);
     assert!(!render::plan_table(&problem, &plan).contains("Infeasible:"));
 }
+
+#[test]
+fn a_plan_read_back_from_its_json_equals_the_plan_causes_and_all() {
+    // The fuzz targets compare a plan with its JSON round trip; causes stay out of the JSON.
+    let text = r#"{"AvailabilityZones": ["a"],
+        "Endpoint": {"EndpointName": "e", "VariantName": "v",
+            "InstancePools": [{"InstanceType": "ml.g6.12xlarge", "Priority": 1}]},
+        "Capacity": [{"InstanceType": "ml.g6.12xlarge", "AvailabilityZone": "a", "Available": 1}],
+        "InferenceComponents": [{"InferenceComponentName": "big", "RuntimeConfig": {"CopyCount": 3},
+            "Specification": {"ComputeResourceRequirements": {
+                "NumberOfAcceleratorDevicesRequired": 4, "MinMemoryRequiredInMb": 1024}}}]}"#;
+    let problem = fleetplan::Problem::from_json(text).unwrap();
+    let plan = fleetplan::plan_greedy(&problem);
+    assert_eq!(plan.unplaced.len(), 1);
+    assert!(!plan.unplaced[0].causes.is_empty());
+    let reread = fleetplan::Plan::from_json(&plan.to_json()).unwrap();
+    assert_eq!(reread.unplaced, plan.unplaced);
+    let serde_reread: fleetplan::Plan = serde_json::from_str(&plan.to_json()).unwrap();
+    assert_eq!(serde_reread, plan);
+}
