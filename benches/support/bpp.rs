@@ -79,7 +79,10 @@ impl BppInstance {
     /// The scenario whose optimal instance count is this instance's optimum (module docs).
     pub fn scenario(&self) -> Result<Scenario, String> {
         let mib = |units: u64| {
-            u32::try_from(units * MIB_PER_UNIT).map_err(|_| format!("{}: {units} × {MIB_PER_UNIT} MiB too large", self.name))
+            units
+                .checked_mul(MIB_PER_UNIT)
+                .and_then(|mib| u32::try_from(mib).ok())
+                .ok_or_else(|| format!("{}: {units} × {MIB_PER_UNIT} MiB too large", self.name))
         };
         let mut builder = ScenarioBuilder::new(["az-1"])
             .instance_type(InstanceTypeSpec {
