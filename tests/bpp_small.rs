@@ -42,9 +42,11 @@ fn assert_sound(name: &str, problem: &Problem, plan: &Plan, items: u64, optimum:
 fn smallest_stored_instances_are_planned_soundly() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let optima = bpp::known_optima(root).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(optima.len(), 40, "10 instances of each of u120, u250, t60, t120");
+    assert_eq!(optima.len(), 50, "10 of each of u120, u250, t60, t120; 5 of each of Scholl N1C1W1, N1W1B1");
+    let families: std::collections::BTreeSet<&str> = optima.iter().map(|known| bpp::family(&known.name)).collect();
+    assert_eq!(families.into_iter().collect::<Vec<_>>(), ["N1C1W1", "N1W1B1", "t120", "t60", "u120", "u250"]);
     let planner = ExactPlanner::new().time_limit(Duration::from_secs(1));
-    for name in ["Falkenauer_t60_00", "Falkenauer_u120_00"] {
+    for name in ["Scholl_N1C1W1_C", "Falkenauer_t60_00", "Falkenauer_u120_00"] {
         let known = optima.iter().find(|known| known.name == name).unwrap_or_else(|| panic!("{name} in optima.tsv"));
         let instance = bpp::BppInstance::read(&known.path).unwrap_or_else(|e| panic!("{e}"));
         let problem = problem(&instance);

@@ -133,7 +133,13 @@ pub fn known_optima(root: &Path) -> Result<Vec<KnownOptimum>, String> {
         .collect()
 }
 
-/// The family of an instance name: `Falkenauer_u120_03` → `u120`.
+/// The family of an instance name: `Falkenauer_u120_03` → `u120`; Scholl's class names are six
+/// characters, `Scholl_N1C1W1_A` → `N1C1W1`, `Scholl_N1W1B1R0` → `N1W1B1`.
 pub fn family(name: &str) -> &str {
-    name.split('_').nth(1).unwrap_or(name)
+    let second = name.split('_').nth(1).unwrap_or(name);
+    if name.starts_with("Scholl_") {
+        second.get(..6).unwrap_or(second)
+    } else {
+        second
+    }
 }
