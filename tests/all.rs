@@ -6,6 +6,7 @@
 mod common;
 
 mod backends;
+mod bpp_small;
 mod cli;
 mod consolidate;
 mod contract_docs;
