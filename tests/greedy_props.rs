@@ -324,3 +324,15 @@ fn the_generator_covers_the_interesting_cases() {
     assert!(removals > 10, "{removals}");
     assert!(launches_reserved > 10, "{launches_reserved}");
 }
+
+/// Found by `permuting_the_input_keeps_the_objective` in CI (balance excess 2 vs 3).
+#[test]
+fn permutation_regression_balance_excess() {
+    let (seed, size, shuffle) =
+        (7611384100090863470, Size { azs: 3, pools: 1, components: 6, fleet: 6 }, 3474146475610371367);
+    let scenario = random_scenario(seed, size);
+    let problem = Problem::new(&scenario).unwrap();
+    let other = Problem::new(&permuted(&scenario, shuffle)).unwrap();
+    let (a, b) = (plan_greedy(&problem), plan_greedy(&other));
+    assert_eq!(a.objective, b.objective);
+}

@@ -80,6 +80,15 @@ impl Greedy<'_> {
         placed
     }
 
+    /// The final fleet's instances in AZ `z` by rank (id order for existing instances, launch
+    /// order for new ones), not by input position: the repair must not depend on the order the
+    /// input lists the fleet in (permuting the input keeps the objective).
+    fn instances_by_rank(&self, z: usize) -> Vec<usize> {
+        let mut list: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+        list.sort_by_key(|&index| self.instances.get(index).map_or(usize::MAX, |instance| instance.rank));
+        list
+    }
+
     /// What one copy of component `c` needs on each type (`None` where it may not run).
     fn needs_of(&self, c: usize) -> Vec<Option<Resources>> {
         let problem = self.problem;
@@ -110,7 +119,7 @@ impl Greedy<'_> {
             (balance_excess(&after, limit), totals[z], self.az_rank[z])
         });
         for &z in &azs {
-            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            let candidates = self.instances_by_rank(z);
             for x in candidates {
                 if *work == 0 {
                     return false;
@@ -185,7 +194,7 @@ impl Greedy<'_> {
             return false;
         }
         for &z in azs {
-            let candidates: Vec<usize> = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            let candidates = self.instances_by_rank(z);
             for x in candidates {
                 if *work == 0 {
                     return false;
@@ -271,7 +280,7 @@ impl Greedy<'_> {
             azs.sort_by_key(|&z| (z != home, self.az_rank[z]));
             let mut found = None;
             'azs: for &z in &azs {
-                for &y in self.fleet_by_az.get(z).map_or(&[][..], Vec::as_slice) {
+                for y in self.instances_by_rank(z) {
                     if y == x {
                         continue;
                     }
