@@ -834,7 +834,9 @@ impl Validator {
         types: &[InstanceTypeInfo],
         azs: &[String],
     ) -> LaunchCapacity {
-        let type_index = |name: &str| types.iter().position(|t| t.name == name);
+        // Looked up once per entry (up to 100,000 fleet instances): a map, not a scan of the types.
+        let type_by_name = index_by_name(types.iter().map(|t| &t.name));
+        let type_index = |name: &str| type_by_name.get(name).copied();
         let az_by_name = index_by_name(azs);
         let zones = azs.len();
         let mut limits = vec![vec![LaunchLimit::default(); zones]; types.len()];
@@ -1173,7 +1175,9 @@ impl Validator {
     /// `Fleet.Instances`: ids, AZs and states.
     fn fleet_instances(&mut self, scenario: &Scenario, types: &[InstanceTypeInfo], azs: &[String]) -> ListedFleet {
         let az_by_name = index_by_name(azs);
-        let type_index = |name: &str| types.iter().position(|t| t.name == name);
+        // Looked up once per entry (up to 100,000 fleet instances): a map, not a scan of the types.
+        let type_by_name = index_by_name(types.iter().map(|t| &t.name));
+        let type_index = |name: &str| type_by_name.get(name).copied();
         let mut fleet: Vec<ExistingInstance> = Vec::new();
         let mut ids = BTreeSet::new();
         let mut untrusted: BTreeSet<String> = BTreeSet::new();
