@@ -360,11 +360,25 @@ impl ExactPlanner {
                     }
                     Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
                         let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(problem, &facts, Some(solution), stop_of(limit), bound.or(best_bound));
+                        return self.stopped(
+                            problem,
+                            &facts,
+                            limits.deadline,
+                            Some(solution),
+                            stop_of(limit),
+                            bound.or(best_bound),
+                        );
                     }
                     Solved::Interrupted { limit, best_bound: level_bound } => {
                         let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(problem, &facts, last, stop_of(Some(limit)), bound.or(best_bound));
+                        return self.stopped(
+                            problem,
+                            &facts,
+                            limits.deadline,
+                            last,
+                            stop_of(Some(limit)),
+                            bound.or(best_bound),
+                        );
                     }
                     Solved::Infeasible if fixed.is_empty() => return Outcome::Infeasible,
                     Solved::Infeasible => {
@@ -425,14 +439,14 @@ impl ExactPlanner {
             let Some((_, solution)) = cheapest else {
                 let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
                 let bound = lex_bound(&facts, &fixed, None);
-                return self.stopped(problem, &facts, last, stop, bound.or(best_bound));
+                return self.stopped(problem, &facts, limits.deadline, last, stop, bound.or(best_bound));
             };
             let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
             if let Some(stop) = cost_stop {
-                return self.stopped(problem, &facts, Some(solution), stop, bound.or(best_bound));
+                return self.stopped(problem, &facts, limits.deadline, Some(solution), stop, bound.or(best_bound));
             }
             best_bound = bound;
-            match realize(problem, &facts, &solution) {
+            match realize(problem, &facts, &solution, limits.deadline) {
                 Ok(actions) => {
                     return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
                 }
@@ -467,11 +481,14 @@ impl ExactPlanner {
         &self,
         problem: &Problem,
         facts: &Facts<'_>,
+        deadline: Option<Instant>,
         solution: Option<MasterSolution>,
         stop: StopReason,
         bound: Option<Objective>,
     ) -> Outcome {
-        match solution.map(|solution| realize(problem, facts, &solution)) {
+        // The deadline has usually passed: packing gets the grace a solver call gets.
+        let deadline = deadline.map(|deadline| deadline.max(Instant::now()) + DEADLINE_GRACE);
+        match solution.map(|solution| realize(problem, facts, &solution, deadline)) {
             Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
             _ => Outcome::NoPlan { stop, bound },
         }
@@ -723,6 +740,7 @@ fn realize(
     problem: &Problem,
     facts: &Facts<'_>,
     solution: &MasterSolution,
+    deadline: Option<Instant>,
 ) -> Result<Vec<Action>, Vec<(usize, usize)>> {
     let types = problem.instance_types();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -773,7 +791,7 @@ fn realize(
                         .collect()
                 })
                 .unwrap_or_default();
-            match pack_group(&items, launches as usize, info.capacity, PACKING_BUDGET) {
+            match pack_group(&items, launches as usize, info.capacity, PACKING_BUDGET, deadline) {
                 Packing::Packed(bins) => bins
                     .into_iter()
                     .map(|bin| {

@@ -5,6 +5,9 @@
 //! really fit into that many identical instances (a small multi-dimensional bin-packing
 //! problem with few item kinds), by depth-first search with symmetry breaking.
 
+use std::time::Instant;
+
+use super::patterns::{dive, Demand};
 use crate::problem::Resources;
 
 /// Most copies packed by the search in one group (bounds the recursion depth).
@@ -22,8 +25,33 @@ pub(crate) enum Packing {
 }
 
 /// Packs `items` (component, count, requirement) into `bins` instances of `capacity`.
-/// `budget` bounds the number of search nodes.
-pub(crate) fn pack_group(items: &[(usize, u32, Resources)], bins: usize, capacity: Resources, budget: u64) -> Packing {
+/// `budget` bounds the number of search nodes; when it runs out, column generation with diving
+/// ([`dive`]) gets a try until `deadline`.
+pub(crate) fn pack_group(
+    items: &[(usize, u32, Resources)],
+    bins: usize,
+    capacity: Resources,
+    budget: u64,
+    deadline: Option<Instant>,
+) -> Packing {
+    match search_packing(items, bins, capacity, budget) {
+        Packing::Unknown => {}
+        known => return known,
+    }
+    let demands: Vec<Demand> =
+        items.iter().map(|&(_, count, need)| Demand { copies: u64::from(count), need }).collect();
+    let Some(patterns) = dive(&demands, capacity, bins as u64, deadline) else { return Packing::Unknown };
+    let mut packed = vec![Vec::new(); bins];
+    for (slot, pattern) in packed.iter_mut().zip(&patterns) {
+        for (&(component, _, _), &count) in items.iter().zip(pattern) {
+            slot.extend(std::iter::repeat_n(component, count as usize));
+        }
+    }
+    Packing::Packed(packed)
+}
+
+/// The depth-first packing search alone.
+fn search_packing(items: &[(usize, u32, Resources)], bins: usize, capacity: Resources, budget: u64) -> Packing {
     let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
     if total > MAX_COPIES as u64 {
         return Packing::Unknown;
@@ -142,11 +170,11 @@ mod tests {
     fn packs_and_refutes() {
         let capacity = res(8, 100);
         let items = [(0, 3, res(4, 10)), (1, 2, res(2, 10))];
-        assert!(matches!(pack_group(&items, 2, capacity, 10_000), Packing::Packed(_)));
+        assert!(matches!(pack_group(&items, 2, capacity, 10_000, None), Packing::Packed(_)));
         // Aggregate fits (16 ≤ 16 accelerators) but two-dimensional packing does not.
         let items = [(0, 2, res(5, 10)), (1, 2, res(3, 60))];
-        assert_eq!(pack_group(&items, 2, capacity, 10_000), Packing::Packed(vec![vec![0, 1], vec![0, 1]]));
+        assert_eq!(pack_group(&items, 2, capacity, 10_000, None), Packing::Packed(vec![vec![0, 1], vec![0, 1]]));
         let items = [(0, 3, res(5, 10)), (1, 1, res(1, 10))];
-        assert_eq!(pack_group(&items, 2, capacity, 10_000), Packing::Impossible);
+        assert_eq!(pack_group(&items, 2, capacity, 10_000, None), Packing::Impossible);
     }
 }

@@ -1,8 +1,5 @@
 //! The pattern (configuration) LP bound for one instance type, by column generation.
 //!
-//! **Not wired into the planner** (issue 11, first step): it is here with its tests so it can be
-//! measured before it is used.
-//!
 //! Copies of several components go onto identical instances of one type (capacity in three
 //! resources). A *pattern* is a multiset of copies that fits on one instance. The configuration
 //! LP `min Σ_p λ_p` s.t. `Σ_p a_cp λ_p ≥ n_c`, `λ ≥ 0` is the Gilmore–Gomory relaxation; its
@@ -15,7 +12,14 @@
 //! `Σ n π / max_a Σ a π` is a valid bound (Farley's: `π` scaled down is dual feasible), so
 //! stopping early (rounds or pricing budget) still gives a valid bound.
 
+//!
+//! The same columns drive [`dive`], the packing heuristic the exact planner uses when its
+//! depth-first packing search runs out of budget: solve the LP, fix the columns the LP uses
+//! (rounded down, or the largest one once), and repeat on what is left.
+
 #![cfg_attr(not(test), allow(dead_code))]
+
+use std::time::Instant;
 
 use super::backend::{Microlp, Mip, MipBackend, MipOutcome, Sense, SolveRequest, Var};
 use crate::problem::Resources;
@@ -79,6 +83,166 @@ pub(crate) fn pattern_bound(demands: &[Demand], capacity: Resources, max_rounds:
         patterns.push(pattern);
     }
     Some(finish(best, false, patterns.len()))
+}
+
+/// Column-generation rounds per LP solved inside [`dive`].
+const DIVE_ROUNDS: usize = 2_000;
+
+/// Packs `demands` into at most `bins` instances of `capacity` by column generation and diving:
+/// the patterns used, one per instance, each within the demands. A heuristic: `None` (not found
+/// within `bins`, a numerical failure, or the deadline) proves nothing.
+pub(crate) fn dive(
+    demands: &[Demand],
+    capacity: Resources,
+    bins: u64,
+    deadline: Option<Instant>,
+) -> Option<Vec<Vec<u64>>> {
+    if demands.iter().any(|d| d.copies > 0 && !d.need.fits_in(&capacity)) {
+        return None;
+    }
+    let mut residual: Vec<u64> = demands.iter().map(|d| d.copies).collect();
+    let mut chosen: Vec<Vec<u64>> = Vec::new();
+    let mut pool: Vec<Vec<u64>> = Vec::new();
+    loop {
+        if residual.iter().all(|&r| r == 0) {
+            return Some(chosen);
+        }
+        let left = bins.checked_sub(chosen.len() as u64).filter(|&left| left > 0)?;
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return None;
+        }
+        let current: Vec<Demand> =
+            demands.iter().zip(&residual).map(|(d, &copies)| Demand { copies, need: d.need }).collect();
+        // What is left may already pack greedily.
+        if let Some(rest) = first_fit_decreasing(&current, capacity, left) {
+            chosen.extend(rest);
+            return Some(chosen);
+        }
+        let columns = generate_columns(&current, capacity, &mut pool, deadline)?;
+        let usage = solve_primal(&current, &columns)?;
+        let value: f64 = usage.iter().sum();
+        if (value - 1e-6).ceil() > left as f64 {
+            return None;
+        }
+        // Residual rounding: every column at ⌊λ⌋; when none reaches 1, the largest λ once.
+        let mut order: Vec<usize> = (0..columns.len()).collect();
+        order.sort_by(|&a, &b| usage[b].total_cmp(&usage[a]).then(a.cmp(&b)));
+        let mut fixed = false;
+        for &column in &order {
+            let times = (usage[column] + 1e-9).floor() as u64;
+            for _ in 0..times {
+                fixed |= take(&columns[column], &mut residual, &mut chosen);
+            }
+        }
+        if !fixed {
+            let Some(&largest) = order.first() else { return None };
+            if !take(&columns[largest], &mut residual, &mut chosen) {
+                return None;
+            }
+        }
+    }
+}
+
+/// Adds `pattern`, capped at what is left, to `chosen`; false when it would hold nothing.
+fn take(pattern: &[u64], residual: &mut [u64], chosen: &mut Vec<Vec<u64>>) -> bool {
+    let capped: Vec<u64> = pattern.iter().zip(residual.iter()).map(|(&a, &r)| a.min(r)).collect();
+    if capped.iter().all(|&a| a == 0) {
+        return false;
+    }
+    for (r, a) in residual.iter_mut().zip(&capped) {
+        *r -= a;
+    }
+    chosen.push(capped);
+    true
+}
+
+/// First fit, largest share of the capacity first: the patterns when at most `bins` are used.
+fn first_fit_decreasing(demands: &[Demand], capacity: Resources, bins: u64) -> Option<Vec<Vec<u64>>> {
+    let share = |need: &Resources| {
+        let part = |have: u64, want: u64| if have == 0 { 0.0 } else { want as f64 / have as f64 };
+        part(capacity.accelerators, need.accelerators)
+            .max(part(capacity.milli_cpus, need.milli_cpus))
+            .max(part(capacity.memory_mib, need.memory_mib))
+    };
+    let mut order: Vec<usize> = (0..demands.len()).filter(|&c| demands[c].copies > 0).collect();
+    order.sort_by(|&a, &b| share(&demands[b].need).total_cmp(&share(&demands[a].need)).then(a.cmp(&b)));
+    let mut rooms: Vec<Resources> = Vec::new();
+    let mut patterns: Vec<Vec<u64>> = Vec::new();
+    for &c in &order {
+        let need = demands[c].need;
+        for _ in 0..demands[c].copies {
+            let slot = match rooms.iter().position(|room| need.fits_in(room)) {
+                Some(slot) => slot,
+                None => {
+                    if rooms.len() as u64 >= bins {
+                        return None;
+                    }
+                    rooms.push(capacity);
+                    patterns.push(vec![0; demands.len()]);
+                    rooms.len() - 1
+                }
+            };
+            rooms[slot] = rooms[slot].minus(&need)?;
+            patterns[slot][c] += 1;
+        }
+    }
+    Some(patterns)
+}
+
+/// Column generation for `demands` to the LP optimum (or the round limit), starting from the
+/// single-component patterns and the still useful patterns of `pool`; returns the patterns of
+/// the last LP (capped at the demands) and keeps them in `pool`.
+fn generate_columns(
+    demands: &[Demand],
+    capacity: Resources,
+    pool: &mut Vec<Vec<u64>>,
+    deadline: Option<Instant>,
+) -> Option<Vec<Vec<u64>>> {
+    let mut columns: Vec<Vec<u64>> = Vec::new();
+    let add = |columns: &mut Vec<Vec<u64>>, pattern: Vec<u64>| {
+        if pattern.iter().any(|&a| a > 0) && !columns.contains(&pattern) {
+            columns.push(pattern);
+        }
+    };
+    for (c, d) in demands.iter().enumerate() {
+        let mut single = vec![0; demands.len()];
+        single[c] = d.copies.min(capacity.copies_of(&d.need));
+        add(&mut columns, single);
+    }
+    for pattern in pool.iter() {
+        add(&mut columns, pattern.iter().zip(demands).map(|(&a, d)| a.min(d.copies)).collect());
+    }
+    for _ in 0..DIVE_ROUNDS {
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return None;
+        }
+        let prices = solve_dual(demands, &columns)?;
+        let Some((pattern, priced)) = price(demands, &prices, capacity) else { break };
+        if priced <= 1.0 + 1e-9 || columns.contains(&pattern) {
+            break;
+        }
+        add(&mut columns, pattern);
+    }
+    pool.clone_from(&columns);
+    Some(columns)
+}
+
+/// The primal LP over `columns`: `min Σ λ`, `Σ_p a_cp λ_p ≥ n_c`, `λ ≥ 0`; the `λ`.
+fn solve_primal(demands: &[Demand], columns: &[Vec<u64>]) -> Option<Vec<f64>> {
+    let mut mip = Mip::new();
+    let vars: Vec<Var> = columns.iter().map(|_| mip.add_var(1.0, (0.0, f64::INFINITY))).collect();
+    for (c, d) in demands.iter().enumerate() {
+        if d.copies == 0 {
+            continue;
+        }
+        let terms: Vec<(Var, f64)> =
+            columns.iter().zip(&vars).filter(|(p, _)| p[c] > 0).map(|(p, &v)| (v, p[c] as f64)).collect();
+        mip.add_row(terms, Sense::AtLeast, d.copies as f64);
+    }
+    match Microlp.solve(&mip, &SolveRequest::default()) {
+        MipOutcome::Solution(solution) => Some(solution.values.iter().map(|v| v.max(0.0)).collect()),
+        _ => None,
+    }
 }
 
 fn finish(lp_value: f64, converged: bool, patterns: usize) -> PatternBound {
