@@ -117,7 +117,7 @@ fn agree_on_proven_optima(problem: &Problem) -> Result<(), TestCaseError> {
             continue;
         }
         if reference.status == Status::Optimal && plan.status == Status::Optimal {
-            prop_assert_eq!(&plan.objective, &reference.objective, "{} disagrees with microlp", name);
+            prop_assert_eq!(plan.objective.key(), reference.objective.key(), "{} disagrees with microlp", name);
         }
         // A proven optimum is never beaten by another backend's plan, proven or not.
         if reference.status == Status::Optimal {

@@ -553,7 +553,7 @@ proptest! {
         let again = exact().plan(&later);
         prop_assert!(verify(&later, &again).is_empty(), "{:?}", verify(&later, &again));
         prop_assume!(again.status == Status::Optimal);
-        prop_assert_eq!(&again.objective, &once.objective, "\nonce: {}\nagain: {}", once.to_json(), again.to_json());
+        prop_assert_eq!(again.objective.key(), once.objective.key(), "\nonce: {}\nagain: {}", once.to_json(), again.to_json());
     }
 }
 

@@ -465,7 +465,7 @@ proptest! {
             prop_assert!(fleetplan::verify(&problem, &plan).is_empty(), "{:?}", fleetplan::verify(&problem, &plan));
             prop_assume!(plan.status == Status::Optimal);
         }
-        prop_assert_eq!(&plan.objective, &once.objective, "\nonce: {}\nlast: {}", once.to_json(), plan.to_json());
+        prop_assert_eq!(plan.objective.key(), once.objective.key(), "\nonce: {}\nlast: {}", once.to_json(), plan.to_json());
     }
 }
 

@@ -17,8 +17,14 @@
 //! any other plan the bound is already strictly smaller). When every earlier coordinate is 0, the
 //! plans that meet it use only priority-p instances, so the sizes may take the minimum over
 //! priority-p types only (a stronger bound).
+//!
+//! [`cost_floor`] then lifts the cost (L4): a plan that meets every instance coordinate of the
+//! bound exactly has that many instances per priority, and each beyond what reservations can
+//! hold costs at least the cheapest price of its priority. (A plan with any other coordinate is
+//! already strictly above the bound.)
 
-use crate::plan::Objective;
+use crate::fleet::{price_micros, UNIT_COST_MICROS};
+use crate::plan::{CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 
 /// An item size `numerator / denominator` (a share of one instance), `count` times.
@@ -249,7 +255,53 @@ pub(crate) fn complete(problem: &Problem, bound: Option<Objective>) -> Objective
         bound.instances_by_priority.insert(preferred, count);
         bound.cost_micros = 0;
     }
+    if let Some((floor, unit)) = cost_floor(problem, &bound) {
+        if floor > bound.cost_micros {
+            bound.cost_micros = floor;
+            bound.cost_unit = unit;
+        }
+    }
     bound
+}
+
+/// The least L4 cost of a fleet with exactly the bound's instance count per priority, and its
+/// unit. `None` when some instance types have a price and others do not (the unit would depend
+/// on the plan).
+pub(crate) fn cost_floor(problem: &Problem, bound: &Objective) -> Option<(i128, CostUnit)> {
+    let types = problem.instance_types();
+    let priced = types.iter().filter(|info| info.hourly_price.is_some()).count();
+    let unit = match priced {
+        0 => CostUnit::Instances,
+        all if all == types.len() => CostUnit::UsdPerHour,
+        _ => return None,
+    };
+    let mut floor: i128 = 0;
+    for (&priority, &count) in &bound.instances_by_priority {
+        let of_priority = || (0..types.len()).filter(move |&t| types[t].priority == priority);
+        // Instances of this priority that can run in a reservation: reserved fleet instances
+        // and unused reservation slots.
+        let reserved_fleet = problem
+            .fleet()
+            .iter()
+            .filter(|instance| {
+                instance.reserved && types.get(instance.type_index).is_some_and(|i| i.priority == priority)
+            })
+            .count() as u64;
+        let reserved_slots: u64 = of_priority()
+            .flat_map(|t| (0..problem.azs().len()).map(move |z| (t, z)))
+            .map(|(t, z)| u64::from(problem.launch_limit(t, z).reserved))
+            .sum();
+        let paying = u64::from(count).saturating_sub(reserved_fleet.saturating_add(reserved_slots));
+        if paying == 0 {
+            continue;
+        }
+        let cheapest = of_priority()
+            .map(|t| if unit == CostUnit::Instances { Some(UNIT_COST_MICROS) } else { price_micros(problem, t) })
+            .min()
+            .flatten()?;
+        floor = floor.saturating_add(i128::from(paying).saturating_mul(i128::from(cheapest)));
+    }
+    Some((floor, unit))
 }
 
 #[cfg(test)]

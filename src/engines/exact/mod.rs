@@ -185,6 +185,17 @@ impl ExactPlanner {
         let phase = Instant::now();
         let greedy_valid = verify(problem, &greedy).is_empty();
         stats.phase("verify warm start", phase);
+        // The packing bounds may already prove the warm start: then there is nothing to search.
+        if greedy_valid && greedy.status != Status::Infeasible {
+            let phase = Instant::now();
+            let bound = bounds::complete(problem, None);
+            stats.phase("packing bounds", phase);
+            if bound.key() == greedy.objective.key() {
+                let plan =
+                    finish(problem, SolverKind::Exact, Status::Optimal, StopReason::Completed, greedy.actions, None);
+                return (plan, stats);
+            }
+        }
         // The greedy plan seeds every level whose earlier optima it reaches.
         let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
         let backend = Instrumented { inner: Arc::clone(&self.backend), limits: &limits, solves: AtomicU64::new(0) };
@@ -223,7 +234,7 @@ impl ExactPlanner {
             Outcome::Plan { actions, proven, stop, bound } => {
                 let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
                 let status = if proven { Status::Optimal } else { Status::Feasible };
-                let plan = finish(
+                let mut plan = finish(
                     problem,
                     SolverKind::Exact,
                     status,
@@ -231,6 +242,11 @@ impl ExactPlanner {
                     actions,
                     if proven { None } else { bound.clone() },
                 );
+                // A plan that meets the bound is optimal, whatever stopped the search.
+                if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
+                    plan.status = Status::Optimal;
+                    plan.bound = None;
+                }
                 // Never trusted unverified, even past the deadline.
                 let violations = verify(problem, &plan);
                 if let Some(first) = violations.first() {
