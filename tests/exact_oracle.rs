@@ -466,12 +466,46 @@ fn a_run_stopped_at_once_reports_the_martello_toth_instance_bound() {
     assert_eq!(packing.instances_by_priority, BTreeMap::from([(1, 3)]));
     let plan = ExactPlanner::new().time_limit(std::time::Duration::ZERO).plan(&problem);
     assert_eq!(plan.stop_reason, fleetplan::StopReason::TimeLimit);
-    // The bound meets the greedy plan on L1–L3 (the cost bound stays trivial).
-    assert_eq!(plan.status, Status::Feasible);
+    // The bound meets the greedy plan on L1–L3, and three instances at 1 $/h cost at least 3 $/h:
+    // the packing bound alone proves the plan, though the search never ran.
+    assert_eq!(packing.cost_micros, 3_000_000);
+    assert_eq!(plan.status, Status::Optimal);
     assert_eq!(plan.objective.instances_of_priority(1), 3);
-    let bound = plan.bound.expect("a stopped run reports its bound");
-    assert_eq!((bound.placed_copies, bound.balance_excess, bound.cost_micros), (3, 0, 0));
-    assert_eq!(bound.instances_by_priority, BTreeMap::from([(1, 3)]));
+    assert_eq!(plan.bound, None);
+}
+
+#[test]
+fn the_cost_floor_counts_reservations_and_needs_one_unit() {
+    // Same three copies, but one (type, AZ) reservation slot: one of the three instances may be
+    // free, so the floor is 2 $/h. Without a price on the type, the floor counts instances.
+    let scenario = |reserved: bool, priced: bool| {
+        let mut types = json!({"InstanceType": "ml.t5", "AcceleratorCount": 5, "VCpuCount": 64, "MemoryInMb": 65536});
+        if priced {
+            types["HourlyPrice"] = json!(1);
+        }
+        let mut document = json!({
+            "AvailabilityZones": ["az-a"],
+            "InstanceTypes": [types],
+            "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": [{"InstanceType": "ml.t5", "Priority": 1}]},
+            "InferenceComponents": [{"InferenceComponentName": "ic0", "RuntimeConfig": {"CopyCount": 3},
+                "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 3, "MinMemoryRequiredInMb": 1024},
+                    "SchedulingConfig": {"PlacementStrategy": "BINPACK"}}}]
+        });
+        if reserved {
+            document["Capacity"] = json!([{"InstanceType": "ml.t5", "AvailabilityZone": "az-a", "Reserved": 1}]);
+        }
+        Problem::from_json(&document.to_string()).unwrap()
+    };
+    let packing = |problem: &Problem| fleetplan::engines::exact::packing_bound(problem);
+    assert_eq!(packing(&scenario(true, true)).cost_micros, 2_000_000);
+    let unpriced = packing(&scenario(false, false));
+    assert_eq!((unpriced.cost_micros, unpriced.cost_unit), (3_000_000, fleetplan::CostUnit::Instances));
+    // Each floor is reached by the optimum (the oracle agrees), so it never exceeds it.
+    for problem in [scenario(true, true), scenario(false, false), scenario(true, false)] {
+        let best = oracle(&problem).unwrap();
+        assert!(packing(&problem).key() <= best.key());
+        check_against_oracle(&problem).unwrap();
+    }
 }
 
 proptest! {

@@ -286,9 +286,12 @@ impl ExactPlanner {
         limits: Limits,
         hint: Option<&(Hint, Objective)>,
     ) -> Outcome {
-        let facts = Facts::new(problem, backend);
+        let mut facts = Facts::new(problem, backend);
         if model::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
             return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
+        }
+        if !self.slot_model {
+            facts.add_pattern_prices(limits.deadline);
         }
         // A node-limited probe is only cheap when the backend honours node limits.
         let probes = backend.capabilities().node_limit;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::backend::{
     Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
 };
+use super::patterns::{pattern_prices, Demand};
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// The comparison of a model row (the planner's short names for [`Sense`]).
@@ -224,6 +225,13 @@ pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BT
     )
 }
 
+/// Most eligible components of a type for which the pattern-LP cut is computed (pricing is a
+/// depth-first knapsack over them).
+const PATTERN_COMPONENTS: usize = 150;
+
+/// Column-generation rounds for the pattern-LP cut of one type.
+const PATTERN_ROUNDS: usize = 300;
+
 /// Explicit limits for one solve.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Limits {
@@ -246,6 +254,11 @@ pub(crate) struct Facts<'a> {
     pub groups: BTreeMap<Group, u64>,
     /// Instance types without a price that could appear in the final fleet.
     pub unpriced_possible: bool,
+    /// Per pool type, a price per copy of each component (0 where not eligible) such that one
+    /// instance of the type holds copies worth at most 1: the pattern-LP cut `Σ price·x ≤ y`
+    /// of every aggregated group (`docs/formulation.md`, constraint 2). Empty until
+    /// [`Facts::add_pattern_prices`].
+    pub pattern_prices: BTreeMap<usize, Vec<f64>>,
 }
 
 impl<'a> Facts<'a> {
@@ -291,7 +304,38 @@ impl<'a> Facts<'a> {
             .keys()
             .any(|&(t, _)| types.get(t).is_some_and(|info| info.hourly_price.is_none()))
             || problem.fleet().iter().any(|i| types.get(i.type_index).is_some_and(|info| info.hourly_price.is_none()));
-        Facts { problem, backend, need, excess, groups, unpriced_possible }
+        Facts { problem, backend, need, excess, groups, unpriced_possible, pattern_prices: BTreeMap::new() }
+    }
+
+    /// Computes [`Facts::pattern_prices`] by column generation (`patterns.rs`) for every pool
+    /// type with at most [`PATTERN_COMPONENTS`] eligible components. Deterministic without a deadline: bounded by
+    /// rounds and pricing nodes, and by `deadline` when there is one.
+    pub fn add_pattern_prices(&mut self, deadline: Option<Instant>) {
+        let problem = self.problem;
+        for t in problem.pool_types() {
+            let Some(info) = problem.instance_types().get(t) else { continue };
+            if !self.groups.keys().any(|&(group_type, _)| group_type == t) {
+                continue;
+            }
+            let demands: Vec<Demand> = problem
+                .components()
+                .iter()
+                .zip(&self.need)
+                .map(|(component, &copies)| match eligible_need(problem, component, t, &info.capacity) {
+                    Some(need) if copies > 0 => Demand { copies, need },
+                    _ => Demand { copies: 0, need: Resources::ZERO },
+                })
+                .collect();
+            let eligible = demands.iter().filter(|d| d.copies > 0).count();
+            if eligible < 2 || eligible > PATTERN_COMPONENTS {
+                continue;
+            }
+            if let Some(prices) = pattern_prices(&demands, info.capacity, PATTERN_ROUNDS, deadline) {
+                if prices.per_copy.iter().any(|&p| p > 0.0) {
+                    self.pattern_prices.insert(t, prices.per_copy);
+                }
+            }
+        }
     }
 
     /// Priorities that instances of the final fleet can have, worst first.
@@ -830,6 +874,18 @@ impl<'a> MasterBuilder<'a> {
         }
         if self.layout.cuts {
             conflict_cuts(&mut self.model, y, capacity, &copies);
+            if let Some(prices) = facts.pattern_prices.get(&group.0) {
+                // Pattern-LP cut: every instance holds copies worth at most 1 (prices below 1e-9
+                // dropped, which only weakens it).
+                let mut row: Vec<(Variable, f64)> = copies
+                    .iter()
+                    .filter_map(|&(c, x, _)| prices.get(c).filter(|&&p| p > 1e-9).map(|&p| (x, p)))
+                    .collect();
+                if !row.is_empty() {
+                    row.push((y, -1.0));
+                    self.model.constrain(&row, ComparisonOp::Le, 0.0);
+                }
+            }
         }
         self.vars.group_copies.insert(group, copies.into_iter().map(|(c, x, _)| (c, x)).collect());
     }

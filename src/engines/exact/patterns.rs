@@ -50,40 +50,97 @@ const PRICING_NODES: u64 = 200_000;
 /// The pattern LP bound for `demands` on instances of `capacity`, after at most `max_rounds`
 /// rounds. `None` when a copy does not fit on an empty instance or the LP solve fails.
 pub(crate) fn pattern_bound(demands: &[Demand], capacity: Resources, max_rounds: usize) -> Option<PatternBound> {
-    let demands: Vec<Demand> = demands.iter().copied().filter(|d| d.copies > 0).collect();
-    if demands.iter().any(|d| !d.need.fits_in(&capacity)) {
+    let prices = pattern_prices(demands, capacity, max_rounds, None)?;
+    let value: f64 = demands.iter().zip(&prices.per_copy).map(|(d, p)| d.copies as f64 * p).sum();
+    Some(finish(value, prices.converged, prices.patterns))
+}
+
+/// Prices per copy such that every pattern (multiset of copies that fits on one instance, at
+/// most `copies` of each demand) is worth at most 1: `Σ_c a_c price_c ≤ 1`. So on any `N`
+/// instances, `Σ_c copies_c price_c ≤ N` — a valid cut for every group of instances of the type.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PatternPrices {
+    /// One price per demand (0 for demands with no copies).
+    pub per_copy: Vec<f64>,
+    /// The prices are LP-optimal duals (column generation converged).
+    pub converged: bool,
+    /// Patterns generated.
+    pub patterns: usize,
+}
+
+/// The column-generation prices for `demands` on `capacity` after at most `max_rounds`
+/// rounds: the round whose prices give the largest bound `Σ n π / max_a Σ a π` (Farley's),
+/// scaled so that every pattern is worth at most 1 (with a safety margin for rounding).
+/// `None` when a copy does not fit on an empty instance or the LP solve fails. At `deadline`
+/// it stops with the best prices so far.
+pub(crate) fn pattern_prices(
+    demands: &[Demand],
+    capacity: Resources,
+    max_rounds: usize,
+    deadline: Option<Instant>,
+) -> Option<PatternPrices> {
+    if demands.iter().any(|d| d.copies > 0 && !d.need.fits_in(&capacity)) {
         return None;
     }
-    if demands.is_empty() {
-        return Some(PatternBound { lp_value: 0.0, instances: 0, converged: true, patterns: 0 });
-    }
-    let mut patterns: Vec<Vec<u64>> = demands
-        .iter()
-        .enumerate()
-        .map(|(c, d)| {
+    let mut patterns: Vec<Vec<u64>> = Vec::new();
+    for (c, d) in demands.iter().enumerate() {
+        if d.copies > 0 {
             let mut pattern = vec![0; demands.len()];
             pattern[c] = d.copies.min(capacity.copies_of(&d.need));
-            pattern
-        })
-        .collect();
-    let mut best = 0.0f64;
-    for _ in 0..max_rounds.max(1) {
-        let prices = solve_dual(&demands, &patterns)?;
-        let value: f64 = demands.iter().zip(&prices).map(|(d, p)| d.copies as f64 * p).sum();
-        let Some((pattern, priced)) = price(&demands, &prices, capacity) else { break };
-        if priced > 0.0 {
-            best = best.max(value / priced.max(1.0));
+            patterns.push(pattern);
         }
-        if priced <= 1.0 + 1e-9 {
-            return Some(finish(value, true, patterns.len()));
+    }
+    // First fit's instances are good first columns (a feasible primal, so a bounded dual).
+    for pattern in first_fit_decreasing(demands, capacity, u64::MAX).unwrap_or_default() {
+        if !patterns.contains(&pattern) {
+            patterns.push(pattern);
+        }
+    }
+    let mut best = PatternPrices { per_copy: vec![0.0; demands.len()], converged: patterns.is_empty(), patterns: 0 };
+    let mut best_value = 0.0f64;
+    if patterns.is_empty() {
+        return Some(best);
+    }
+    let mut lp = DualLp::new(demands, &patterns)?;
+    for _ in 0..max_rounds.max(1) {
+        // Stopping early keeps the best prices so far: valid, only weaker.
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            break;
+        }
+        let prices = lp.prices();
+        let Some(((pattern, priced), extra)) = price_several(demands, &prices, capacity) else { break };
+        if priced <= 0.0 {
+            break;
+        }
+        // Scaled by the most a pattern is worth (and a margin for floating-point rounding), the
+        // prices are dual feasible: the bound is valid whether or not the LP has converged.
+        let scale = priced.max(1.0) * (1.0 + 1e-9) + 1e-9;
+        let value: f64 = demands.iter().zip(&prices).map(|(d, p)| d.copies as f64 * p).sum::<f64>() / scale;
+        let converged = priced <= 1.0 + 1e-9;
+        if value > best_value {
+            best_value = value;
+            best.per_copy = prices.iter().map(|p| p / scale).collect();
+        }
+        best.patterns = patterns.len();
+        if converged {
+            best.converged = true;
+            break;
         }
         if patterns.contains(&pattern) {
             break; // Numerical stall: the LP already has this row.
         }
-        patterns.push(pattern);
+        for column in extra.into_iter().chain([pattern]) {
+            if !patterns.contains(&column) {
+                lp = lp.add(&column)?;
+                patterns.push(column);
+            }
+        }
     }
-    Some(finish(best, false, patterns.len()))
+    Some(best)
 }
+
+/// Extra columns per column-generation round (earlier incumbents of the pricing search).
+const EXTRA_COLUMNS: usize = 4;
 
 /// Column-generation rounds per LP solved inside [`dive`].
 const DIVE_ROUNDS: usize = 2_000;
@@ -100,46 +157,79 @@ pub(crate) fn dive(
     if demands.iter().any(|d| d.copies > 0 && !d.need.fits_in(&capacity)) {
         return None;
     }
-    let mut residual: Vec<u64> = demands.iter().map(|d| d.copies).collect();
-    let mut chosen: Vec<Vec<u64>> = Vec::new();
-    let mut pool: Vec<Vec<u64>> = Vec::new();
-    loop {
+    let mut diver = Diver { demands, capacity, bins, deadline, pool: Vec::new(), nodes: 0 };
+    let residual: Vec<u64> = demands.iter().map(|d| d.copies).collect();
+    diver.descend(residual, Vec::new())
+}
+
+/// The depth-first dive: at each node the LP over what is left, then its columns as branches
+/// (most used first, at most [`DIVE_BRANCHES`]); a child whose LP needs more instances than are
+/// left is abandoned at once, so a wrong fix costs one LP, not a whole dive.
+struct Diver<'a> {
+    demands: &'a [Demand],
+    capacity: Resources,
+    bins: u64,
+    deadline: Option<Instant>,
+    pool: Vec<Vec<u64>>,
+    nodes: u64,
+}
+
+/// Columns tried at one node of the dive.
+const DIVE_BRANCHES: usize = 3;
+
+/// LP nodes one dive may solve.
+const DIVE_NODES: u64 = 400;
+
+impl Diver<'_> {
+    fn descend(&mut self, residual: Vec<u64>, chosen: Vec<Vec<u64>>) -> Option<Vec<Vec<u64>>> {
         if residual.iter().all(|&r| r == 0) {
             return Some(chosen);
         }
-        let left = bins.checked_sub(chosen.len() as u64).filter(|&left| left > 0)?;
-        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        let left = self.bins.checked_sub(chosen.len() as u64).filter(|&left| left > 0)?;
+        self.nodes += 1;
+        if self.nodes > DIVE_NODES || self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             return None;
         }
         let current: Vec<Demand> =
-            demands.iter().zip(&residual).map(|(d, &copies)| Demand { copies, need: d.need }).collect();
+            self.demands.iter().zip(&residual).map(|(d, &copies)| Demand { copies, need: d.need }).collect();
         // What is left may already pack greedily.
-        if let Some(rest) = first_fit_decreasing(&current, capacity, left) {
-            chosen.extend(rest);
-            return Some(chosen);
+        if let Some(rest) = first_fit_decreasing(&current, self.capacity, left) {
+            return Some(chosen.into_iter().chain(rest).collect());
         }
-        let columns = generate_columns(&current, capacity, &mut pool, deadline)?;
+        let columns = generate_columns(&current, self.capacity, &mut self.pool, self.deadline)?;
         let usage = solve_primal(&current, &columns)?;
         let value: f64 = usage.iter().sum();
         if (value - 1e-6).ceil() > left as f64 {
             return None;
         }
-        // Residual rounding: every column at ⌊λ⌋; when none reaches 1, the largest λ once.
-        let mut order: Vec<usize> = (0..columns.len()).collect();
+        let mut order: Vec<usize> = (0..columns.len()).filter(|&c| usage[c] > 1e-6).collect();
         order.sort_by(|&a, &b| usage[b].total_cmp(&usage[a]).then(a.cmp(&b)));
+        // First branch, residual rounding: every column at ⌊λ⌋ (when some λ reaches 1).
+        let mut rounded = (residual.clone(), chosen.clone());
         let mut fixed = false;
         for &column in &order {
-            let times = (usage[column] + 1e-9).floor() as u64;
-            for _ in 0..times {
-                fixed |= take(&columns[column], &mut residual, &mut chosen);
+            for _ in 0..(usage[column] + 1e-9).floor() as u64 {
+                fixed |= take(&columns[column], &mut rounded.0, &mut rounded.1);
             }
         }
-        if !fixed {
-            let Some(&largest) = order.first() else { return None };
-            if !take(&columns[largest], &mut residual, &mut chosen) {
+        if fixed {
+            if let Some(done) = self.descend(rounded.0, rounded.1) {
+                return Some(done);
+            }
+        }
+        // Then single columns, most used first.
+        for &column in order.iter().take(DIVE_BRANCHES) {
+            let (mut residual, mut chosen) = (residual.clone(), chosen.clone());
+            if take(&columns[column], &mut residual, &mut chosen) {
+                if let Some(done) = self.descend(residual, chosen) {
+                    return Some(done);
+                }
+            }
+            if self.nodes > DIVE_NODES {
                 return None;
             }
         }
+        None
     }
 }
 
@@ -212,16 +302,24 @@ fn generate_columns(
     for pattern in pool.iter() {
         add(&mut columns, pattern.iter().zip(demands).map(|(&a, d)| a.min(d.copies)).collect());
     }
+    for pattern in first_fit_decreasing(demands, capacity, u64::MAX).unwrap_or_default() {
+        add(&mut columns, pattern);
+    }
+    let mut lp = DualLp::new(demands, &columns)?;
     for _ in 0..DIVE_ROUNDS {
         if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             return None;
         }
-        let prices = solve_dual(demands, &columns)?;
-        let Some((pattern, priced)) = price(demands, &prices, capacity) else { break };
+        let Some(((pattern, priced), extra)) = price_several(demands, &lp.prices(), capacity) else { break };
         if priced <= 1.0 + 1e-9 || columns.contains(&pattern) {
             break;
         }
-        add(&mut columns, pattern);
+        for column in extra.into_iter().chain([pattern]) {
+            if !columns.contains(&column) {
+                lp = lp.add(&column)?;
+                add(&mut columns, column);
+            }
+        }
     }
     pool.clone_from(&columns);
     Some(columns)
@@ -250,51 +348,164 @@ fn finish(lp_value: f64, converged: bool, patterns: usize) -> PatternBound {
     PatternBound { lp_value, instances: if rounded > 0.0 { rounded as u64 } else { 0 }, converged, patterns }
 }
 
-/// The dual LP over the patterns so far: `max Σ n π`, `Σ a π ≤ 1` per pattern, `π ≥ 0`.
-fn solve_dual(demands: &[Demand], patterns: &[Vec<u64>]) -> Option<Vec<f64>> {
-    let mut mip = Mip::new();
-    // A price above 1 is never needed (a single copy is a pattern).
-    let vars: Vec<Var> = demands.iter().map(|d| mip.add_var(-(d.copies as f64), (0.0, 1.0))).collect();
-    for pattern in patterns {
-        let terms: Vec<(Var, f64)> =
-            vars.iter().zip(pattern).filter(|(_, &a)| a > 0).map(|(&v, &a)| (v, a as f64)).collect();
-        mip.add_row(terms, Sense::AtMost, 1.0);
+/// The dual LP over the patterns so far: `max Σ n π`, `Σ a π ≤ 1` per pattern, `0 ≤ π ≤ 1`
+/// (a price above 1 is never needed: a single copy is a pattern). Each added pattern is one
+/// more row, re-solved from the previous basis by microlp's dual simplex instead of from
+/// scratch — column generation adds a row per round, so this is most of its speed.
+struct DualLp {
+    vars: Vec<microlp::Variable>,
+    solution: microlp::Solution,
+}
+
+impl DualLp {
+    fn new(demands: &[Demand], patterns: &[Vec<u64>]) -> Option<DualLp> {
+        let mut problem = microlp::Problem::new(microlp::OptimizationDirection::Maximize);
+        let vars: Vec<microlp::Variable> =
+            demands.iter().map(|d| problem.add_var(d.copies as f64, (0.0, 1.0))).collect();
+        for pattern in patterns {
+            problem.add_constraint(Self::row(&vars, pattern), microlp::ComparisonOp::Le, 1.0);
+        }
+        match problem.solve() {
+            Ok(microlp::SolveOutcome::Solution(solution)) => Some(DualLp { vars, solution }),
+            _ => None,
+        }
     }
-    match Microlp.solve(&mip, &SolveRequest::default()) {
-        MipOutcome::Solution(solution) => Some(solution.values.iter().map(|v| v.max(0.0)).collect()),
-        _ => None,
+
+    fn row(vars: &[microlp::Variable], pattern: &[u64]) -> microlp::LinearExpr {
+        let mut expr = microlp::LinearExpr::empty();
+        for (&var, &a) in vars.iter().zip(pattern) {
+            if a > 0 {
+                expr.add(var, a as f64);
+            }
+        }
+        expr
+    }
+
+    fn prices(&self) -> Vec<f64> {
+        self.vars.iter().map(|&var| self.solution.var_value(var).max(0.0)).collect()
+    }
+
+    fn add(self, pattern: &[u64]) -> Option<DualLp> {
+        let expr = Self::row(&self.vars, pattern);
+        match self.solution.add_constraint(expr, microlp::ComparisonOp::Le, 1.0) {
+            Ok(microlp::SolveOutcome::Solution(solution)) => Some(DualLp { vars: self.vars, solution }),
+            _ => None,
+        }
+    }
+}
+
+/// One resource of a [`Resources`] (0 accelerators, 1 milli-CPUs, 2 memory).
+fn amount(r: &Resources, index: usize) -> u64 {
+    match index {
+        0 => r.accelerators,
+        1 => r.milli_cpus,
+        _ => r.memory_mib,
     }
 }
 
 /// The pattern of largest `Σ a_c π_c` (bounded knapsack in three resources), by depth-first
-/// search with the bound "each remaining component alone at its most copies". `None` when the
-/// node budget runs out (the maximum is then unknown).
+/// search. A node is cut off by the smaller of two upper bounds on what the components not yet
+/// decided can add: each alone at its most copies, and per resource the fractional knapsack
+/// (components by price per unit of that resource, the last one split) — each resource alone
+/// is a relaxation of the three together. `None` when the node budget runs out (the maximum is
+/// then unknown).
 fn price(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<(Vec<u64>, f64)> {
-    let mut order: Vec<usize> = (0..demands.len()).filter(|&c| prices[c] > 1e-12).collect();
-    order.sort_by(|&a, &b| prices[b].total_cmp(&prices[a]).then(a.cmp(&b)));
+    price_several(demands, prices, capacity).map(|(best, _)| best)
+}
+
+/// [`price`], plus the earlier incumbents of the search worth more than 1 (also columns that
+/// price out: adding several per round saves column-generation rounds).
+fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<((Vec<u64>, f64), Vec<Vec<u64>>)> {
+    let candidates: Vec<usize> = (0..demands.len()).filter(|&c| prices[c] > 1e-12 && demands[c].copies > 0).collect();
+    // Depth-first order: most price per share of the instance first (good patterns early).
+    let share = |c: usize| {
+        (0..3)
+            .filter(|&r| amount(&capacity, r) > 0)
+            .map(|r| amount(&demands[c].need, r) as f64 / amount(&capacity, r) as f64)
+            .fold(0.0f64, f64::max)
+    };
+    // Keys computed once: a comparator recomputing float products is not a total order.
+    let efficiency: Vec<f64> = (0..demands.len())
+        .map(|c| match share(c) {
+            share if share > 0.0 => prices[c] / share,
+            _ => f64::INFINITY,
+        })
+        .collect();
+    let mut order = candidates.clone();
+    order.sort_by(|&a, &b| {
+        efficiency[b].total_cmp(&efficiency[a]).then(prices[b].total_cmp(&prices[a])).then(a.cmp(&b))
+    });
+    let mut position = vec![usize::MAX; demands.len()];
+    for (index, &c) in order.iter().enumerate() {
+        position[c] = index;
+    }
+    // Per resource that someone needs: the components by price per unit, most first.
+    let by_density: Vec<(usize, Vec<usize>)> = (0..3)
+        .filter(|&r| candidates.iter().any(|&c| amount(&demands[c].need, r) > 0))
+        .map(|r| {
+            let mut list = candidates.clone();
+            let density: Vec<f64> = (0..demands.len())
+                .map(|c| match amount(&demands[c].need, r) {
+                    0 => f64::INFINITY,
+                    need => prices[c] / need as f64,
+                })
+                .collect();
+            list.sort_by(|&a, &b| density[b].total_cmp(&density[a]).then(a.cmp(&b)));
+            (r, list)
+        })
+        .collect();
     struct Search<'a> {
         demands: &'a [Demand],
         prices: &'a [f64],
         order: Vec<usize>,
+        position: Vec<usize>,
+        by_density: Vec<(usize, Vec<usize>)>,
         current: Vec<u64>,
         best: (Vec<u64>, f64),
+        /// Earlier incumbents worth more than 1.
+        improving: Vec<Vec<u64>>,
         nodes: u64,
     }
     impl Search<'_> {
+        /// An upper bound on what the components from `depth` on can add within `room`.
+        fn bound(&self, depth: usize, room: &Resources) -> f64 {
+            let most = |c: usize| self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
+            let mut best: f64 = self.order[depth..].iter().map(|&c| self.prices[c] * most(c) as f64).sum();
+            for (r, list) in &self.by_density {
+                let mut left = amount(room, *r) as f64;
+                let mut total = 0.0;
+                for &c in list {
+                    if self.position[c] < depth {
+                        continue;
+                    }
+                    let copies = most(c) as f64;
+                    let need = amount(&self.demands[c].need, *r) as f64;
+                    if need == 0.0 {
+                        total += self.prices[c] * copies;
+                    } else if left > 0.0 {
+                        let taken = copies.min(left / need);
+                        total += self.prices[c] * taken;
+                        left -= taken * need;
+                    }
+                }
+                best = best.min(total);
+            }
+            best
+        }
+
         fn go(&mut self, depth: usize, room: Resources, value: f64) -> bool {
             self.nodes += 1;
             if self.nodes > PRICING_NODES {
                 return false;
             }
             if value > self.best.1 {
+                if self.best.1 > 1.0 + 1e-9 {
+                    self.improving.push(self.best.0.clone());
+                }
                 self.best = (self.current.clone(), value);
             }
             let Some(&c) = self.order.get(depth) else { return true };
-            let bound: f64 = self.order[depth..]
-                .iter()
-                .map(|&d| self.prices[d] * self.demands[d].copies.min(room.copies_of(&self.demands[d].need)) as f64)
-                .sum();
-            if value + bound <= self.best.1 + 1e-12 {
+            if value + self.bound(depth, &room) <= self.best.1 + 1e-12 {
                 return true;
             }
             let most = self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
@@ -314,11 +525,18 @@ fn price(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<(Vec
         demands,
         prices,
         order,
+        position,
+        by_density,
         current: vec![0; demands.len()],
         best: (vec![0; demands.len()], 0.0),
+        improving: Vec::new(),
         nodes: 0,
     };
-    search.go(0, capacity, 0.0).then_some(search.best)
+    let complete = search.go(0, capacity, 0.0);
+    // The last few incumbents: the best of the earlier ones.
+    let keep = search.improving.len().saturating_sub(EXTRA_COLUMNS);
+    let extra = search.improving.split_off(keep);
+    complete.then_some((search.best, extra))
 }
 
 #[cfg(test)]
@@ -416,5 +634,37 @@ mod tests {
     fn a_copy_that_does_not_fit_gives_no_bound() {
         assert_eq!(pattern_bound(&[demand(1, 11)], capacity(10), 10), None);
         assert_eq!(pattern_bound(&[], capacity(10), 10).map(|b| b.instances), Some(0));
+    }
+}
+
+#[cfg(test)]
+mod experiment {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn dive_triplets() {
+        for class in ["t60", "t120"] {
+            for i in 0..10 {
+                let path = format!("benches/data/bpp/Falkenauer_{class}_0{i}.txt");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let numbers: Vec<u64> = text.split_whitespace().map(|w| w.parse().unwrap()).collect();
+                let (n, cap) = (numbers[0], numbers[1]);
+                let mut counts: std::collections::BTreeMap<u64, u64> = Default::default();
+                for &s in &numbers[2..] {
+                    *counts.entry(s).or_default() += 1;
+                }
+                let demands: Vec<Demand> = counts
+                    .iter()
+                    .map(|(&s, &c)| Demand {
+                        copies: c,
+                        need: Resources { accelerators: 0, milli_cpus: 0, memory_mib: s },
+                    })
+                    .collect();
+                let capacity = Resources { accelerators: 0, milli_cpus: 0, memory_mib: cap };
+                let started = Instant::now();
+                let result = dive(&demands, capacity, n / 3, None);
+                eprintln!("{class}_{i}: {} in {:?}", result.is_some(), started.elapsed());
+            }
+        }
     }
 }
