@@ -104,76 +104,13 @@ impl RebalancePlan {
     /// not make sense (unknown ids, copies that are not there) are skipped; use
     /// [`verify_rebalance`] to find them.
     pub fn fleet_after(&self, problem: &Problem, steps: usize) -> FinalFleet {
-        let mut instances: Vec<(FinalInstance, bool)> = problem
-            .fleet()
-            .iter()
-            .enumerate()
-            .map(|(index, existing)| {
-                let instance = FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                };
-                (instance, true)
-            })
-            .collect();
-        let mut by_id: BTreeMap<String, usize> =
-            instances.iter().enumerate().map(|(index, (instance, _))| (instance.id.clone(), index)).collect();
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut replay = crate::engines::step_check::Replay::new(problem);
         for step in self.steps.iter().take(steps) {
-            for launch in &step.launch {
-                let (Some(type_index), Some(az_index)) =
-                    (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
-                else {
-                    continue;
-                };
-                if by_id.contains_key(&launch.instance_id) {
-                    continue;
-                }
-                let entry = launches.entry((type_index, az_index)).or_insert((0, 0));
-                entry.0 += 1;
-                entry.1 += u32::from(launch.reserved);
-                by_id.insert(launch.instance_id.clone(), instances.len());
-                instances.push((
-                    FinalInstance {
-                        id: launch.instance_id.clone(),
-                        type_index,
-                        az_index,
-                        reserved: launch.reserved,
-                        existing: None,
-                        copies: BTreeMap::new(),
-                        new_copies: BTreeMap::new(),
-                    },
-                    true,
-                ));
-            }
-            for planned in &step.moves {
-                let component = problem.component_index(&planned.inference_component_name);
-                let (from, to) = (by_id.get(&planned.from).copied(), by_id.get(&planned.to).copied());
-                let (Some(component), Some(from), Some(to)) = (component, from, to) else { continue };
-                let Some((source, true)) = instances.get_mut(from) else { continue };
-                let Some(count) = source.copies.get_mut(&component) else { continue };
-                *count -= 1;
-                if *count == 0 {
-                    source.copies.remove(&component);
-                }
-                if let Some((target, _)) = instances.get_mut(to) {
-                    *target.copies.entry(component).or_insert(0) += 1;
-                    *target.new_copies.entry(component).or_insert(0) += 1;
-                }
-            }
-            for id in &step.release {
-                if let Some((_, alive)) = by_id.get(id).and_then(|&index| instances.get_mut(index)) {
-                    *alive = false;
-                }
-            }
+            step.launch.iter().for_each(|launch| replay.launch(launch));
+            step.moves.iter().for_each(|planned| replay.apply_move(planned));
+            step.release.iter().for_each(|id| replay.release(id));
         }
-        let instances = instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
-        FinalFleet { instances, launches, removed: BTreeMap::new() }
+        replay.finish()
     }
 
     /// The fleet after every step (see [`Self::fleet_after`]).
