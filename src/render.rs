@@ -169,7 +169,7 @@ impl Table {
 }
 
 /// `1 copy`, `2 copies`.
-fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+pub(crate) fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
     let count = count.into();
     format!("{count} {}", if count == 1 { singular } else { plural })
 }

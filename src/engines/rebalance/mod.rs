@@ -32,7 +32,7 @@ pub use summary::{
 
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
-use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
+use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -498,7 +498,8 @@ impl<'p> Planner<'p> {
     /// instance as soon as any instance lacks a price).
     fn key(&self) -> FleetKey {
         let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * 1_000_000 } else { self.priced_cost };
+        let unit = i128::from(UNIT_COST_MICROS);
+        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * unit } else { self.priced_cost };
         (self.draining_alive, counts, cost)
     }
 
@@ -507,7 +508,7 @@ impl<'p> Planner<'p> {
         if node.reserved {
             0
         } else if self.unpriced_alive > 0 {
-            1_000_000
+            i128::from(UNIT_COST_MICROS)
         } else {
             i128::from(price_micros(self.problem, node.type_index).unwrap_or(0))
         }
