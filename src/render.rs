@@ -353,7 +353,8 @@ fn component_name(problem: &Problem, component_index: usize) -> String {
 
 /// A readable plan: header (solver, status, stop reason), objective and bound, launches, a
 /// per-component AZ summary, copies per instance of the final fleet, removals and
-/// terminations, and unplaced copies with their reasons. Validation warnings are not repeated
+/// terminations, and unplaced copies with their reasons (`2 copies of chat cannot be placed` when the plan is
+/// `Optimal`, otherwise `… not placed by this planner`). Validation warnings are not repeated
 /// here ([`warnings_summary`] renders them; the command line prints them once, on standard
 /// error).
 ///
@@ -513,17 +514,13 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         out.push_str(&table.render("  "));
     }
 
-    // Unplaced copies with reasons.
+    // Unplaced copies with reasons; "cannot be placed" only when the plan proves it (Optimal).
     if !plan.unplaced.is_empty() {
         let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
         let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
+        let proven = plan.unplaced_is_proven();
         for entry in &plan.unplaced {
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                escape_text(&entry.inference_component_name),
-                counted(entry.copy_count, "copy", "copies")
-            );
+            let _ = writeln!(out, "  {}", escape_text(&entry.summary(proven)));
             for reason in &entry.reasons {
                 let _ = writeln!(out, "    - {}", escape_text(reason));
             }
