@@ -387,7 +387,16 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
 
     let (fleet, _) = FinalFleet::apply(problem, &plan.actions);
 
-    // Launches.
+    write_launches(&mut out, problem, plan);
+    write_components(&mut out, problem, &fleet);
+    write_final_fleet(&mut out, problem, &fleet);
+    write_removals(&mut out, problem, plan);
+    write_unplaced(&mut out, plan);
+    out
+}
+
+/// Launches, or `none`.
+fn write_launches(out: &mut String, problem: &Problem, plan: &Plan) {
     let launches: Vec<(&String, &String, &String, bool)> = plan
         .actions
         .iter()
@@ -418,8 +427,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Components: copies per AZ (one column per AZ), imbalance against MaxImbalance.
+/// Components: copies per AZ (one column per AZ), imbalance against MaxImbalance.
+fn write_components(out: &mut String, problem: &Problem, fleet: &FinalFleet) {
     if !problem.components().is_empty() {
         let per_az = fleet.copies_per_az(problem);
         let _ = writeln!(out, "\nComponents ({}), copies per AZ", problem.components().len());
@@ -437,8 +448,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Copies per instance of the final fleet.
+/// Copies per instance of the final fleet, or `none`.
+fn write_final_fleet(out: &mut String, problem: &Problem, fleet: &FinalFleet) {
     let _ = writeln!(out, "\nFinal fleet ({})", counted(fleet.instances.len() as u64, "instance", "instances"));
     if fleet.instances.is_empty() {
         out.push_str("  none\n");
@@ -478,8 +491,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Removals (aggregated per component and instance) and terminations.
+/// Removals (aggregated per component and instance) and terminations.
+fn write_removals(out: &mut String, problem: &Problem, plan: &Plan) {
     let mut removals: BTreeMap<(&String, &String), u32> = BTreeMap::new();
     let mut terminations: Vec<&String> = Vec::new();
     for action in &plan.actions {
@@ -513,8 +528,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Unplaced copies with reasons; "cannot be placed" only when the plan proves it (Optimal).
+/// Unplaced copies with reasons; "cannot be placed" only when the plan proves it (Optimal).
+fn write_unplaced(out: &mut String, plan: &Plan) {
     if !plan.unplaced.is_empty() {
         let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
         let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
@@ -526,7 +543,6 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
             }
         }
     }
-    out
 }
 
 /// Describes an existing instance as `id (type, AZ)`, or just the id if it is unknown.
