@@ -558,29 +558,7 @@ pub fn causes(explanation: &Explanation, fleet_size: usize) -> Vec<UnplacedCause
     if explanation.missing == 0 {
         return causes;
     }
-    // Instances short of a resource, grouped by (type, resource, need) in fleet order of first sight.
-    let mut full: Vec<UnplacedCause> = Vec::new();
-    for instance in &explanation.instances {
-        let InstanceVerdict::Short { resource, need, free } = instance.verdict else { continue };
-        let existing = full.iter_mut().find(|cause| {
-            matches!(cause, UnplacedCause::InstancesFull { instance_type, resource: r, need: n, .. }
-                if *instance_type == instance.instance_type && *r == resource && *n == need)
-        });
-        match existing {
-            Some(UnplacedCause::InstancesFull { most_free, instances, .. }) => {
-                *most_free = (*most_free).max(free);
-                *instances += 1;
-            }
-            _ => full.push(UnplacedCause::InstancesFull {
-                instance_type: instance.instance_type.clone(),
-                resource,
-                need,
-                most_free: free,
-                instances: 1,
-            }),
-        }
-    }
-    causes.extend(full);
+    causes.extend(instances_full(explanation));
 
     let mut pool_types: Vec<&str> = Vec::new();
     let mut without_specification: Vec<&str> = Vec::new();
@@ -658,6 +636,32 @@ pub fn causes(explanation: &Explanation, fleet_size: usize) -> Vec<UnplacedCause
     causes
 }
 
+/// Instances short of a resource, grouped by (type, resource, need) in fleet order of first sight.
+fn instances_full(explanation: &Explanation) -> Vec<UnplacedCause> {
+    let mut full: Vec<UnplacedCause> = Vec::new();
+    for instance in &explanation.instances {
+        let InstanceVerdict::Short { resource, need, free } = instance.verdict else { continue };
+        let existing = full.iter_mut().find(|cause| {
+            matches!(cause, UnplacedCause::InstancesFull { instance_type, resource: r, need: n, .. }
+                if *instance_type == instance.instance_type && *r == resource && *n == need)
+        });
+        match existing {
+            Some(UnplacedCause::InstancesFull { most_free, instances, .. }) => {
+                *most_free = (*most_free).max(free);
+                *instances += 1;
+            }
+            _ => full.push(UnplacedCause::InstancesFull {
+                instance_type: instance.instance_type.clone(),
+                resource,
+                need,
+                most_free: free,
+                instances: 1,
+            }),
+        }
+    }
+    full
+}
+
 /// Why `MinInstanceCount` cannot be reached: the existing fleet plus every launch the capacity
 /// entries allow fall short of it (see [`infeasibility`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -728,7 +732,6 @@ type GroupTally = (String, Vec<String>, u64, u64);
 
 /// Groups verdicts into clauses; every instance and every launch option is counted exactly once.
 fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> Vec<String> {
-    let name = &explanation.inference_component_name;
     let mut clauses = vec![format!(
         "{}/{} instances have room, {}/{} launch options open",
         explanation.instances_with_room(),
@@ -736,7 +739,25 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         explanation.open_launches(),
         explanation.launches.len()
     )];
-    // Group instances by (type, verdict kind, short resource and need), in type order.
+    clauses.extend(instance_clauses(problem, explanation));
+    clauses.extend(launch_clauses(problem, explanation, fleet_size));
+    if explanation.balance_excess > 0 {
+        let counts: Vec<String> = explanation.copies_per_az.iter().map(u64::to_string).collect();
+        clauses.push(format!(
+            "placed copies {} over {} exceed MaxImbalance {} by {}",
+            counts.join("/"),
+            problem.azs.join("/"),
+            explanation.max_imbalance.unwrap_or(0),
+            explanation.balance_excess
+        ));
+    }
+    clauses
+}
+
+/// Instances grouped by (type, verdict kind, short resource and need), in type order.
+fn instance_clauses(problem: &Problem, explanation: &Explanation) -> Vec<String> {
+    let name = &explanation.inference_component_name;
+    let mut clauses = Vec::new();
     let type_rank = |type_name: &str| problem.type_index(type_name).unwrap_or(usize::MAX);
     let mut instance_groups: BTreeMap<GroupKey, GroupTally> = BTreeMap::new();
     for instance in &explanation.instances {
@@ -773,7 +794,13 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         });
     }
 
-    // Launch options grouped by (type, verdict), AZs listed; MaxInstanceCount once for all types.
+    clauses
+}
+
+/// Launch options grouped by (type, verdict), AZs listed; `MaxInstanceCount` once for all types.
+fn launch_clauses(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> Vec<String> {
+    let name = &explanation.inference_component_name;
+    let mut clauses = Vec::new();
     let mut launch_groups: Vec<(String, LaunchVerdict, Vec<String>)> = Vec::new();
     let mut blocked_by_max = 0u64;
     let mut max_limit = None;
@@ -822,16 +849,6 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         clauses.push(format!(
             "MaxInstanceCount {max} reached ({fleet_size} instances; blocks {blocked_by_max} launch option{})",
             plural(blocked_by_max)
-        ));
-    }
-    if explanation.balance_excess > 0 {
-        let counts: Vec<String> = explanation.copies_per_az.iter().map(u64::to_string).collect();
-        clauses.push(format!(
-            "placed copies {} over {} exceed MaxImbalance {} by {}",
-            counts.join("/"),
-            problem.azs.join("/"),
-            explanation.max_imbalance.unwrap_or(0),
-            explanation.balance_excess
         ));
     }
     clauses
