@@ -356,6 +356,16 @@ enum Change {
     Launch { type_index: usize, az_index: usize },
 }
 
+/// A unit under construction in [`Planner::simulate`]: SPREAD offenders before the unit per
+/// touched (component, AZ), the moves, the instances released, the instances receiving copies.
+struct UnitDraft {
+    guard: BTreeMap<(usize, usize), u64>,
+    moves: Vec<(usize, usize, usize)>,
+    victims: Vec<usize>,
+    targets: BTreeSet<usize>,
+    max_victims: usize,
+}
+
 /// What one simulated unit does.
 #[derive(Debug, Clone)]
 struct Unit {
@@ -848,49 +858,9 @@ impl<'p> Planner<'p> {
 
         // Fill the launch with further whole instances of its AZ while they fit.
         if let Some(new) = launched {
-            let az = self.nodes[new].az_index;
-            let mut tries = 0usize;
-            for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
-                if victims.len() >= max_victims || tries >= self.extra_victim_tries || self.alive <= min_instances {
-                    break;
-                }
-                if other == candidate
-                    || !self.may_release(other)
-                    || forbidden.contains(&other)
-                    || targets.contains(&other)
-                {
-                    continue;
-                }
-                tries += 1;
-                let victim_mark = self.journal.len();
-                let victim_moves = moves.len();
-                // The releases may land in a later step than the ones before: SPREAD must not
-                // get worse from one victim to the next, not only over the whole unit.
-                let mut local: BTreeMap<(usize, usize), u64> = guard
-                    .keys()
-                    .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
-                    .collect();
-                let copies = self.kill(other);
-                let mut fits = true;
-                for component in copies {
-                    if !self.may_receive(new, component, az, &balance_before) {
-                        fits = false;
-                        break;
-                    }
-                    self.touch(&mut local, component, az);
-                    self.add_copy(new, component, az);
-                    moves.push((component, other, new));
-                }
-                if fits && self.spread_kept(&local) {
-                    victims.push(other);
-                    for (pair, before) in local {
-                        guard.entry(pair).or_insert(before);
-                    }
-                } else {
-                    self.rollback(victim_mark);
-                    moves.truncate(victim_moves);
-                }
-            }
+            let mut draft = UnitDraft { guard, moves, victims, targets, max_victims };
+            self.fill_launch(new, candidate, forbidden, order_by_az, &balance_before, &mut draft);
+            (moves, victims) = (draft.moves, draft.victims);
         }
 
         let key = self.key();
@@ -912,6 +882,68 @@ impl<'p> Planner<'p> {
             self.journal.clear();
         }
         Some(unit)
+    }
+
+    /// Fills the launch `new` with further whole instances of its AZ while they fit, up to
+    /// `draft.max_victims` releases and never below `MinInstanceCount`; each victim's moves
+    /// are undone when they do not fit or make SPREAD worse.
+    fn fill_launch(
+        &mut self,
+        new: usize,
+        candidate: usize,
+        forbidden: &BTreeSet<usize>,
+        order_by_az: &[Vec<usize>],
+        balance_before: &[u64],
+        draft: &mut UnitDraft,
+    ) {
+        let min_instances = usize::try_from(self.problem.scaling().min_instances).unwrap_or(usize::MAX);
+        let az = self.nodes[new].az_index;
+        let mut tries = 0usize;
+        for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
+            if draft.victims.len() >= draft.max_victims
+                || tries >= self.extra_victim_tries
+                || self.alive <= min_instances
+            {
+                break;
+            }
+            if other == candidate
+                || !self.may_release(other)
+                || forbidden.contains(&other)
+                || draft.targets.contains(&other)
+            {
+                continue;
+            }
+            tries += 1;
+            let victim_mark = self.journal.len();
+            let victim_moves = draft.moves.len();
+            // The releases may land in a later step than the ones before: SPREAD must not
+            // get worse from one victim to the next, not only over the whole unit.
+            let mut local: BTreeMap<(usize, usize), u64> = draft
+                .guard
+                .keys()
+                .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
+                .collect();
+            let copies = self.kill(other);
+            let mut fits = true;
+            for component in copies {
+                if !self.may_receive(new, component, az, balance_before) {
+                    fits = false;
+                    break;
+                }
+                self.touch(&mut local, component, az);
+                self.add_copy(new, component, az);
+                draft.moves.push((component, other, new));
+            }
+            if fits && self.spread_kept(&local) {
+                draft.victims.push(other);
+                for (pair, before) in local {
+                    draft.guard.entry(pair).or_insert(before);
+                }
+            } else {
+                self.rollback(victim_mark);
+                draft.moves.truncate(victim_moves);
+            }
+        }
     }
 
     /// Repeated passes over the release candidates until a pass commits nothing.
