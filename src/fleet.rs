@@ -130,6 +130,19 @@ impl<'p> ActionReplay<'p> {
         self.violations.push(Violation { kind, message });
     }
 
+    /// The component and instance an action names, or a `Reference` violation.
+    fn resolve(&mut self, action: &str, component: &str, instance_id: &str) -> Option<(usize, usize)> {
+        let Some(&component_index) = self.component_by_name.get(component) else {
+            self.violation(ViolationKind::Reference, format!("{action}: unknown component {component:?}"));
+            return None;
+        };
+        let Some(&instance) = self.by_id.get(instance_id) else {
+            self.violation(ViolationKind::Reference, format!("{action} {component}: unknown instance {instance_id:?}"));
+            return None;
+        };
+        Some((component_index, instance))
+    }
+
     fn launch(&mut self, instance_id: &str, instance_type: &str, availability_zone: &str, reserved: bool) {
         let problem = self.problem;
         let type_index = problem.type_index(instance_type);
@@ -169,17 +182,7 @@ impl<'p> ActionReplay<'p> {
 
     fn place(&mut self, component: &str, instance_id: &str, model_name: Option<&str>) {
         let problem = self.problem;
-        let Some(&component_index) = self.component_by_name.get(component) else {
-            self.violation(ViolationKind::Reference, format!("PlaceCopy: unknown component {component:?}"));
-            return;
-        };
-        let Some(&instance) = self.by_id.get(instance_id) else {
-            self.violation(
-                ViolationKind::Reference,
-                format!("PlaceCopy {component}: unknown instance {instance_id:?}"),
-            );
-            return;
-        };
+        let Some((component_index, instance)) = self.resolve("PlaceCopy", component, instance_id) else { return };
         if self.terminated[instance] {
             self.violation(
                 ViolationKind::Reference,
@@ -220,17 +223,7 @@ impl<'p> ActionReplay<'p> {
     }
 
     fn remove(&mut self, component: &str, instance_id: &str) {
-        let Some(&component_index) = self.component_by_name.get(component) else {
-            self.violation(ViolationKind::Reference, format!("RemoveCopy: unknown component {component:?}"));
-            return;
-        };
-        let Some(&instance) = self.by_id.get(instance_id) else {
-            self.violation(
-                ViolationKind::Reference,
-                format!("RemoveCopy {component}: unknown instance {instance_id:?}"),
-            );
-            return;
-        };
+        let Some((component_index, instance)) = self.resolve("RemoveCopy", component, instance_id) else { return };
         let target = &self.instances[instance];
         let existing_left =
             target.copies_of(component_index) - target.new_copies.get(&component_index).copied().unwrap_or(0);
