@@ -1,8 +1,9 @@
 //! The independent checker for consolidation plans (docs/contract.md §3).
 //!
 //! It replays a [`ConsolidationPlan`] step by step on the problem's fleet, by instance id, and
-//! checks every rule of docs/contract.md §3 for each step. It shares nothing with the planner except the rule
-//! definitions (imbalance, SPREAD offenders) and the objective.
+//! checks every rule of docs/contract.md §3 for each step. It shares nothing with the planner
+//! except the rule definitions (imbalance, SPREAD offenders) and the objective; the replay and
+//! the rules §3 and §7 state alike are `engines::step_check`, shared with the rebalancing checker.
 
 use std::collections::BTreeSet;
 

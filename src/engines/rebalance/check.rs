@@ -3,7 +3,9 @@
 //!
 //! It replays a [`RebalancePlan`] step by step on the problem's fleet, by instance id, and checks
 //! every rule of contract §7 for each step. It shares nothing with the planner except the rule
-//! definitions (imbalance, SPREAD offenders, copy footprints) and the objective.
+//! definitions (imbalance, SPREAD offenders, copy footprints) and the objective. The replay and
+//! the rules it shares with consolidation are `engines::step_check`; launches, the draining
+//! order and the final improvement test are here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
