@@ -351,196 +351,258 @@ struct Running {
 /// an execution naming launches or copies the plan does not have, a real id already in use) are
 /// all reported, with the action or execution entry they concern.
 pub fn observe(problem: &Problem, actions: &[Action], execution: &Execution) -> Result<Observed, ValidationError> {
-    let mut issues: Vec<Issue> = Vec::new();
-    let mut issue = |path: String, message: String| issues.push(Issue { path, message });
-    let mut running: Vec<Running> = problem
-        .fleet()
-        .iter()
-        .map(|existing| Running {
-            id: existing.id.clone(),
-            type_index: existing.type_index,
-            az_index: existing.az_index,
-            reserved: existing.reserved,
-            draining: existing.draining,
-            copies: existing.copies.iter().map(|&(component, count)| (component, u64::from(count))).collect(),
-            gone: false,
-        })
-        .collect();
-    // Instance ids as the plan names them → position in `running`.
-    let mut by_plan_id: BTreeMap<String, usize> =
-        running.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
-    let mut real_ids: BTreeSet<String> = by_plan_id.keys().cloned().collect();
-    let mut failed_launches: Vec<String> = Vec::new();
-    let mut instance_ids: BTreeMap<String, String> = BTreeMap::new();
-    let mut events: BTreeMap<(usize, usize), CapacityEventKind> = BTreeMap::new();
-    let mut placements_left = execution.failed_placements.clone();
-    let mut removals_left = execution.failed_removals.clone();
-    let mut launched_ids: BTreeSet<&str> = BTreeSet::new();
-    let mut terminated_ids: BTreeSet<&str> = BTreeSet::new();
-
+    let mut replay = Observation::new(problem, execution);
     for (position, action) in actions.iter().enumerate() {
         let path = format!("Actions[{position}]");
         match action {
             Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
-                let (Some(type_index), Some(az_index)) =
-                    (problem.type_index(instance_type), problem.az_index(availability_zone))
-                else {
-                    issue(path, format!("unknown type {instance_type:?} or AZ {availability_zone:?}"));
-                    continue;
-                };
-                if by_plan_id.contains_key(instance_id) || failed_launches.contains(instance_id) {
-                    issue(path, format!("launch id {instance_id:?} is already in use"));
-                    continue;
-                }
-                launched_ids.insert(instance_id);
-                let outcome = execution
-                    .launches
-                    .get(instance_id)
-                    .cloned()
-                    .unwrap_or_else(|| LaunchOutcome::Launched { instance_id: instance_id.clone() });
-                match outcome {
-                    LaunchOutcome::Launched { instance_id: real_id } => {
-                        if !real_ids.insert(real_id.clone()) {
-                            issue(
-                                format!("Execution.launched({instance_id:?})"),
-                                format!("{real_id:?} is already an instance id"),
-                            );
-                            continue;
-                        }
-                        events.insert((type_index, az_index), CapacityEventKind::Launched);
-                        by_plan_id.insert(instance_id.clone(), running.len());
-                        instance_ids.insert(instance_id.clone(), real_id.clone());
-                        running.push(Running {
-                            id: real_id,
-                            type_index,
-                            az_index,
-                            reserved: *reserved,
-                            draining: false,
-                            copies: BTreeMap::new(),
-                            gone: false,
-                        });
-                    }
-                    LaunchOutcome::Failed(failure) => {
-                        if let Some(event) = failure.capacity_event() {
-                            events.insert((type_index, az_index), event);
-                        }
-                        failed_launches.push(instance_id.clone());
-                    }
-                }
+                replay.launch(path, instance_id, instance_type, availability_zone, *reserved)
             }
-            Action::PlaceCopy { component, instance_id, .. } => {
-                let Some(component_index) = problem.component_index(component) else {
-                    issue(path, format!("{component:?} is not a component of the problem"));
-                    continue;
-                };
-                let reported_failed = match placements_left.get_mut(&(component.clone(), instance_id.clone())) {
-                    Some(left) if *left > 0 => {
-                        *left -= 1;
-                        true
-                    }
-                    _ => false,
-                };
-                // On a launch that failed the copy fails too, whether or not the caller says so.
-                if reported_failed || failed_launches.contains(instance_id) {
-                    continue;
+            Action::PlaceCopy { component, instance_id, .. } => replay.place(path, component, instance_id),
+            Action::RemoveCopy { component, instance_id } => replay.remove(path, component, instance_id),
+            Action::TerminateInstance { instance_id } => replay.terminate(path, instance_id),
+        }
+    }
+    replay.check_execution_matches();
+    replay.finish()
+}
+
+/// The state of [`observe`] while it replays the plan's actions in order, one method per kind.
+struct Observation<'a> {
+    problem: &'a Problem,
+    execution: &'a Execution,
+    issues: Vec<Issue>,
+    running: Vec<Running>,
+    /// Instance ids as the plan names them → position in `running`.
+    by_plan_id: BTreeMap<String, usize>,
+    real_ids: BTreeSet<String>,
+    failed_launches: Vec<String>,
+    instance_ids: BTreeMap<String, String>,
+    events: BTreeMap<(usize, usize), CapacityEventKind>,
+    placements_left: BTreeMap<(String, String), u32>,
+    removals_left: BTreeMap<(String, String), u32>,
+    launched_ids: BTreeSet<String>,
+    terminated_ids: BTreeSet<String>,
+}
+
+impl<'a> Observation<'a> {
+    fn new(problem: &'a Problem, execution: &'a Execution) -> Observation<'a> {
+        let running: Vec<Running> = problem
+            .fleet()
+            .iter()
+            .map(|existing| Running {
+                id: existing.id.clone(),
+                type_index: existing.type_index,
+                az_index: existing.az_index,
+                reserved: existing.reserved,
+                draining: existing.draining,
+                copies: existing.copies.iter().map(|&(component, count)| (component, u64::from(count))).collect(),
+                gone: false,
+            })
+            .collect();
+        let by_plan_id: BTreeMap<String, usize> =
+            running.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
+        Observation {
+            problem,
+            execution,
+            issues: Vec::new(),
+            real_ids: by_plan_id.keys().cloned().collect(),
+            by_plan_id,
+            running,
+            failed_launches: Vec::new(),
+            instance_ids: BTreeMap::new(),
+            events: BTreeMap::new(),
+            placements_left: execution.failed_placements.clone(),
+            removals_left: execution.failed_removals.clone(),
+            launched_ids: BTreeSet::new(),
+            terminated_ids: BTreeSet::new(),
+        }
+    }
+
+    fn issue(&mut self, path: String, message: String) {
+        self.issues.push(Issue { path, message });
+    }
+
+    fn launch(
+        &mut self,
+        path: String,
+        instance_id: &str,
+        instance_type: &str,
+        availability_zone: &str,
+        reserved: bool,
+    ) {
+        let problem = self.problem;
+        let (Some(type_index), Some(az_index)) =
+            (problem.type_index(instance_type), problem.az_index(availability_zone))
+        else {
+            self.issue(path, format!("unknown type {instance_type:?} or AZ {availability_zone:?}"));
+            return;
+        };
+        if self.by_plan_id.contains_key(instance_id) || self.failed_launches.iter().any(|id| id == instance_id) {
+            self.issue(path, format!("launch id {instance_id:?} is already in use"));
+            return;
+        }
+        self.launched_ids.insert(instance_id.to_string());
+        let outcome = self
+            .execution
+            .launches
+            .get(instance_id)
+            .cloned()
+            .unwrap_or_else(|| LaunchOutcome::Launched { instance_id: instance_id.to_string() });
+        match outcome {
+            LaunchOutcome::Launched { instance_id: real_id } => {
+                if !self.real_ids.insert(real_id.clone()) {
+                    self.issue(
+                        format!("Execution.launched({instance_id:?})"),
+                        format!("{real_id:?} is already an instance id"),
+                    );
+                    return;
                 }
-                let Some(&target) = by_plan_id.get(instance_id) else {
-                    issue(path, format!("instance {instance_id:?} is neither in the fleet nor launched before"));
-                    continue;
-                };
-                *running[target].copies.entry(component_index).or_insert(0) += 1;
+                self.events.insert((type_index, az_index), CapacityEventKind::Launched);
+                self.by_plan_id.insert(instance_id.to_string(), self.running.len());
+                self.instance_ids.insert(instance_id.to_string(), real_id.clone());
+                self.running.push(Running {
+                    id: real_id,
+                    type_index,
+                    az_index,
+                    reserved,
+                    draining: false,
+                    copies: BTreeMap::new(),
+                    gone: false,
+                });
             }
-            Action::RemoveCopy { component, instance_id } => {
-                let (Some(component_index), Some(&target)) =
-                    (problem.component_index(component), by_plan_id.get(instance_id))
-                else {
-                    issue(path, format!("unknown component {component:?} or instance {instance_id:?}"));
-                    continue;
-                };
-                if let Some(left) = removals_left.get_mut(&(component.clone(), instance_id.clone())) {
-                    if *left > 0 {
-                        *left -= 1;
-                        continue;
-                    }
+            LaunchOutcome::Failed(failure) => {
+                if let Some(event) = failure.capacity_event() {
+                    self.events.insert((type_index, az_index), event);
                 }
-                match running[target].copies.get_mut(&component_index) {
-                    Some(count) if *count > 0 => *count -= 1,
-                    _ => issue(path, format!("no copy of {component} on {instance_id} to remove")),
-                }
-            }
-            Action::TerminateInstance { instance_id } => {
-                let Some(&target) = by_plan_id.get(instance_id) else {
-                    issue(path, format!("instance {instance_id:?} is not in the fleet"));
-                    continue;
-                };
-                terminated_ids.insert(instance_id);
-                if !execution.failed_terminations.contains(instance_id) {
-                    running[target].gone = true;
-                }
+                self.failed_launches.push(instance_id.to_string());
             }
         }
     }
 
-    // The execution must describe this plan: anything it names that the plan lacks is a mistake.
-    for plan_id in execution.launches.keys() {
-        if !launched_ids.contains(plan_id.as_str()) {
-            issue(format!("Execution.launches[{plan_id:?}]"), "the plan does not launch this id".to_string());
+    fn place(&mut self, path: String, component: &str, instance_id: &str) {
+        let Some(component_index) = self.problem.component_index(component) else {
+            self.issue(path, format!("{component:?} is not a component of the problem"));
+            return;
+        };
+        let reported_failed = match self.placements_left.get_mut(&(component.to_string(), instance_id.to_string())) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        };
+        // On a launch that failed the copy fails too, whether or not the caller says so.
+        if reported_failed || self.failed_launches.iter().any(|id| id == instance_id) {
+            return;
+        }
+        let Some(&target) = self.by_plan_id.get(instance_id) else {
+            self.issue(path, format!("instance {instance_id:?} is neither in the fleet nor launched before"));
+            return;
+        };
+        *self.running[target].copies.entry(component_index).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, path: String, component: &str, instance_id: &str) {
+        let (Some(component_index), Some(&target)) =
+            (self.problem.component_index(component), self.by_plan_id.get(instance_id))
+        else {
+            self.issue(path, format!("unknown component {component:?} or instance {instance_id:?}"));
+            return;
+        };
+        if let Some(left) = self.removals_left.get_mut(&(component.to_string(), instance_id.to_string())) {
+            if *left > 0 {
+                *left -= 1;
+                return;
+            }
+        }
+        match self.running[target].copies.get_mut(&component_index) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => self.issue(path, format!("no copy of {component} on {instance_id} to remove")),
         }
     }
-    for ((component, instance_id), left) in placements_left.iter().filter(|(_, &left)| left > 0) {
-        issue(
-            format!("Execution.failed_placements[{component:?}, {instance_id:?}]"),
-            format!("{left} more failed placement(s) than the plan's PlaceCopy actions"),
-        );
+
+    fn terminate(&mut self, path: String, instance_id: &str) {
+        let Some(&target) = self.by_plan_id.get(instance_id) else {
+            self.issue(path, format!("instance {instance_id:?} is not in the fleet"));
+            return;
+        };
+        self.terminated_ids.insert(instance_id.to_string());
+        if !self.execution.failed_terminations.contains(instance_id) {
+            self.running[target].gone = true;
+        }
     }
-    for ((component, instance_id), left) in removals_left.iter().filter(|(_, &left)| left > 0) {
-        issue(
-            format!("Execution.failed_removals[{component:?}, {instance_id:?}]"),
-            format!("{left} more failed removal(s) than the plan's RemoveCopy actions"),
-        );
-    }
-    for instance_id in &execution.failed_terminations {
-        if !terminated_ids.contains(instance_id.as_str()) {
-            issue(
-                format!("Execution.failed_terminations[{instance_id:?}]"),
-                "the plan does not terminate this instance".to_string(),
+
+    /// The execution must describe this plan: anything it names that the plan lacks is a mistake.
+    fn check_execution_matches(&mut self) {
+        let execution = self.execution;
+        for plan_id in execution.launches.keys() {
+            if !self.launched_ids.contains(plan_id.as_str()) {
+                self.issue(format!("Execution.launches[{plan_id:?}]"), "the plan does not launch this id".to_string());
+            }
+        }
+        let placements_left = std::mem::take(&mut self.placements_left);
+        for ((component, instance_id), left) in placements_left.iter().filter(|(_, &left)| left > 0) {
+            self.issue(
+                format!("Execution.failed_placements[{component:?}, {instance_id:?}]"),
+                format!("{left} more failed placement(s) than the plan's PlaceCopy actions"),
             );
         }
-    }
-    if !issues.is_empty() {
-        return Err(ValidationError::new(issues));
-    }
-
-    let types = problem.instance_types();
-    let azs = problem.azs();
-    let components = problem.components();
-    let mut fleet = Fleet::default();
-    for instance in running.iter().filter(|instance| !instance.gone) {
-        fleet.instances.push(FleetInstance {
-            instance_id: instance.id.clone(),
-            instance_type: types.get(instance.type_index).map(|info| info.name.clone()).unwrap_or_default(),
-            availability_zone: azs.get(instance.az_index).cloned().unwrap_or_default(),
-            reserved: instance.reserved,
-            state: instance.draining.then(|| "Draining".to_string()),
-        });
-        for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
-            fleet.copies.push(FleetCopy {
-                inference_component_name: components.get(component).map(|c| c.name.clone()).unwrap_or_default(),
-                instance_id: instance.id.clone(),
-                copy_count: count as f64,
-            });
+        let removals_left = std::mem::take(&mut self.removals_left);
+        for ((component, instance_id), left) in removals_left.iter().filter(|(_, &left)| left > 0) {
+            self.issue(
+                format!("Execution.failed_removals[{component:?}, {instance_id:?}]"),
+                format!("{left} more failed removal(s) than the plan's RemoveCopy actions"),
+            );
+        }
+        for instance_id in &execution.failed_terminations {
+            if !self.terminated_ids.contains(instance_id.as_str()) {
+                self.issue(
+                    format!("Execution.failed_terminations[{instance_id:?}]"),
+                    "the plan does not terminate this instance".to_string(),
+                );
+            }
         }
     }
-    let capacity_events = events
-        .into_iter()
-        .map(|((type_index, az_index), event)| CapacityRecord {
-            instance_type: types.get(type_index).map(|info| info.name.clone()).unwrap_or_default(),
-            availability_zone: azs.get(az_index).cloned().unwrap_or_default(),
-            event,
-            time: execution.time,
-        })
-        .collect();
-    Ok(Observed { fleet, capacity_events, instance_ids, failed_launches })
+
+    /// The observed fleet and capacity events, or every issue found.
+    fn finish(self) -> Result<Observed, ValidationError> {
+        if !self.issues.is_empty() {
+            return Err(ValidationError::new(self.issues));
+        }
+        let problem = self.problem;
+        let types = problem.instance_types();
+        let azs = problem.azs();
+        let components = problem.components();
+        let mut fleet = Fleet::default();
+        for instance in self.running.iter().filter(|instance| !instance.gone) {
+            fleet.instances.push(FleetInstance {
+                instance_id: instance.id.clone(),
+                instance_type: types.get(instance.type_index).map(|info| info.name.clone()).unwrap_or_default(),
+                availability_zone: azs.get(instance.az_index).cloned().unwrap_or_default(),
+                reserved: instance.reserved,
+                state: instance.draining.then(|| "Draining".to_string()),
+            });
+            for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
+                fleet.copies.push(FleetCopy {
+                    inference_component_name: components.get(component).map(|c| c.name.clone()).unwrap_or_default(),
+                    instance_id: instance.id.clone(),
+                    copy_count: count as f64,
+                });
+            }
+        }
+        let capacity_events = self
+            .events
+            .into_iter()
+            .map(|((type_index, az_index), event)| CapacityRecord {
+                instance_type: types.get(type_index).map(|info| info.name.clone()).unwrap_or_default(),
+                availability_zone: azs.get(az_index).cloned().unwrap_or_default(),
+                event,
+                time: self.execution.time,
+            })
+            .collect();
+        Ok(Observed { fleet, capacity_events, instance_ids: self.instance_ids, failed_launches: self.failed_launches })
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,21 @@ pub struct Issue {
     pub message: String,
 }
 
+/// How the messages of the issues about a whole document begin (see [`Issue::is_document_level`]):
+/// written by `json::parse` and the readers' top-level object check.
+const DOCUMENT_LEVEL_MESSAGES: [&str; 3] = ["malformed JSON", "expected an object", "number out of range"];
+
+impl Issue {
+    /// Whether the issue is about the document as a whole rather than one of its fields:
+    /// malformed JSON, a top level that is not an object, or a document that is one number out
+    /// of range. These are the only issues without a path; the fuzz targets and their replay
+    /// test assert it.
+    #[doc(hidden)]
+    pub fn is_document_level(&self) -> bool {
+        self.path.is_empty() && DOCUMENT_LEVEL_MESSAGES.iter().any(|start| self.message.starts_with(start))
+    }
+}
+
 impl fmt::Display for Issue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {

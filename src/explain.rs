@@ -21,8 +21,9 @@
 //! The same verdicts, structured, are [`Unplaced::causes`] ([`UnplacedCause`], from [`causes`]):
 //! one per exhausted or blocked (type, AZ), per type too small for a copy, per group of full
 //! instances, plus `MaxInstanceCount`, "no eligible type", imbalance and "not placed by this
-//! planner" (open options left). The wording in [`Unplaced::reasons`] is unchanged and kept
-//! alongside. Whether a shortfall is proven is [`crate::Plan::unplaced_is_proven`]. An
+//! planner" (open options left). The wording in [`Unplaced::reasons`] is kept alongside; the
+//! clauses both say (a full instance, a type too small, capacity used up or blocked,
+//! `MaxInstanceCount`, imbalance) are worded by one set of functions. Whether a shortfall is proven is [`crate::Plan::unplaced_is_proven`]. An
 //! `Infeasible` status is explained by [`infeasibility`].
 
 use std::collections::BTreeMap;
@@ -501,44 +502,35 @@ impl fmt::Display for UnplacedCause {
     /// One clause, e.g. `ml.p5.48xlarge has no capacity left in us-east-1b (Available 0, Reserved 0, 0 launched by the plan)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UnplacedCause::CapacityExhausted { instance_type, availability_zone, available, reserved, launched } => {
-                write!(
-                    f,
-                    "{instance_type} has no capacity left in {availability_zone} \
-                     (Available {available}, Reserved {reserved}, {launched} launched by the plan)"
-                )
-            }
+            UnplacedCause::CapacityExhausted { instance_type, availability_zone, available, reserved, launched } => f
+                .write_str(&clause::no_capacity_left(
+                    instance_type,
+                    availability_zone,
+                    *available,
+                    *reserved,
+                    *launched,
+                )),
             UnplacedCause::CapacityBlocked { instance_type, availability_zone, event, time, until } => {
-                write!(f, "{instance_type} in {availability_zone} blocked by {event} at {time} until {until}")
+                f.write_str(&clause::blocked(instance_type, availability_zone, *event, *time, *until))
             }
-            UnplacedCause::MaxInstanceCount { max, instances, blocked_launches } => write!(
-                f,
-                "MaxInstanceCount {max} reached ({instances} instance{}; blocks {blocked_launches} launch option{})",
-                plural(*instances),
-                plural(*blocked_launches)
-            ),
-            UnplacedCause::TooLarge { instance_type, resource, need, has } => write!(
-                f,
-                "one copy needs {}, more than a whole {instance_type} ({})",
-                resource.describe(*need),
-                resource.describe(*has)
-            ),
+            UnplacedCause::MaxInstanceCount { max, instances, blocked_launches } => {
+                f.write_str(&clause::max_instances(*max, *instances, *blocked_launches))
+            }
+            UnplacedCause::TooLarge { instance_type, resource, need, has } => {
+                f.write_str(&clause::too_large(instance_type, *resource, *need, *has))
+            }
             UnplacedCause::NoEligibleType { pool_types, without_specification, too_small } => write!(
                 f,
                 "no pool type can take a copy ({pool_types} pool type{}: {without_specification} without \
                  specification, {too_small} too small)",
                 plural(*pool_types)
             ),
-            UnplacedCause::InstancesFull { instance_type, resource, need, most_free, instances } => write!(
-                f,
-                "{instance_type} needs {} per copy, {} free ({instances} instance{})",
-                resource.describe(*need),
-                if *most_free == 0 { "0".to_string() } else { format!("at most {}", resource.describe(*most_free)) },
-                plural(*instances)
-            ),
+            UnplacedCause::InstancesFull { instance_type, resource, need, most_free, instances } => {
+                let where_ = format!("{instances} instance{}", plural(*instances));
+                f.write_str(&clause::short(instance_type, *resource, *need, *most_free, &where_))
+            }
             UnplacedCause::Imbalance { copies_per_az, max_imbalance, excess } => {
-                let counts: Vec<String> = copies_per_az.iter().map(u64::to_string).collect();
-                write!(f, "placed copies {} exceed MaxImbalance {max_imbalance} by {excess}", counts.join("/"))
+                f.write_str(&clause::imbalance(copies_per_az, None, *max_imbalance, *excess))
             }
             UnplacedCause::NotPlacedByPlanner { instances_with_room, open_launches } => write!(
                 f,
@@ -558,29 +550,7 @@ pub fn causes(explanation: &Explanation, fleet_size: usize) -> Vec<UnplacedCause
     if explanation.missing == 0 {
         return causes;
     }
-    // Instances short of a resource, grouped by (type, resource, need) in fleet order of first sight.
-    let mut full: Vec<UnplacedCause> = Vec::new();
-    for instance in &explanation.instances {
-        let InstanceVerdict::Short { resource, need, free } = instance.verdict else { continue };
-        let existing = full.iter_mut().find(|cause| {
-            matches!(cause, UnplacedCause::InstancesFull { instance_type, resource: r, need: n, .. }
-                if *instance_type == instance.instance_type && *r == resource && *n == need)
-        });
-        match existing {
-            Some(UnplacedCause::InstancesFull { most_free, instances, .. }) => {
-                *most_free = (*most_free).max(free);
-                *instances += 1;
-            }
-            _ => full.push(UnplacedCause::InstancesFull {
-                instance_type: instance.instance_type.clone(),
-                resource,
-                need,
-                most_free: free,
-                instances: 1,
-            }),
-        }
-    }
-    causes.extend(full);
+    causes.extend(instances_full(explanation));
 
     let mut pool_types: Vec<&str> = Vec::new();
     let mut without_specification: Vec<&str> = Vec::new();
@@ -658,6 +628,32 @@ pub fn causes(explanation: &Explanation, fleet_size: usize) -> Vec<UnplacedCause
     causes
 }
 
+/// Instances short of a resource, grouped by (type, resource, need) in fleet order of first sight.
+fn instances_full(explanation: &Explanation) -> Vec<UnplacedCause> {
+    let mut full: Vec<UnplacedCause> = Vec::new();
+    for instance in &explanation.instances {
+        let InstanceVerdict::Short { resource, need, free } = instance.verdict else { continue };
+        let existing = full.iter_mut().find(|cause| {
+            matches!(cause, UnplacedCause::InstancesFull { instance_type, resource: r, need: n, .. }
+                if *instance_type == instance.instance_type && *r == resource && *n == need)
+        });
+        match existing {
+            Some(UnplacedCause::InstancesFull { most_free, instances, .. }) => {
+                *most_free = (*most_free).max(free);
+                *instances += 1;
+            }
+            _ => full.push(UnplacedCause::InstancesFull {
+                instance_type: instance.instance_type.clone(),
+                resource,
+                need,
+                most_free: free,
+                instances: 1,
+            }),
+        }
+    }
+    full
+}
+
 /// Why `MinInstanceCount` cannot be reached: the existing fleet plus every launch the capacity
 /// entries allow fall short of it (see [`infeasibility`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -728,7 +724,6 @@ type GroupTally = (String, Vec<String>, u64, u64);
 
 /// Groups verdicts into clauses; every instance and every launch option is counted exactly once.
 fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> Vec<String> {
-    let name = &explanation.inference_component_name;
     let mut clauses = vec![format!(
         "{}/{} instances have room, {}/{} launch options open",
         explanation.instances_with_room(),
@@ -736,7 +731,23 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         explanation.open_launches(),
         explanation.launches.len()
     )];
-    // Group instances by (type, verdict kind, short resource and need), in type order.
+    clauses.extend(instance_clauses(problem, explanation));
+    clauses.extend(launch_clauses(problem, explanation, fleet_size));
+    if explanation.balance_excess > 0 {
+        clauses.push(clause::imbalance(
+            &explanation.copies_per_az,
+            Some(&problem.azs),
+            explanation.max_imbalance.unwrap_or(0),
+            explanation.balance_excess,
+        ));
+    }
+    clauses
+}
+
+/// Instances grouped by (type, verdict kind, short resource and need), in type order.
+fn instance_clauses(problem: &Problem, explanation: &Explanation) -> Vec<String> {
+    let name = &explanation.inference_component_name;
+    let mut clauses = Vec::new();
     let type_rank = |type_name: &str| problem.type_index(type_name).unwrap_or(usize::MAX);
     let mut instance_groups: BTreeMap<GroupKey, GroupTally> = BTreeMap::new();
     for instance in &explanation.instances {
@@ -759,11 +770,7 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         clauses.push(match (kind, resource) {
             (0, _) => format!("{type_name} is not in InstancePools ({where_})"),
             (1, _) => format!("{name} has no specification for {type_name} ({where_})"),
-            (2, Some(resource)) => format!(
-                "{type_name} needs {} per copy, {} free ({where_})",
-                resource.describe(need),
-                if amount == 0 { "0".to_string() } else { format!("at most {}", resource.describe(amount)) }
-            ),
+            (2, Some(resource)) => clause::short(&type_name, resource, need, amount, &where_),
             // A copy that needs nothing fits without limit (copies_of saturates at u64::MAX).
             _ if amount == u64::MAX => format!("{type_name} has room for any number of copies ({where_})"),
             _ => format!(
@@ -773,7 +780,13 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         });
     }
 
-    // Launch options grouped by (type, verdict), AZs listed; MaxInstanceCount once for all types.
+    clauses
+}
+
+/// Launch options grouped by (type, verdict), AZs listed; `MaxInstanceCount` once for all types.
+fn launch_clauses(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> Vec<String> {
+    let name = &explanation.inference_component_name;
+    let mut clauses = Vec::new();
     let mut launch_groups: Vec<(String, LaunchVerdict, Vec<String>)> = Vec::new();
     let mut blocked_by_max = 0u64;
     let mut max_limit = None;
@@ -796,19 +809,15 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         let in_azs = join_azs(problem, &azs);
         clauses.push(match verdict {
             LaunchVerdict::NoSpecification => format!("{name} has no specification for new {type_name} in {in_azs}"),
-            LaunchVerdict::TooLarge { resource, need, has } => format!(
-                "one copy needs {}, more than a whole {type_name} ({}) in {in_azs}",
-                resource.describe(need),
-                resource.describe(has)
-            ),
-            LaunchVerdict::Blocked { event, time, until } => {
-                format!("{type_name} in {in_azs} blocked by {event} at {time} until {until}")
+            LaunchVerdict::TooLarge { resource, need, has } => {
+                format!("{} in {in_azs}", clause::too_large(&type_name, resource, need, has))
             }
+            LaunchVerdict::Blocked { event, time, until } => clause::blocked(&type_name, &in_azs, event, time, until),
             LaunchVerdict::NoCapacity { available, reserved, launched } => {
                 if reserved == 0 && launched == 0 {
                     format!("{type_name} has no capacity in {in_azs} (Available {available})")
                 } else {
-                    format!("{type_name} has no capacity left in {in_azs} (Available {available}, Reserved {reserved}, {launched} launched by the plan)")
+                    clause::no_capacity_left(&type_name, &in_azs, available, reserved, launched)
                 }
             }
             LaunchVerdict::Open { remaining } => format!(
@@ -819,22 +828,67 @@ fn reasons(problem: &Problem, explanation: &Explanation, fleet_size: usize) -> V
         });
     }
     if let Some(max) = max_limit {
-        clauses.push(format!(
-            "MaxInstanceCount {max} reached ({fleet_size} instances; blocks {blocked_by_max} launch option{})",
-            plural(blocked_by_max)
-        ));
-    }
-    if explanation.balance_excess > 0 {
-        let counts: Vec<String> = explanation.copies_per_az.iter().map(u64::to_string).collect();
-        clauses.push(format!(
-            "placed copies {} over {} exceed MaxImbalance {} by {}",
-            counts.join("/"),
-            problem.azs.join("/"),
-            explanation.max_imbalance.unwrap_or(0),
-            explanation.balance_excess
-        ));
+        clauses.push(clause::max_instances(max, fleet_size as u64, blocked_by_max));
     }
     clauses
+}
+
+/// The wording of the clauses that [`UnplacedCause`]'s `Display` (one cause, one place) and
+/// the grouped [`Unplaced::reasons`] (AZs and instances listed) both say, written once so the
+/// two cannot drift apart.
+mod clause {
+    use super::{plural, Resource};
+    use crate::problem::CapacityEventKind;
+
+    /// `ml.g6.48xlarge needs 2 accelerators per copy, 0 free (3 instances in us-east-1a)`.
+    pub(super) fn short(instance_type: &str, resource: Resource, need: u64, most_free: u64, where_: &str) -> String {
+        let free = if most_free == 0 { "0".to_string() } else { format!("at most {}", resource.describe(most_free)) };
+        format!("{instance_type} needs {} per copy, {free} free ({where_})", resource.describe(need))
+    }
+
+    /// `one copy needs 16 accelerators, more than a whole ml.g6.12xlarge (4 accelerators)`.
+    pub(super) fn too_large(instance_type: &str, resource: Resource, need: u64, has: u64) -> String {
+        format!(
+            "one copy needs {}, more than a whole {instance_type} ({})",
+            resource.describe(need),
+            resource.describe(has)
+        )
+    }
+
+    /// `ml.p5.48xlarge in us-east-1b blocked by InsufficientCapacity at 1000 until 1180`.
+    pub(super) fn blocked(instance_type: &str, azs: &str, event: CapacityEventKind, time: i64, until: i64) -> String {
+        format!("{instance_type} in {azs} blocked by {event} at {time} until {until}")
+    }
+
+    /// `ml.p5.48xlarge has no capacity left in us-east-1c (Available 0, Reserved 1, 1 launched by the plan)`.
+    pub(super) fn no_capacity_left(
+        instance_type: &str,
+        azs: &str,
+        available: u32,
+        reserved: u32,
+        launched: u32,
+    ) -> String {
+        format!(
+            "{instance_type} has no capacity left in {azs} (Available {available}, Reserved {reserved}, {launched} \
+             launched by the plan)"
+        )
+    }
+
+    /// `MaxInstanceCount 16 reached (16 instances; blocks 4 launch options)`.
+    pub(super) fn max_instances(max: u32, instances: u64, blocked_launches: u64) -> String {
+        format!(
+            "MaxInstanceCount {max} reached ({instances} instance{}; blocks {blocked_launches} launch option{})",
+            plural(instances),
+            plural(blocked_launches)
+        )
+    }
+
+    /// `placed copies 3/0 over us-east-1a/us-east-1b exceed MaxImbalance 1 by 2` (the AZs when given).
+    pub(super) fn imbalance(copies_per_az: &[u64], azs: Option<&[String]>, max_imbalance: u32, excess: u64) -> String {
+        let counts: Vec<String> = copies_per_az.iter().map(u64::to_string).collect();
+        let over = azs.map(|azs| format!(" over {}", azs.join("/"))).unwrap_or_default();
+        format!("placed copies {}{over} exceed MaxImbalance {max_imbalance} by {excess}", counts.join("/"))
+    }
 }
 
 fn saturating_minus(have: &Resources, used: &Resources) -> Resources {

@@ -57,9 +57,50 @@ impl FinalFleet {
     /// does not exist, terminating a busy instance, …) are returned as violations; the fleet is
     /// built as far as the actions make sense.
     pub fn apply(problem: &Problem, actions: &[Action]) -> (FinalFleet, Vec<Violation>) {
-        let mut violations = Vec::new();
-        let mut violation = |kind: ViolationKind, message: String| violations.push(Violation { kind, message });
-        let mut instances: Vec<FinalInstance> = problem
+        let mut replay = ActionReplay::new(problem);
+        for action in actions {
+            match action {
+                Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
+                    replay.launch(instance_id, instance_type, availability_zone, *reserved)
+                }
+                Action::PlaceCopy { component, instance_id, model_name } => {
+                    replay.place(component, instance_id, model_name.as_deref())
+                }
+                Action::RemoveCopy { component, instance_id } => replay.remove(component, instance_id),
+                Action::TerminateInstance { instance_id } => replay.terminate(instance_id),
+            }
+        }
+        replay.finish()
+    }
+
+    /// Copies of each component per AZ: `[component][az]`.
+    pub fn copies_per_az(&self, problem: &Problem) -> Vec<Vec<u64>> {
+        let mut counts = vec![vec![0u64; problem.azs.len()]; problem.components.len()];
+        for instance in &self.instances {
+            for (&component, &count) in &instance.copies {
+                counts[component][instance.az_index] += u64::from(count);
+            }
+        }
+        counts
+    }
+}
+
+/// The state of [`FinalFleet::apply`] while it replays actions in order, one method per kind.
+struct ActionReplay<'p> {
+    problem: &'p Problem,
+    instances: Vec<FinalInstance>,
+    by_id: BTreeMap<String, usize>,
+    /// Name lookups in logarithmic time: plans carry one action per copy.
+    component_by_name: BTreeMap<&'p str, usize>,
+    terminated: Vec<bool>,
+    launches: BTreeMap<(usize, usize), (u32, u32)>,
+    removed: BTreeMap<usize, u32>,
+    violations: Vec<Violation>,
+}
+
+impl<'p> ActionReplay<'p> {
+    fn new(problem: &'p Problem) -> ActionReplay<'p> {
+        let instances: Vec<FinalInstance> = problem
             .fleet
             .iter()
             .enumerate()
@@ -73,184 +114,170 @@ impl FinalFleet {
                 new_copies: BTreeMap::new(),
             })
             .collect();
-        let mut by_id: BTreeMap<String, usize> =
-            instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect();
-        // Name lookups in logarithmic time: plans carry one action per copy.
-        let component_by_name: BTreeMap<&str, usize> =
-            problem.components.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
-        let mut terminated = vec![false; instances.len()];
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
-        let mut removed: BTreeMap<usize, u32> = BTreeMap::new();
-
-        for action in actions {
-            match action {
-                Action::LaunchInstance { instance_id, instance_type, availability_zone, reserved } => {
-                    let type_index = problem.type_index(instance_type);
-                    let az_index = problem.az_index(availability_zone);
-                    if by_id.contains_key(instance_id) {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("LaunchInstance {instance_id}: the id is already in use"),
-                        );
-                        continue;
-                    }
-                    let (Some(type_index), Some(az_index)) = (type_index, az_index) else {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("LaunchInstance {instance_id}: unknown type {instance_type:?} or AZ {availability_zone:?}"),
-                        );
-                        continue;
-                    };
-                    if !problem.types[type_index].in_pool {
-                        violation(
-                            ViolationKind::Eligibility,
-                            format!("LaunchInstance {instance_id}: {instance_type} is not in Endpoint.InstancePools"),
-                        );
-                    }
-                    let entry = launches.entry((type_index, az_index)).or_insert((0, 0));
-                    entry.0 += 1;
-                    entry.1 += u32::from(*reserved);
-                    by_id.insert(instance_id.clone(), instances.len());
-                    terminated.push(false);
-                    instances.push(FinalInstance {
-                        id: instance_id.clone(),
-                        type_index,
-                        az_index,
-                        reserved: *reserved,
-                        existing: None,
-                        copies: BTreeMap::new(),
-                        new_copies: BTreeMap::new(),
-                    });
-                }
-                Action::PlaceCopy { component, instance_id, model_name } => {
-                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
-                        violation(ViolationKind::Reference, format!("PlaceCopy: unknown component {component:?}"));
-                        continue;
-                    };
-                    let Some(&instance) = by_id.get(instance_id) else {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("PlaceCopy {component}: unknown instance {instance_id:?}"),
-                        );
-                        continue;
-                    };
-                    if terminated[instance] {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("PlaceCopy {component}: instance {instance_id} is terminated"),
-                        );
-                        continue;
-                    }
-                    let target = &mut instances[instance];
-                    match problem.components[component_index].placement_requirement(problem, target.type_index) {
-                        None => violation(
-                            ViolationKind::Eligibility,
-                            format!(
-                                "PlaceCopy {component} on {instance_id}: {component} may not run on {}",
-                                problem.types[target.type_index].name
-                            ),
-                        ),
-                        Some(requirement) => {
-                            if model_name.is_some()
-                                && requirement.model_name.is_some()
-                                && *model_name != requirement.model_name
-                                && *model_name != requirement.other_model_name
-                            {
-                                violation(
-                                    ViolationKind::Eligibility,
-                                    format!(
-                                        "PlaceCopy {component} on {instance_id}: model {:?} is not the build for {} ({:?})",
-                                        model_name.as_deref().unwrap_or_default(),
-                                        problem.types[target.type_index].name,
-                                        requirement.model_name.as_deref().unwrap_or_default()
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                    *target.copies.entry(component_index).or_insert(0) += 1;
-                    *target.new_copies.entry(component_index).or_insert(0) += 1;
-                }
-                Action::RemoveCopy { component, instance_id } => {
-                    let Some(&component_index) = component_by_name.get(component.as_str()) else {
-                        violation(ViolationKind::Reference, format!("RemoveCopy: unknown component {component:?}"));
-                        continue;
-                    };
-                    let Some(&instance) = by_id.get(instance_id) else {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("RemoveCopy {component}: unknown instance {instance_id:?}"),
-                        );
-                        continue;
-                    };
-                    let target = &mut instances[instance];
-                    let existing_left = target.copies_of(component_index)
-                        - target.new_copies.get(&component_index).copied().unwrap_or(0);
-                    if target.existing.is_none() || existing_left == 0 {
-                        violation(
-                            ViolationKind::Removal,
-                            format!(
-                                "RemoveCopy {component} on {instance_id}: no existing copy of {component} runs there"
-                            ),
-                        );
-                        continue;
-                    }
-                    if let Some(count) = target.copies.get_mut(&component_index) {
-                        *count -= 1;
-                        if *count == 0 {
-                            target.copies.remove(&component_index);
-                        }
-                    }
-                    *removed.entry(component_index).or_insert(0) += 1;
-                }
-                Action::TerminateInstance { instance_id } => {
-                    let Some(&instance) = by_id.get(instance_id) else {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("TerminateInstance: unknown instance {instance_id:?}"),
-                        );
-                        continue;
-                    };
-                    if instances[instance].existing.is_none() {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("TerminateInstance {instance_id}: only existing instances are terminated"),
-                        );
-                        continue;
-                    }
-                    if terminated[instance] {
-                        violation(
-                            ViolationKind::Reference,
-                            format!("TerminateInstance {instance_id}: terminated twice"),
-                        );
-                        continue;
-                    }
-                    if !instances[instance].copies.is_empty() {
-                        violation(
-                            ViolationKind::Removal,
-                            format!(
-                                "TerminateInstance {instance_id}: the instance still runs copies (remove them first)"
-                            ),
-                        );
-                    }
-                    terminated[instance] = true;
-                }
-            }
+        ActionReplay {
+            problem,
+            by_id: instances.iter().enumerate().map(|(i, inst)| (inst.id.clone(), i)).collect(),
+            component_by_name: problem.components.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect(),
+            terminated: vec![false; instances.len()],
+            instances,
+            launches: BTreeMap::new(),
+            removed: BTreeMap::new(),
+            violations: Vec::new(),
         }
-        let instances =
-            instances.into_iter().zip(terminated).filter(|(_, gone)| !gone).map(|(instance, _)| instance).collect();
-        (FinalFleet { instances, launches, removed }, violations)
     }
 
-    /// Copies of each component per AZ: `[component][az]`.
-    pub fn copies_per_az(&self, problem: &Problem) -> Vec<Vec<u64>> {
-        let mut counts = vec![vec![0u64; problem.azs.len()]; problem.components.len()];
-        for instance in &self.instances {
-            for (&component, &count) in &instance.copies {
-                counts[component][instance.az_index] += u64::from(count);
+    fn violation(&mut self, kind: ViolationKind, message: String) {
+        self.violations.push(Violation { kind, message });
+    }
+
+    /// The component and instance an action names, or a `Reference` violation.
+    fn resolve(&mut self, action: &str, component: &str, instance_id: &str) -> Option<(usize, usize)> {
+        let Some(&component_index) = self.component_by_name.get(component) else {
+            self.violation(ViolationKind::Reference, format!("{action}: unknown component {component:?}"));
+            return None;
+        };
+        let Some(&instance) = self.by_id.get(instance_id) else {
+            self.violation(ViolationKind::Reference, format!("{action} {component}: unknown instance {instance_id:?}"));
+            return None;
+        };
+        Some((component_index, instance))
+    }
+
+    fn launch(&mut self, instance_id: &str, instance_type: &str, availability_zone: &str, reserved: bool) {
+        let problem = self.problem;
+        let type_index = problem.type_index(instance_type);
+        let az_index = problem.az_index(availability_zone);
+        if self.by_id.contains_key(instance_id) {
+            self.violation(ViolationKind::Reference, format!("LaunchInstance {instance_id}: the id is already in use"));
+            return;
+        }
+        let (Some(type_index), Some(az_index)) = (type_index, az_index) else {
+            self.violation(
+                ViolationKind::Reference,
+                format!("LaunchInstance {instance_id}: unknown type {instance_type:?} or AZ {availability_zone:?}"),
+            );
+            return;
+        };
+        if !problem.types[type_index].in_pool {
+            self.violation(
+                ViolationKind::Eligibility,
+                format!("LaunchInstance {instance_id}: {instance_type} is not in Endpoint.InstancePools"),
+            );
+        }
+        let entry = self.launches.entry((type_index, az_index)).or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 += u32::from(reserved);
+        self.by_id.insert(instance_id.to_string(), self.instances.len());
+        self.terminated.push(false);
+        self.instances.push(FinalInstance {
+            id: instance_id.to_string(),
+            type_index,
+            az_index,
+            reserved,
+            existing: None,
+            copies: BTreeMap::new(),
+            new_copies: BTreeMap::new(),
+        });
+    }
+
+    fn place(&mut self, component: &str, instance_id: &str, model_name: Option<&str>) {
+        let problem = self.problem;
+        let Some((component_index, instance)) = self.resolve("PlaceCopy", component, instance_id) else { return };
+        if self.terminated[instance] {
+            self.violation(
+                ViolationKind::Reference,
+                format!("PlaceCopy {component}: instance {instance_id} is terminated"),
+            );
+            return;
+        }
+        let type_index = self.instances[instance].type_index;
+        match problem.components[component_index].placement_requirement(problem, type_index) {
+            None => self.violation(
+                ViolationKind::Eligibility,
+                format!(
+                    "PlaceCopy {component} on {instance_id}: {component} may not run on {}",
+                    problem.types[type_index].name
+                ),
+            ),
+            Some(requirement) => {
+                if model_name.is_some()
+                    && requirement.model_name.is_some()
+                    && model_name != requirement.model_name.as_deref()
+                    && model_name != requirement.other_model_name.as_deref()
+                {
+                    self.violation(
+                        ViolationKind::Eligibility,
+                        format!(
+                            "PlaceCopy {component} on {instance_id}: model {:?} is not the build for {} ({:?})",
+                            model_name.unwrap_or_default(),
+                            problem.types[type_index].name,
+                            requirement.model_name.as_deref().unwrap_or_default()
+                        ),
+                    );
+                }
             }
         }
-        counts
+        let target = &mut self.instances[instance];
+        *target.copies.entry(component_index).or_insert(0) += 1;
+        *target.new_copies.entry(component_index).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, component: &str, instance_id: &str) {
+        let Some((component_index, instance)) = self.resolve("RemoveCopy", component, instance_id) else { return };
+        let target = &self.instances[instance];
+        let existing_left =
+            target.copies_of(component_index) - target.new_copies.get(&component_index).copied().unwrap_or(0);
+        if target.existing.is_none() || existing_left == 0 {
+            self.violation(
+                ViolationKind::Removal,
+                format!("RemoveCopy {component} on {instance_id}: no existing copy of {component} runs there"),
+            );
+            return;
+        }
+        let copies = &mut self.instances[instance].copies;
+        if let Some(count) = copies.get_mut(&component_index) {
+            *count -= 1;
+            if *count == 0 {
+                copies.remove(&component_index);
+            }
+        }
+        *self.removed.entry(component_index).or_insert(0) += 1;
+    }
+
+    fn terminate(&mut self, instance_id: &str) {
+        let Some(&instance) = self.by_id.get(instance_id) else {
+            self.violation(ViolationKind::Reference, format!("TerminateInstance: unknown instance {instance_id:?}"));
+            return;
+        };
+        if self.instances[instance].existing.is_none() {
+            self.violation(
+                ViolationKind::Reference,
+                format!("TerminateInstance {instance_id}: only existing instances are terminated"),
+            );
+            return;
+        }
+        if self.terminated[instance] {
+            self.violation(ViolationKind::Reference, format!("TerminateInstance {instance_id}: terminated twice"));
+            return;
+        }
+        if !self.instances[instance].copies.is_empty() {
+            self.violation(
+                ViolationKind::Removal,
+                format!("TerminateInstance {instance_id}: the instance still runs copies (remove them first)"),
+            );
+        }
+        self.terminated[instance] = true;
+    }
+
+    fn finish(self) -> (FinalFleet, Vec<Violation>) {
+        let instances = self
+            .instances
+            .into_iter()
+            .zip(self.terminated)
+            .filter(|(_, gone)| !gone)
+            .map(|(instance, _)| instance)
+            .collect();
+        (FinalFleet { instances, launches: self.launches, removed: self.removed }, self.violations)
     }
 }
 

@@ -169,7 +169,7 @@ impl Table {
 }
 
 /// `1 copy`, `2 copies`.
-fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
+pub(crate) fn counted(count: impl Into<u64>, singular: &str, plural: &str) -> String {
     let count = count.into();
     format!("{count} {}", if count == 1 { singular } else { plural })
 }
@@ -353,7 +353,8 @@ fn component_name(problem: &Problem, component_index: usize) -> String {
 
 /// A readable plan: header (solver, status, stop reason), objective and bound, launches, a
 /// per-component AZ summary, copies per instance of the final fleet, removals and
-/// terminations, and unplaced copies with their reasons. Validation warnings are not repeated
+/// terminations, and unplaced copies with their reasons (`2 copies of chat cannot be placed` when the plan is
+/// `Optimal`, otherwise `… not placed by this planner`). Validation warnings are not repeated
 /// here ([`warnings_summary`] renders them; the command line prints them once, on standard
 /// error).
 ///
@@ -386,7 +387,16 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
 
     let (fleet, _) = FinalFleet::apply(problem, &plan.actions);
 
-    // Launches.
+    write_launches(&mut out, problem, plan);
+    write_components(&mut out, problem, &fleet);
+    write_final_fleet(&mut out, problem, &fleet);
+    write_removals(&mut out, problem, plan);
+    write_unplaced(&mut out, plan);
+    out
+}
+
+/// Launches, or `none`.
+fn write_launches(out: &mut String, problem: &Problem, plan: &Plan) {
     let launches: Vec<(&String, &String, &String, bool)> = plan
         .actions
         .iter()
@@ -417,8 +427,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Components: copies per AZ (one column per AZ), imbalance against MaxImbalance.
+/// Components: copies per AZ (one column per AZ), imbalance against MaxImbalance.
+fn write_components(out: &mut String, problem: &Problem, fleet: &FinalFleet) {
     if !problem.components().is_empty() {
         let per_az = fleet.copies_per_az(problem);
         let _ = writeln!(out, "\nComponents ({}), copies per AZ", problem.components().len());
@@ -436,8 +448,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Copies per instance of the final fleet.
+/// Copies per instance of the final fleet, or `none`.
+fn write_final_fleet(out: &mut String, problem: &Problem, fleet: &FinalFleet) {
     let _ = writeln!(out, "\nFinal fleet ({})", counted(fleet.instances.len() as u64, "instance", "instances"));
     if fleet.instances.is_empty() {
         out.push_str("  none\n");
@@ -477,8 +491,10 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Removals (aggregated per component and instance) and terminations.
+/// Removals (aggregated per component and instance) and terminations.
+fn write_removals(out: &mut String, problem: &Problem, plan: &Plan) {
     let mut removals: BTreeMap<(&String, &String), u32> = BTreeMap::new();
     let mut terminations: Vec<&String> = Vec::new();
     for action in &plan.actions {
@@ -512,24 +528,21 @@ pub fn plan_table(problem: &Problem, plan: &Plan) -> String {
         }
         out.push_str(&table.render("  "));
     }
+}
 
-    // Unplaced copies with reasons.
+/// Unplaced copies with reasons; "cannot be placed" only when the plan proves it (Optimal).
+fn write_unplaced(out: &mut String, plan: &Plan) {
     if !plan.unplaced.is_empty() {
         let total: u64 = plan.unplaced.iter().map(|entry| entry.copy_count).sum();
         let _ = writeln!(out, "\nUnplaced ({})", counted(total, "copy", "copies"));
+        let proven = plan.unplaced_is_proven();
         for entry in &plan.unplaced {
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                escape_text(&entry.inference_component_name),
-                counted(entry.copy_count, "copy", "copies")
-            );
+            let _ = writeln!(out, "  {}", escape_text(&entry.summary(proven)));
             for reason in &entry.reasons {
                 let _ = writeln!(out, "    - {}", escape_text(reason));
             }
         }
     }
-    out
 }
 
 /// Describes an existing instance as `id (type, AZ)`, or just the id if it is unknown.

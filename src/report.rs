@@ -178,60 +178,7 @@ impl ReliabilityReport {
             .enumerate()
             .zip(per_az)
             .map(|((index, component), copies_per_az)| {
-                let placed: u64 = copies_per_az.iter().sum();
-                let most = copies_per_az.iter().copied().max().unwrap_or(0);
-                let worst_az = (placed > 0)
-                    .then(|| copies_per_az.iter().position(|&c| c == most).and_then(|z| problem.azs.get(z).cloned()))
-                    .flatten();
-                let mut holders = 0u64;
-                let mut worst_instance: Option<(&str, u64)> = None;
-                for instance in &fleet.instances {
-                    let copies = u64::from(instance.copies_of(index));
-                    if copies > 0 {
-                        holders += 1;
-                        if worst_instance.is_none_or(|(_, best)| copies > best) {
-                            worst_instance = Some((&instance.id, copies));
-                        }
-                    }
-                }
-                let most_on_instance = worst_instance.map_or(0, |(_, c)| c);
-                let copy_count = u64::from(component.copy_count);
-                let excess = balance_excess(&copies_per_az, component.max_imbalance);
-                let mut warnings = Vec::new();
-                if placed > 0 && copies_per_az.iter().filter(|&&c| c > 0).count() == 1 {
-                    warnings.push(ReliabilityWarning::SingleAz);
-                }
-                if copy_count == 1 {
-                    warnings.push(ReliabilityWarning::SingleCopy);
-                }
-                if placed < copy_count {
-                    warnings.push(ReliabilityWarning::Unplaced);
-                }
-                if excess > 0 {
-                    warnings.push(ReliabilityWarning::ImbalanceExceeded);
-                }
-                if placed > 1 && holders == 1 {
-                    warnings.push(ReliabilityWarning::SingleInstance);
-                }
-                ComponentReliability {
-                    inference_component_name: component.name.clone(),
-                    placement_strategy: match component.strategy {
-                        PlacementStrategy::Spread => "SPREAD".into(),
-                        PlacementStrategy::Binpack => "BINPACK".into(),
-                    },
-                    copy_count,
-                    placed,
-                    imbalance: imbalance(&copies_per_az),
-                    max_imbalance: component.max_imbalance,
-                    balance_excess: excess,
-                    instances: holders,
-                    copies_left_after_az_loss: placed - most,
-                    worst_az,
-                    copies_left_after_instance_loss: placed.saturating_sub(most_on_instance),
-                    worst_instance: worst_instance.map(|(id, _)| id.to_string()),
-                    copies_per_az,
-                    warnings,
-                }
+                component_reliability(problem, fleet, index, component, copies_per_az)
             })
             .collect();
 
@@ -473,6 +420,71 @@ impl ReliabilityReport {
         );
         svg.push_str("</svg>\n");
         svg
+    }
+}
+
+/// One component's line of the report: copies per AZ and per instance, what one AZ or one
+/// instance lost would leave, and the warnings.
+fn component_reliability(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    index: usize,
+    component: &crate::problem::Component,
+    copies_per_az: Vec<u64>,
+) -> ComponentReliability {
+    let placed: u64 = copies_per_az.iter().sum();
+    let most = copies_per_az.iter().copied().max().unwrap_or(0);
+    let worst_az = (placed > 0)
+        .then(|| copies_per_az.iter().position(|&c| c == most).and_then(|z| problem.azs.get(z).cloned()))
+        .flatten();
+    let mut holders = 0u64;
+    let mut worst_instance: Option<(&str, u64)> = None;
+    for instance in &fleet.instances {
+        let copies = u64::from(instance.copies_of(index));
+        if copies > 0 {
+            holders += 1;
+            if worst_instance.is_none_or(|(_, best)| copies > best) {
+                worst_instance = Some((&instance.id, copies));
+            }
+        }
+    }
+    let most_on_instance = worst_instance.map_or(0, |(_, c)| c);
+    let copy_count = u64::from(component.copy_count);
+    let excess = balance_excess(&copies_per_az, component.max_imbalance);
+    let mut warnings = Vec::new();
+    if placed > 0 && copies_per_az.iter().filter(|&&c| c > 0).count() == 1 {
+        warnings.push(ReliabilityWarning::SingleAz);
+    }
+    if copy_count == 1 {
+        warnings.push(ReliabilityWarning::SingleCopy);
+    }
+    if placed < copy_count {
+        warnings.push(ReliabilityWarning::Unplaced);
+    }
+    if excess > 0 {
+        warnings.push(ReliabilityWarning::ImbalanceExceeded);
+    }
+    if placed > 1 && holders == 1 {
+        warnings.push(ReliabilityWarning::SingleInstance);
+    }
+    ComponentReliability {
+        inference_component_name: component.name.clone(),
+        placement_strategy: match component.strategy {
+            PlacementStrategy::Spread => "SPREAD".into(),
+            PlacementStrategy::Binpack => "BINPACK".into(),
+        },
+        copy_count,
+        placed,
+        imbalance: imbalance(&copies_per_az),
+        max_imbalance: component.max_imbalance,
+        balance_excess: excess,
+        instances: holders,
+        copies_left_after_az_loss: placed - most,
+        worst_az,
+        copies_left_after_instance_loss: placed.saturating_sub(most_on_instance),
+        worst_instance: worst_instance.map(|(id, _)| id.to_string()),
+        copies_per_az,
+        warnings,
     }
 }
 

@@ -110,8 +110,20 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
 /// Checks the hard constraints and the SPREAD rule on a final fleet.
 pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, violations: &mut Vec<Violation>) {
     let mut push = |kind, message| violations.push(Violation { kind, message });
+    check_packing_and_draining(problem, fleet, &mut push);
+    check_capacity(problem, fleet, &mut push);
+    check_instance_bounds(problem, fleet, launches, &mut push);
+    check_copy_counts(problem, fleet, &mut push);
+    // SPREAD, judged on plans from an empty fleet.
+    if problem.fleet.is_empty() {
+        for violation in spread_violations(problem, fleet) {
+            push(ViolationKind::Spread, violation);
+        }
+    }
+}
 
-    // 1. Packing.
+/// 1. Packing; draining instances (contract §6) keep their copies but receive no new one.
+fn check_packing_and_draining(problem: &Problem, fleet: &FinalFleet, push: &mut impl FnMut(ViolationKind, String)) {
     for instance in &fleet.instances {
         let capacity = problem.types[instance.type_index].capacity;
         let used = instance.used(problem);
@@ -149,8 +161,10 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
             );
         }
     }
+}
 
-    // 3. Capacity.
+/// 3. Capacity: launches per (type, AZ) within `Reserved + Available`, none while blocked, reservation slots.
+fn check_capacity(problem: &Problem, fleet: &FinalFleet, push: &mut impl FnMut(ViolationKind, String)) {
     for (&(type_index, az_index), &(total, reserved)) in &fleet.launches {
         let limit = problem.launch_limit(type_index, az_index);
         let name = &problem.types[type_index].name;
@@ -181,8 +195,15 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
             );
         }
     }
+}
 
-    // 4. Instance bounds.
+/// 4. Instance bounds, and existing instances left empty although the fleet could shrink.
+fn check_instance_bounds(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    launches: usize,
+    push: &mut impl FnMut(ViolationKind, String),
+) {
     let size = fleet.instances.len() as u64;
     let scaling = problem.scaling;
     if size < u64::from(scaling.min_instances) {
@@ -234,8 +255,10 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
             );
         }
     }
+}
 
-    // 5. Copy counts, and removals only of a real excess, never as a disguised move.
+/// 5. Copy counts, and removals only of a real excess, never as a disguised move.
+fn check_copy_counts(problem: &Problem, fleet: &FinalFleet, push: &mut impl FnMut(ViolationKind, String)) {
     let existing = problem.existing_copies_per_component();
     let per_az = fleet.copies_per_az(problem);
     for (index, component) in problem.components.iter().enumerate() {
@@ -264,13 +287,6 @@ pub fn check_fleet(problem: &Problem, fleet: &FinalFleet, launches: usize, viola
                     format!("{}: copies both removed and placed (a move; plan never moves copies)", component.name),
                 );
             }
-        }
-    }
-
-    // SPREAD, judged on plans from an empty fleet.
-    if problem.fleet.is_empty() {
-        for violation in spread_violations(problem, fleet) {
-            push(ViolationKind::Spread, violation);
         }
     }
 }

@@ -3,7 +3,6 @@
 #![cfg(feature = "cli")]
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -42,26 +41,7 @@ fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).expect("UTF-8 stderr")
 }
 
-/// A file in the temp dir, unique per test, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> TempFile {
-        let path = std::env::temp_dir().join(format!("fleetplan-cli-{}-{name}", std::process::id()));
-        std::fs::write(&path, contents).expect("write temp file");
-        TempFile(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("UTF-8 temp path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::common::TempFile;
 
 /// No MinInstanceCount, so even a plan that places nothing is valid.
 const SMALL: &str = r#"{

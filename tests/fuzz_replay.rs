@@ -40,10 +40,7 @@ fn every_saved_fuzz_input_replays_cleanly() {
                     assert!(!issue.message.is_empty(), "{name}: an issue without a message");
                     // Only document-level problems may lack a path (as in fuzz/fuzz_targets/validate.rs).
                     assert!(
-                        !issue.path.is_empty()
-                            || issue.message.starts_with("malformed JSON")
-                            || issue.message.starts_with("expected an object")
-                            || issue.message.starts_with("number out of range"),
+                        !issue.path.is_empty() || issue.is_document_level(),
                         "{name}: an issue without a path: {issue}"
                     );
                 }
@@ -65,4 +62,18 @@ fn every_saved_fuzz_input_replays_cleanly() {
     }
     // Some of the inputs must get past validation, or the plan checks above test nothing.
     assert!(valid >= 2, "only {valid} inputs were valid scenarios");
+}
+
+#[test]
+fn only_whole_document_issues_are_document_level() {
+    let issues = |text: &str| Problem::from_json(text).err().map(|error| error.issues().to_vec()).unwrap_or_default();
+    for text in ["-1e3081", "[", "42"] {
+        let found = issues(text);
+        let pathless: Vec<_> = found.iter().filter(|issue| issue.path.is_empty()).collect();
+        assert!(!pathless.is_empty() && pathless.iter().all(|issue| issue.is_document_level()), "{text}: {found:?}");
+    }
+    // An out-of-range number inside the document has a path and is not document-level.
+    let nested = issues(r#"{"Endpoint": {"EndpointName": 1e999}}"#);
+    let issue = nested.iter().find(|issue| issue.message.starts_with("number out of range")).expect("the number");
+    assert_eq!((issue.path.as_str(), issue.is_document_level()), ("Endpoint.EndpointName", false));
 }

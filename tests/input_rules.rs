@@ -519,26 +519,7 @@ mod cli {
 
     const BIN: &str = env!("CARGO_BIN_EXE_fleetplan");
 
-    /// A file in the temp dir, unique per test, removed on drop.
-    struct TempFile(std::path::PathBuf);
-
-    impl TempFile {
-        fn new(name: &str, contents: &str) -> TempFile {
-            let path = std::env::temp_dir().join(format!("fleetplan-input-{}-{name}", std::process::id()));
-            std::fs::write(&path, contents).expect("write temp file");
-            TempFile(path)
-        }
-
-        fn path(&self) -> &str {
-            self.0.to_str().expect("UTF-8 temp path")
-        }
-    }
-
-    impl Drop for TempFile {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
+    use crate::common::TempFile;
 
     fn run(args: &[&str]) -> (i32, String, String) {
         let output = Command::new(BIN).args(args).output().expect("the fleetplan binary runs");

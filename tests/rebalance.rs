@@ -496,3 +496,31 @@ fn cli_prints_json_and_a_table_with_the_distance() {
         .expect("fleetplan runs");
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn the_table_escapes_names_like_every_other_table() {
+    let problem = common::bundled_problem("fragmented-fleet.json");
+    let plan = RebalancePlan {
+        steps: vec![RebalanceStep {
+            launch: vec![Launch {
+                instance_id: "new\u{1b}[31m".into(),
+                instance_type: "t\u{202e}x".into(),
+                availability_zone: "az\n2".into(),
+                reserved: false,
+            }],
+            moves: vec![Move {
+                inference_component_name: "c\tx".into(),
+                from: "i\\1".into(),
+                to: "new\u{1b}[31m".into(),
+            }],
+            release: vec!["gone\u{85}".into()],
+        }],
+        objective: initial_objective(&problem),
+        stop_reason: StopReason::Completed,
+    };
+    let table = rebalance_table(&problem, &plan, None);
+    assert!(!table.chars().any(|ch| ch.is_control() && ch != '\n' || ch == '\u{202e}'), "{table:?}");
+    assert!(table.contains("  launch new\\u{1b}[31m (t\\u{202e}x, az\\n2)\n"), "{table}");
+    assert!(table.contains("  c\\tx       i\\\\1  new\\u{1b}[31m (t\\u{202e}x, az\\n2)\n"), "{table}");
+    assert!(table.contains("  release gone\\u{85}\n"), "{table}");
+}

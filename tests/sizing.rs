@@ -3,7 +3,6 @@
 //! planned end to end through the binary. Needs the `cli` feature (it runs the binary).
 #![cfg(feature = "cli")]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use fleetplan::sizing::{size, size_pool, KvCache, ModelDescription, Outcome, Precision, Sizing};
@@ -46,25 +45,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-/// A file in the temp dir, unique per test process and name, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> TempFile {
-        let path = std::env::temp_dir().join(format!("fleetplan-sizing-{}-{name}", std::process::id()));
-        std::fs::write(&path, contents).unwrap();
-        TempFile(path)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::common::TempFile;
 
 // The model of scenarios/models/llama-70b.json: 70e9 parameters; KV cache from 80 layers, 8 KV
 // heads, head dim 128 at FP16 = 2 × 80 × 8 × 128 × 2 = 327 680 bytes per token; 8192 tokens of

@@ -220,6 +220,27 @@ fn optimal_plans_report_the_shortfall_as_proven() {
 }
 
 #[test]
+fn the_plan_table_says_cannot_be_placed_only_for_optimal_plans() {
+    let scenario = ScenarioBuilder::new(AZS)
+        .pool(G6_12X, 1)
+        .capacity(G6_12X, "us-east-1a", Some(0), 0)
+        .capacity(G6_12X, "us-east-1b", Some(0), 0)
+        .component("chat", 2, 1, 4.0, 16_384)
+        .build();
+    let problem = Problem::new(&scenario).expect("valid scenario");
+    let mut plan = plan_greedy(&problem);
+    let unplaced_lines = |plan: &Plan| -> Vec<String> {
+        let table = render::plan_table(&problem, plan);
+        let section = table.split("\nUnplaced (2 copies)\n").nth(1).expect("an Unplaced section").to_string();
+        section.lines().filter(|line| !line.starts_with("    - ")).map(str::to_string).collect()
+    };
+    assert_eq!(plan.status, Status::Feasible);
+    assert_eq!(unplaced_lines(&plan), ["  2 copies of chat not placed by this planner"]);
+    plan.status = Status::Optimal;
+    assert_eq!(unplaced_lines(&plan), ["  2 copies of chat cannot be placed"]);
+}
+
+#[test]
 fn causes_stay_out_of_the_plan_json() {
     let scenario = ScenarioBuilder::new(AZS)
         .pool(G6_12X, 1)

@@ -263,38 +263,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
     match command {
         Command::Plan { scenario, solver, time_limit_ms, backend, json, stats } => {
             let problem = load_problem(&scenario, output, options)?;
-            let (plan, engine_stats) = match solver {
-                Solver::Greedy => {
-                    if backend != Backend::Microlp {
-                        output.warn("warning: --backend only applies to --solver exact; ignored");
-                    }
-                    GreedyPlanner::new().limits(deadline_limits(started, time_limit_ms)).plan_with_stats(&problem)
-                }
-                Solver::Exact => {
-                    // A command line should come back: without an explicit limit, 10 s.
-                    use fleetplan::engines::exact::backend::{good_lp, GoodLp};
-                    let mut planner = ExactPlanner::new();
-                    match backend {
-                        Backend::Microlp => {}
-                        Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),
-                        #[cfg(feature = "cbc")]
-                        Backend::Cbc => {
-                            planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))
-                        }
-                    }
-                    let limit = time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);
-                    planner.limits(deadline_limits(started, Some(limit))).plan_with_stats(&problem)
-                }
-            };
-            if stats {
-                eprint!("{engine_stats}");
-            }
-            if json {
-                emit(&to_json(&plan)?);
-            } else {
-                emit(&render::plan_table(&problem, &plan));
-            }
-            Ok(EXIT_OK)
+            run_plan(&problem, solver, backend, PlanOutput { started, time_limit_ms, json, stats, output })
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
             let problem = load_problem(&scenario, output, options)?;
@@ -314,44 +283,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             let problem = load_problem(&scenario, output, options)?;
             run_rebalance(&problem, started, time_limit_ms, json)
         }
-        Command::Report { scenario, plan, json, svg } => {
-            if scenario == "-" && plan.as_deref() == Some("-") {
-                return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
-            }
-            let problem = load_problem(&scenario, output, options)?;
-            let (report, heading) = match plan {
-                None => (ReliabilityReport::build(&problem), String::new()),
-                Some(source) => {
-                    let plan = load_plan(&source)?;
-                    let (fleet, problems) = FinalFleet::apply(&problem, &plan.actions);
-                    if let Some(first) = problems.first() {
-                        output.warn(&render::escape_text(&format!(
-                            "warning: {}: {} of the plan's actions do not apply to this fleet (first: {}); the report \
-                             shows the fleet as far as they do; `fleetplan verify` lists them all",
-                            display_name(&source),
-                            problems.len(),
-                            first.message
-                        )));
-                    }
-                    let heading = format!(
-                        "Fleet after the plan {} ({} actions)\n",
-                        render::escape_text(display_name(&source)),
-                        plan.actions.len()
-                    );
-                    (ReliabilityReport::for_fleet(&problem, &fleet), heading)
-                }
-            };
-            if let Some(path) = svg {
-                std::fs::write(&path, report.to_svg())
-                    .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
-            }
-            if json {
-                emit(&to_json(&report)?);
-            } else {
-                emit(&format!("{heading}{}", report.to_table()));
-            }
-            Ok(EXIT_OK)
-        }
+        Command::Report { scenario, plan, json, svg } => run_report(&scenario, plan, json, svg, output, options),
         Command::Verify { scenario, plan, json } => {
             if scenario == "-" && plan == "-" {
                 return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
@@ -393,6 +325,96 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             Ok(EXIT_OK)
         }
     }
+}
+
+/// How `plan` reports: the command's deadline and output switches.
+struct PlanOutput {
+    started: Instant,
+    time_limit_ms: Option<u64>,
+    json: bool,
+    stats: bool,
+    output: Output,
+}
+
+/// `fleetplan plan`: the chosen engine under the command's deadline, then the plan as JSON or a table.
+fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput) -> Result<u8, BadInput> {
+    let (plan, engine_stats) = match solver {
+        Solver::Greedy => {
+            if backend != Backend::Microlp {
+                out.output.warn("warning: --backend only applies to --solver exact; ignored");
+            }
+            GreedyPlanner::new().limits(deadline_limits(out.started, out.time_limit_ms)).plan_with_stats(problem)
+        }
+        Solver::Exact => {
+            // A command line should come back: without an explicit limit, 10 s.
+            use fleetplan::engines::exact::backend::{good_lp, GoodLp};
+            let mut planner = ExactPlanner::new();
+            match backend {
+                Backend::Microlp => {}
+                Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),
+                #[cfg(feature = "cbc")]
+                Backend::Cbc => planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc)),
+            }
+            let limit = out.time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);
+            planner.limits(deadline_limits(out.started, Some(limit))).plan_with_stats(problem)
+        }
+    };
+    if out.stats {
+        eprint!("{engine_stats}");
+    }
+    if out.json {
+        emit(&to_json(&plan)?);
+    } else {
+        emit(&render::plan_table(problem, &plan));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `fleetplan report`: the reliability report of the current fleet, or of the fleet after a plan.
+fn run_report(
+    scenario: &str,
+    plan: Option<String>,
+    json: bool,
+    svg: Option<PathBuf>,
+    output: Output,
+    options: &ReadOptions,
+) -> Result<u8, BadInput> {
+    if scenario == "-" && plan.as_deref() == Some("-") {
+        return Err(BadInput("SCENARIO and PLAN cannot both be read from standard input".to_string()));
+    }
+    let problem = load_problem(scenario, output, options)?;
+    let (report, heading) = match plan {
+        None => (ReliabilityReport::build(&problem), String::new()),
+        Some(source) => {
+            let plan = load_plan(&source)?;
+            let (fleet, problems) = FinalFleet::apply(&problem, &plan.actions);
+            if let Some(first) = problems.first() {
+                output.warn(&render::escape_text(&format!(
+                    "warning: {}: {} of the plan's actions do not apply to this fleet (first: {}); the report \
+                     shows the fleet as far as they do; `fleetplan verify` lists them all",
+                    display_name(&source),
+                    problems.len(),
+                    first.message
+                )));
+            }
+            let heading = format!(
+                "Fleet after the plan {} ({} actions)\n",
+                render::escape_text(display_name(&source)),
+                plan.actions.len()
+            );
+            (ReliabilityReport::for_fleet(&problem, &fleet), heading)
+        }
+    };
+    if let Some(path) = svg {
+        std::fs::write(&path, report.to_svg())
+            .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
+    }
+    if json {
+        emit(&to_json(&report)?);
+    } else {
+        emit(&format!("{heading}{}", report.to_table()));
+    }
+    Ok(EXIT_OK)
 }
 
 /// The best-reachable comparison's time when `--time-limit-ms` is not given.

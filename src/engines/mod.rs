@@ -10,6 +10,7 @@ pub mod greedy;
 pub mod limits;
 pub mod rebalance;
 pub(crate) mod spread;
+pub(crate) mod step_check;
 
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};

@@ -344,11 +344,59 @@ impl<'s> Run<'s> {
     fn tick(&mut self, tick: u32) -> Result<(), String> {
         let script = self.script;
         let now = i64::from(tick) * i64::from(script.tick_seconds);
-        let mut events = Vec::new();
-        let mut launches_failed = 0;
-        let mut launched_any = false;
 
         // 1. The world changes.
+        let mut events = self.world_changes(tick);
+        let draining_before = draining_copies(&self.scenario.fleet);
+
+        // 2. Plan and execute.
+        let problem = self.problem(tick, now)?;
+        let (plan, launches) = self.plan_and_execute(tick, now, &problem, &mut events);
+        let mut launches_failed = launches.failed;
+        let mut launched_any = launches.launched > 0;
+
+        // 3. Consolidate and rebalance on their schedule. The validated problem is reused while
+        // nothing changed the scenario (a plan without actions launches nothing, so the ledger
+        // is unchanged too): validation is a fifth of a quiet tick.
+        let mut unchanged = plan.actions.is_empty().then_some(problem);
+        let due = |every: u32| every > 0 && (tick + 1) % every == 0;
+        if due(script.consolidate_every) {
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            if !self.consolidate(tick, &problem, &mut events) {
+                unchanged = Some(problem);
+            }
+        }
+        if due(script.rebalance_every) {
+            let problem = match unchanged.take() {
+                Some(problem) => problem,
+                None => self.problem(tick, now)?,
+            };
+            let (launched, failed, changed) = self.rebalance(tick, now, &problem, &mut events);
+            launched_any |= launched;
+            launches_failed += failed;
+            if !changed {
+                unchanged = Some(problem);
+            }
+        }
+
+        // 4. Check and record.
+        let after = match unchanged {
+            Some(problem) => problem,
+            None => self.problem(tick, now)?,
+        };
+        self.check_after(tick, &after, &draining_before, plan.status, launched_any, launches_failed);
+        self.record(tick, now, &after, events);
+        Ok(())
+    }
+
+    /// Step 1 of a tick, the world changes: capacity, launch failure windows, AZ outages (which take their
+    /// instances and copies), scale events. Returns what happened, for the timeline.
+    fn world_changes(&mut self, tick: u32) -> Vec<String> {
+        let script = self.script;
+        let mut events = Vec::new();
         for change in script.cloud_capacity.iter().filter(|change| change.tick == tick) {
             let key = (change.instance_type.clone(), change.availability_zone.clone());
             self.cloud.capacity.insert(key, change.available);
@@ -411,21 +459,30 @@ impl<'s> Run<'s> {
             };
             events.push(format!("scale: {} {previous} -> {count}", scale.component));
         }
-        let draining_before = draining_copies(&self.scenario.fleet);
+        events
+    }
 
-        // 2. Plan and execute.
-        let problem = self.problem(tick, now)?;
+    /// Step 2 of a tick, plan and execute: the plan is verified, launched through the simulated cloud and
+    /// observed into the next fleet. Returns the plan and its launches.
+    fn plan_and_execute(
+        &mut self,
+        tick: u32,
+        now: i64,
+        problem: &Problem,
+        events: &mut Vec<String>,
+    ) -> (Plan, Launches) {
+        let script = self.script;
         let blocked: Vec<(String, String)> =
             self.ledger.blocks(now).into_iter().map(|(instance_type, az, _)| (instance_type, az)).collect();
         let (plan, stats) = match script.planner {
-            PlannerChoice::Greedy => GreedyPlanner::new().plan_with_stats(&problem),
-            PlannerChoice::Exact { node_limit } => ExactPlanner::new().node_limit(node_limit).plan_with_stats(&problem),
+            PlannerChoice::Greedy => GreedyPlanner::new().plan_with_stats(problem),
+            PlannerChoice::Exact { node_limit } => ExactPlanner::new().node_limit(node_limit).plan_with_stats(problem),
         };
         self.add_stats(&stats);
         // An Infeasible plan (MinInstanceCount out of reach) is the closest plan and says so: its
         // instance-bound violations are expected, anything else is not.
         let infeasible = plan.status == Status::Infeasible;
-        for violation in crate::verify::verify(&problem, &plan) {
+        for violation in crate::verify::verify(problem, &plan) {
             if !(infeasible && violation.kind == crate::verify::ViolationKind::InstanceBounds) {
                 self.fail(tick, Check::Plan, violation.to_string());
             }
@@ -450,7 +507,7 @@ impl<'s> Run<'s> {
                 }
                 Action::TerminateInstance { instance_id } => {
                     if let Some(existing) = problem.existing_index(instance_id).and_then(|i| problem.fleet().get(i)) {
-                        let (instance_type, az) = type_and_az(&problem, existing.type_index, existing.az_index);
+                        let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
                         self.cloud.give_back(&instance_type, &az);
                     }
                 }
@@ -463,9 +520,7 @@ impl<'s> Run<'s> {
         if terminated > 0 {
             events.push(format!("plan: terminated {terminated}"));
         }
-        launches_failed += launches.failed;
-        launched_any |= launches.launched > 0;
-        match observe(&problem, &plan.actions, &execution) {
+        match observe(problem, &plan.actions, &execution) {
             Ok(observed) => {
                 self.ledger.extend(observed.capacity_events);
                 self.scenario.fleet = observed.fleet;
@@ -477,41 +532,7 @@ impl<'s> Run<'s> {
             }
         }
 
-        // 3. Consolidate and rebalance on their schedule. The validated problem is reused while
-        // nothing changed the scenario (a plan without actions launches nothing, so the ledger
-        // is unchanged too): validation is a fifth of a quiet tick.
-        let mut unchanged = plan.actions.is_empty().then_some(problem);
-        let due = |every: u32| every > 0 && (tick + 1) % every == 0;
-        if due(script.consolidate_every) {
-            let problem = match unchanged.take() {
-                Some(problem) => problem,
-                None => self.problem(tick, now)?,
-            };
-            if !self.consolidate(tick, &problem, &mut events) {
-                unchanged = Some(problem);
-            }
-        }
-        if due(script.rebalance_every) {
-            let problem = match unchanged.take() {
-                Some(problem) => problem,
-                None => self.problem(tick, now)?,
-            };
-            let (launched, failed, changed) = self.rebalance(tick, now, &problem, &mut events);
-            launched_any |= launched;
-            launches_failed += failed;
-            if !changed {
-                unchanged = Some(problem);
-            }
-        }
-
-        // 4. Check and record.
-        let after = match unchanged {
-            Some(problem) => problem,
-            None => self.problem(tick, now)?,
-        };
-        self.check_after(tick, &after, &draining_before, plan.status, launched_any, launches_failed);
-        self.record(tick, now, &after, events);
-        Ok(())
+        (plan, launches)
     }
 
     fn add_stats(&mut self, stats: &Stats) {

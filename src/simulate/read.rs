@@ -231,20 +231,16 @@ fn shadowed(typed: &[Issue], later: &str) -> bool {
     })
 }
 
-/// Reads and validates a script (see [`Script::from_json`]).
-pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, Problem), ValidationError> {
-    let (document, duplicates) = parse_document(text)?;
-    let mut reader = Reader { issues: Vec::new() };
-    reader.issues.extend(duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
-    let Some(map) = reader.object(&document, "", TOP_KEYS) else {
-        return Err(ValidationError::new(reader.issues));
-    };
-
-    // The scenario is read by the scenario reader itself (same messages as `fleetplan plan`),
-    // its paths put under `Scenario`.
+/// The script's `Scenario`, read by the scenario reader itself (same messages as `fleetplan
+/// plan`), its paths put under `Scenario`; the problem when it is valid.
+fn read_scenario(
+    reader: &mut Reader,
+    given: Option<&Value>,
+    options: &ReadOptions,
+) -> (crate::model::Scenario, Option<Problem>) {
     let mut scenario_problem = None;
     let mut scenario = crate::model::Scenario::default();
-    match map.get("Scenario") {
+    match given {
         None | Some(Value::Null) => reader.error("Scenario", "is required".to_string()),
         Some(value @ Value::Object(_)) => match scenario_and_problem_from_json(&value.to_string(), options) {
             Ok((read, problem)) => {
@@ -265,6 +261,19 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         },
         Some(other) => reader.error("Scenario", format!("expected a scenario object, found {}", describe(other))),
     }
+    (scenario, scenario_problem)
+}
+
+/// Reads and validates a script (see [`Script::from_json`]).
+pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, Problem), ValidationError> {
+    let (document, duplicates) = parse_document(text)?;
+    let mut reader = Reader { issues: Vec::new() };
+    reader.issues.extend(duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
+    let Some(map) = reader.object(&document, "", TOP_KEYS) else {
+        return Err(ValidationError::new(reader.issues));
+    };
+
+    let (scenario, scenario_problem) = read_scenario(&mut reader, map.get("Scenario"), options);
     let ticks = map.get("Ticks").filter(|value| !value.is_null());
     let ticks = match ticks {
         Some(value) => reader.whole(value, "Ticks"),

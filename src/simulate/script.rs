@@ -323,6 +323,42 @@ impl Script {
                 ),
             );
         }
+        self.timing_issues(&mut issue);
+        for (index, change) in self.cloud_capacity.iter().enumerate() {
+            if let Some(available) = change.available.filter(|&available| available > MAX_SCRIPT_COUNT) {
+                issue(
+                    format!("CloudCapacity[{index}].Available"),
+                    format!("{available} is more than {MAX_SCRIPT_COUNT}"),
+                );
+            }
+        }
+        for (index, event) in self.scale_events.iter().enumerate() {
+            if event.copy_count > MAX_SCRIPT_COUNT {
+                issue(
+                    format!("ScaleEvents[{index}].CopyCount"),
+                    format!("{} is more than {MAX_SCRIPT_COUNT}", event.copy_count),
+                );
+            }
+        }
+        let mut outage_azs = BTreeSet::new();
+        for (index, outage) in self.az_outages.iter().enumerate() {
+            if !outage_azs.insert(outage.availability_zone.as_str()) {
+                // One window per AZ keeps "instances lost at the start" unambiguous.
+                issue(
+                    format!("AzOutages[{index}].AvailabilityZone"),
+                    format!("{:?} has an earlier outage; give one outage per AZ", outage.availability_zone),
+                );
+            }
+        }
+        if let Some(problem) = problem {
+            self.name_issues(problem, &mut issues);
+        }
+        issues
+    }
+
+    /// Every tick of an event before `Ticks`; every window (launch failures, outages) ending
+    /// after it starts and by `Ticks`.
+    fn timing_issues(&self, issue: &mut impl FnMut(String, String)) {
         let ticks = self.ticks;
         let mut tick_in_range = |path: String, tick: u32| {
             if tick >= ticks {
@@ -359,33 +395,10 @@ impl Script {
                 issue(format!("{path}.UntilTick"), format!("{until} is after Ticks ({ticks})"));
             }
         }
-        for (index, change) in self.cloud_capacity.iter().enumerate() {
-            if let Some(available) = change.available.filter(|&available| available > MAX_SCRIPT_COUNT) {
-                issue(
-                    format!("CloudCapacity[{index}].Available"),
-                    format!("{available} is more than {MAX_SCRIPT_COUNT}"),
-                );
-            }
-        }
-        for (index, event) in self.scale_events.iter().enumerate() {
-            if event.copy_count > MAX_SCRIPT_COUNT {
-                issue(
-                    format!("ScaleEvents[{index}].CopyCount"),
-                    format!("{} is more than {MAX_SCRIPT_COUNT}", event.copy_count),
-                );
-            }
-        }
-        let mut outage_azs = BTreeSet::new();
-        for (index, outage) in self.az_outages.iter().enumerate() {
-            if !outage_azs.insert(outage.availability_zone.as_str()) {
-                // One window per AZ keeps "instances lost at the start" unambiguous.
-                issue(
-                    format!("AzOutages[{index}].AvailabilityZone"),
-                    format!("{:?} has an earlier outage; give one outage per AZ", outage.availability_zone),
-                );
-            }
-        }
-        let Some(problem) = problem else { return issues };
+    }
+
+    /// Types, AZs and components the script names exist in the (valid) scenario.
+    fn name_issues(&self, problem: &Problem, issues: &mut Vec<Issue>) {
         let known_type = |name: &str| problem.type_index(name).is_some();
         let known_az = |name: &str| problem.az_index(name).is_some();
         let pairs = self
@@ -428,7 +441,6 @@ impl Script {
                 });
             }
         }
-        issues
     }
 }
 

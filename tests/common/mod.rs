@@ -1,4 +1,5 @@
-//! Shared test helpers: bundled scenarios and a proptest generator of random valid scenarios.
+//! Shared test helpers: bundled scenarios, a proptest generator of random valid scenarios and
+//! temporary files for the command-line tests.
 #![allow(dead_code)]
 
 use fleetplan::*;
@@ -260,4 +261,28 @@ pub fn reversed(scenario: &Scenario) -> Scenario {
     out.fleet.instances.reverse();
     out.fleet.copies.reverse();
     out
+}
+
+/// A file in the temp dir, unique per test process and file (a counter: test modules share one
+/// binary and may pick the same names), removed on drop. The name keeps `name` as its suffix.
+pub struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str, contents: &str) -> TempFile {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("fleetplan-test-{}-{number}-{name}", std::process::id()));
+        std::fs::write(&path, contents).expect("write temp file");
+        TempFile(path)
+    }
+
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -84,47 +84,12 @@ impl ConsolidationPlan {
     /// releases that name unknown instances or copies that are not there are skipped (use
     /// [`verify_consolidation`] to find them).
     pub fn final_fleet(&self, problem: &Problem) -> FinalFleet {
-        let mut instances: Vec<(FinalInstance, bool)> = problem
-            .fleet()
-            .iter()
-            .enumerate()
-            .map(|(index, existing)| {
-                let instance = FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                };
-                (instance, true)
-            })
-            .collect();
+        let mut replay = crate::engines::step_check::Replay::new(problem);
         for step in &self.steps {
-            for planned in &step.moves {
-                let component = problem.component_index(&planned.inference_component_name);
-                let (from, to) = (problem.existing_index(&planned.from), problem.existing_index(&planned.to));
-                let (Some(component), Some(from), Some(to)) = (component, from, to) else { continue };
-                let Some((source, true)) = instances.get_mut(from) else { continue };
-                let Some(count) = source.copies.get_mut(&component) else { continue };
-                *count -= 1;
-                if *count == 0 {
-                    source.copies.remove(&component);
-                }
-                if let Some((target, _)) = instances.get_mut(to) {
-                    *target.copies.entry(component).or_insert(0) += 1;
-                    *target.new_copies.entry(component).or_insert(0) += 1;
-                }
-            }
-            for id in &step.release {
-                if let Some((_, alive)) = problem.existing_index(id).and_then(|index| instances.get_mut(index)) {
-                    *alive = false;
-                }
-            }
+            step.moves.iter().for_each(|planned| replay.apply_move(planned));
+            step.release.iter().for_each(|id| replay.release(id));
         }
-        let instances = instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
-        FinalFleet { instances, launches: BTreeMap::new(), removed: BTreeMap::new() }
+        replay.finish()
     }
 
     /// The plan as pretty JSON (deterministic).

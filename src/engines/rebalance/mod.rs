@@ -32,7 +32,7 @@ pub use summary::{
 
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
-use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
+use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -104,76 +104,13 @@ impl RebalancePlan {
     /// not make sense (unknown ids, copies that are not there) are skipped; use
     /// [`verify_rebalance`] to find them.
     pub fn fleet_after(&self, problem: &Problem, steps: usize) -> FinalFleet {
-        let mut instances: Vec<(FinalInstance, bool)> = problem
-            .fleet()
-            .iter()
-            .enumerate()
-            .map(|(index, existing)| {
-                let instance = FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                };
-                (instance, true)
-            })
-            .collect();
-        let mut by_id: BTreeMap<String, usize> =
-            instances.iter().enumerate().map(|(index, (instance, _))| (instance.id.clone(), index)).collect();
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut replay = crate::engines::step_check::Replay::new(problem);
         for step in self.steps.iter().take(steps) {
-            for launch in &step.launch {
-                let (Some(type_index), Some(az_index)) =
-                    (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
-                else {
-                    continue;
-                };
-                if by_id.contains_key(&launch.instance_id) {
-                    continue;
-                }
-                let entry = launches.entry((type_index, az_index)).or_insert((0, 0));
-                entry.0 += 1;
-                entry.1 += u32::from(launch.reserved);
-                by_id.insert(launch.instance_id.clone(), instances.len());
-                instances.push((
-                    FinalInstance {
-                        id: launch.instance_id.clone(),
-                        type_index,
-                        az_index,
-                        reserved: launch.reserved,
-                        existing: None,
-                        copies: BTreeMap::new(),
-                        new_copies: BTreeMap::new(),
-                    },
-                    true,
-                ));
-            }
-            for planned in &step.moves {
-                let component = problem.component_index(&planned.inference_component_name);
-                let (from, to) = (by_id.get(&planned.from).copied(), by_id.get(&planned.to).copied());
-                let (Some(component), Some(from), Some(to)) = (component, from, to) else { continue };
-                let Some((source, true)) = instances.get_mut(from) else { continue };
-                let Some(count) = source.copies.get_mut(&component) else { continue };
-                *count -= 1;
-                if *count == 0 {
-                    source.copies.remove(&component);
-                }
-                if let Some((target, _)) = instances.get_mut(to) {
-                    *target.copies.entry(component).or_insert(0) += 1;
-                    *target.new_copies.entry(component).or_insert(0) += 1;
-                }
-            }
-            for id in &step.release {
-                if let Some((_, alive)) = by_id.get(id).and_then(|&index| instances.get_mut(index)) {
-                    *alive = false;
-                }
-            }
+            step.launch.iter().for_each(|launch| replay.launch(launch));
+            step.moves.iter().for_each(|planned| replay.apply_move(planned));
+            step.release.iter().for_each(|id| replay.release(id));
         }
-        let instances = instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
-        FinalFleet { instances, launches, removed: BTreeMap::new() }
+        replay.finish()
     }
 
     /// The fleet after every step (see [`Self::fleet_after`]).
@@ -419,6 +356,16 @@ enum Change {
     Launch { type_index: usize, az_index: usize },
 }
 
+/// A unit under construction in [`Planner::simulate`]: SPREAD offenders before the unit per
+/// touched (component, AZ), the moves, the instances released, the instances receiving copies.
+struct UnitDraft {
+    guard: BTreeMap<(usize, usize), u64>,
+    moves: Vec<(usize, usize, usize)>,
+    victims: Vec<usize>,
+    targets: BTreeSet<usize>,
+    max_victims: usize,
+}
+
 /// What one simulated unit does.
 #[derive(Debug, Clone)]
 struct Unit {
@@ -561,7 +508,8 @@ impl<'p> Planner<'p> {
     /// instance as soon as any instance lacks a price).
     fn key(&self) -> FleetKey {
         let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * 1_000_000 } else { self.priced_cost };
+        let unit = i128::from(UNIT_COST_MICROS);
+        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * unit } else { self.priced_cost };
         (self.draining_alive, counts, cost)
     }
 
@@ -570,7 +518,7 @@ impl<'p> Planner<'p> {
         if node.reserved {
             0
         } else if self.unpriced_alive > 0 {
-            1_000_000
+            i128::from(UNIT_COST_MICROS)
         } else {
             i128::from(price_micros(self.problem, node.type_index).unwrap_or(0))
         }
@@ -910,49 +858,9 @@ impl<'p> Planner<'p> {
 
         // Fill the launch with further whole instances of its AZ while they fit.
         if let Some(new) = launched {
-            let az = self.nodes[new].az_index;
-            let mut tries = 0usize;
-            for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
-                if victims.len() >= max_victims || tries >= self.extra_victim_tries || self.alive <= min_instances {
-                    break;
-                }
-                if other == candidate
-                    || !self.may_release(other)
-                    || forbidden.contains(&other)
-                    || targets.contains(&other)
-                {
-                    continue;
-                }
-                tries += 1;
-                let victim_mark = self.journal.len();
-                let victim_moves = moves.len();
-                // The releases may land in a later step than the ones before: SPREAD must not
-                // get worse from one victim to the next, not only over the whole unit.
-                let mut local: BTreeMap<(usize, usize), u64> = guard
-                    .keys()
-                    .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
-                    .collect();
-                let copies = self.kill(other);
-                let mut fits = true;
-                for component in copies {
-                    if !self.may_receive(new, component, az, &balance_before) {
-                        fits = false;
-                        break;
-                    }
-                    self.touch(&mut local, component, az);
-                    self.add_copy(new, component, az);
-                    moves.push((component, other, new));
-                }
-                if fits && self.spread_kept(&local) {
-                    victims.push(other);
-                    for (pair, before) in local {
-                        guard.entry(pair).or_insert(before);
-                    }
-                } else {
-                    self.rollback(victim_mark);
-                    moves.truncate(victim_moves);
-                }
-            }
+            let mut draft = UnitDraft { guard, moves, victims, targets, max_victims };
+            self.fill_launch(new, candidate, forbidden, order_by_az, &balance_before, &mut draft);
+            (moves, victims) = (draft.moves, draft.victims);
         }
 
         let key = self.key();
@@ -974,6 +882,68 @@ impl<'p> Planner<'p> {
             self.journal.clear();
         }
         Some(unit)
+    }
+
+    /// Fills the launch `new` with further whole instances of its AZ while they fit, up to
+    /// `draft.max_victims` releases and never below `MinInstanceCount`; each victim's moves
+    /// are undone when they do not fit or make SPREAD worse.
+    fn fill_launch(
+        &mut self,
+        new: usize,
+        candidate: usize,
+        forbidden: &BTreeSet<usize>,
+        order_by_az: &[Vec<usize>],
+        balance_before: &[u64],
+        draft: &mut UnitDraft,
+    ) {
+        let min_instances = usize::try_from(self.problem.scaling().min_instances).unwrap_or(usize::MAX);
+        let az = self.nodes[new].az_index;
+        let mut tries = 0usize;
+        for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
+            if draft.victims.len() >= draft.max_victims
+                || tries >= self.extra_victim_tries
+                || self.alive <= min_instances
+            {
+                break;
+            }
+            if other == candidate
+                || !self.may_release(other)
+                || forbidden.contains(&other)
+                || draft.targets.contains(&other)
+            {
+                continue;
+            }
+            tries += 1;
+            let victim_mark = self.journal.len();
+            let victim_moves = draft.moves.len();
+            // The releases may land in a later step than the ones before: SPREAD must not
+            // get worse from one victim to the next, not only over the whole unit.
+            let mut local: BTreeMap<(usize, usize), u64> = draft
+                .guard
+                .keys()
+                .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
+                .collect();
+            let copies = self.kill(other);
+            let mut fits = true;
+            for component in copies {
+                if !self.may_receive(new, component, az, balance_before) {
+                    fits = false;
+                    break;
+                }
+                self.touch(&mut local, component, az);
+                self.add_copy(new, component, az);
+                draft.moves.push((component, other, new));
+            }
+            if fits && self.spread_kept(&local) {
+                draft.victims.push(other);
+                for (pair, before) in local {
+                    draft.guard.entry(pair).or_insert(before);
+                }
+            } else {
+                self.rollback(victim_mark);
+                draft.moves.truncate(victim_moves);
+            }
+        }
     }
 
     /// Repeated passes over the release candidates until a pass commits nothing.

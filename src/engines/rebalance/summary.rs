@@ -10,7 +10,7 @@ use crate::engines::exact::ExactPlanner;
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Objective, Status, StopReason};
 use crate::problem::{LaunchLimit, Problem};
-use crate::render::{objective_line, stop_reason_text};
+use crate::render::{counted, escape_text, micros_text, objective_line, stop_reason_text, Align, Table};
 
 /// What one step changes.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,16 +112,6 @@ pub fn best_reachable(problem: &Problem, time_limit: Duration) -> BestReachable 
     BestReachable { objective: plan.objective, bound, status: plan.status, stop_reason: plan.stop_reason }
 }
 
-/// Millionths as a decimal with at least two digits (`12.5` → `12.50`).
-fn micros_text(micros: i128) -> String {
-    let sign = if micros < 0 { "-" } else { "" };
-    let magnitude = micros.unsigned_abs();
-    let fraction = format!("{:06}", magnitude % 1_000_000);
-    let trimmed = fraction.trim_end_matches('0');
-    let digits = if trimmed.len() < 2 { &fraction[..2] } else { trimmed };
-    format!("{sign}{}.{digits}", magnitude / 1_000_000)
-}
-
 /// `p1 +2, p3 -1; cost -12.50 per hour` (or `instances`, see [`CostUnit`](crate::CostUnit)): how `after` differs from `before`.
 pub fn change_text(before: &Objective, after: &Objective) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -138,12 +128,9 @@ pub fn change_text(before: &Objective, after: &Objective) -> String {
     format!("{instances}; cost {sign}{} {}", micros_text(cost), after.cost_unit.suffix())
 }
 
-fn counted(count: usize, singular: &str, plural: &str) -> String {
-    format!("{count} {}", if count == 1 { singular } else { plural })
-}
-
 /// A readable rebalancing plan: totals, each step (what it changes, launches, moves, releases),
-/// and, when given, the distance to the best reachable fleet.
+/// and, when given, the distance to the best reachable fleet. Names are escaped as in every
+/// table of [`crate::render`].
 pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&BestReachable>) -> String {
     let summary = summarize(problem, plan);
     let mut out = String::new();
@@ -152,10 +139,11 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
     let endpoint = if problem.endpoint_name().is_empty() { "(unnamed)" } else { problem.endpoint_name() };
     let _ = writeln!(
         out,
-        "Rebalance for endpoint {endpoint}: {}, {} launched, {}, {} released",
-        counted(plan.steps.len(), "step", "steps"),
+        "Rebalance for endpoint {}: {}, {} launched, {}, {} released",
+        escape_text(endpoint),
+        counted(plan.steps.len() as u64, "step", "steps"),
         launched,
-        counted(plan.move_count(), "move", "moves"),
+        counted(plan.move_count() as u64, "move", "moves"),
         released
     );
     if plan.stop_reason != StopReason::Completed {
@@ -191,38 +179,25 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
             "\nStep {} ({} launched, {}, {} released): {}",
             number + 1,
             change.launched,
-            counted(change.moves, "move", "moves"),
+            counted(change.moves as u64, "move", "moves"),
             change.released,
             change_text(&change.before, &change.after)
         );
         for launch in &step.launch {
             let reserved = if launch.reserved { ", reserved" } else { "" };
-            let _ = writeln!(
-                out,
-                "  launch {} ({}, {}{reserved})",
-                launch.instance_id, launch.instance_type, launch.availability_zone
-            );
+            let launched =
+                format!("{} ({}, {}{reserved})", launch.instance_id, launch.instance_type, launch.availability_zone);
+            let _ = writeln!(out, "  launch {}", escape_text(&launched));
         }
-        let rows: Vec<[String; 3]> = step
-            .moves
-            .iter()
-            .map(|planned| [planned.inference_component_name.clone(), text(&planned.from), text(&planned.to)])
-            .collect();
-        if !rows.is_empty() {
-            let headers = ["COMPONENT".to_string(), "FROM".to_string(), "TO".to_string()];
-            let mut widths = headers.clone().map(|header| header.chars().count());
-            for row in &rows {
-                for (width, cell) in widths.iter_mut().zip(row) {
-                    *width = (*width).max(cell.chars().count());
-                }
+        if !step.moves.is_empty() {
+            let mut table = Table::new(&[("COMPONENT", Align::Left), ("FROM", Align::Left), ("TO", Align::Left)]);
+            for planned in &step.moves {
+                table.row(vec![planned.inference_component_name.clone(), text(&planned.from), text(&planned.to)]);
             }
-            for row in std::iter::once(&headers).chain(&rows) {
-                let line = format!("  {:w0$}  {:w1$}  {}", row[0], row[1], row[2], w0 = widths[0], w1 = widths[1]);
-                let _ = writeln!(out, "{}", line.trim_end());
-            }
+            out.push_str(&table.render("  "));
         }
         for id in &step.release {
-            let _ = writeln!(out, "  release {}", text(id));
+            let _ = writeln!(out, "  release {}", escape_text(&text(id)));
         }
     }
 
