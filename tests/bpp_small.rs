@@ -94,3 +94,21 @@ fn converter_rejects_malformed_instances() {
     let Err(message) = bpp::BppInstance::parse("float", "1 100 4.5") else { panic!("4.5 parsed as a size") };
     assert!(message.starts_with("float: \"4.5\" is not a size"), "{message}");
 }
+
+#[test]
+fn literature_instances_needing_the_pattern_lp_are_proven() {
+    // Deterministic (node limit, no clock). `N1W1B1R0`: the Martello–Toth bound (17) is below the
+    // optimum (18), only the pattern-LP cut proves it. `t60_00`: a triplet instance, where first
+    // fit needs 23 bins and only the column-generation dive packs the optimal 20.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let optima = bpp::known_optima(root).unwrap_or_else(|e| panic!("{e}"));
+    let planner = ExactPlanner::new().node_limit(200_000);
+    for name in ["Scholl_N1W1B1R0", "Falkenauer_t60_00"] {
+        let known = optima.iter().find(|known| known.name == name).unwrap_or_else(|| panic!("{name} in optima.tsv"));
+        let instance = bpp::BppInstance::read(&known.path).unwrap_or_else(|e| panic!("{e}"));
+        let problem = problem(&instance);
+        let plan = planner.plan(&problem);
+        assert_sound(name, &problem, &plan, instance.sizes.len() as u64, known.optimum);
+        assert_eq!(plan.status, Status::Optimal, "{name}: {:?} {:?}", plan.stop_reason, plan.bound);
+    }
+}
