@@ -13,7 +13,7 @@ seed=${2:-1}
 limit=${3:-5000}
 dir=${4:-target/sweep}
 cd "$(dirname "$0")/.."
-cargo build --release --features cli --bin fleetplan --example scenario_sweep
+cargo build --release --features cli,examples --bin fleetplan --example scenario_sweep
 rm -rf "$dir/scenarios" "$dir/results"
 target/release/examples/scenario_sweep generate "$dir/scenarios" --count "$count" --seed "$seed"
 target/release/examples/scenario_sweep run "$dir/scenarios" --bin target/release/fleetplan \
