@@ -175,10 +175,10 @@ struct Diver<'a> {
 }
 
 /// Columns tried at one node of the dive.
-const DIVE_BRANCHES: usize = 3;
+const DIVE_BRANCHES: usize = 5;
 
 /// LP nodes one dive may solve.
-const DIVE_NODES: u64 = 400;
+const DIVE_NODES: u64 = 1_500;
 
 impl Diver<'_> {
     fn descend(&mut self, residual: Vec<u64>, chosen: Vec<Vec<u64>>) -> Option<Vec<Vec<u64>>> {
