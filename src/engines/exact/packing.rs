@@ -13,6 +13,9 @@ use crate::problem::Resources;
 /// Most copies packed by the search in one group (bounds the recursion depth).
 const MAX_COPIES: usize = 2_000;
 
+/// Most components in a group the column-generation dive takes on (its LP has one row each).
+const MAX_DIVE_COMPONENTS: usize = 300;
+
 /// Result of packing one group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Packing {
@@ -37,6 +40,11 @@ pub(crate) fn pack_group(
     match search_packing(items, bins, capacity, budget) {
         Packing::Unknown => {}
         known => return known,
+    }
+    // Larger groups are left to the slot model (and its size guard), as the search leaves them.
+    let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
+    if total > MAX_COPIES as u64 || items.len() > MAX_DIVE_COMPONENTS {
+        return Packing::Unknown;
     }
     let demands: Vec<Demand> =
         items.iter().map(|&(_, count, need)| Demand { copies: u64::from(count), need }).collect();
