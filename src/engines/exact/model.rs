@@ -327,7 +327,7 @@ impl<'a> Facts<'a> {
                 })
                 .collect();
             let eligible = demands.iter().filter(|d| d.copies > 0).count();
-            if eligible < 2 || eligible > PATTERN_COMPONENTS {
+            if !(2..=PATTERN_COMPONENTS).contains(&eligible) {
                 continue;
             }
             if let Some(prices) = pattern_prices(&demands, info.capacity, PATTERN_ROUNDS, deadline) {

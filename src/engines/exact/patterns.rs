@@ -17,8 +17,6 @@
 //! depth-first packing search runs out of budget: solve the LP, fix the columns the LP uses
 //! (rounded down, or the largest one once), and repeat on what is left.
 
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::time::Instant;
 
 use super::backend::{Microlp, Mip, MipBackend, MipOutcome, Sense, SolveRequest, Var};
@@ -31,7 +29,8 @@ pub(crate) struct Demand {
     pub need: Resources,
 }
 
-/// What column generation proved.
+/// What column generation proved (the bound alone; the planner uses [`pattern_prices`]).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PatternBound {
     /// The best valid lower bound on the LP value found (the LP value itself when `converged`).
@@ -49,6 +48,7 @@ const PRICING_NODES: u64 = 200_000;
 
 /// The pattern LP bound for `demands` on instances of `capacity`, after at most `max_rounds`
 /// rounds. `None` when a copy does not fit on an empty instance or the LP solve fails.
+#[cfg(test)]
 pub(crate) fn pattern_bound(demands: &[Demand], capacity: Resources, max_rounds: usize) -> Option<PatternBound> {
     let prices = pattern_prices(demands, capacity, max_rounds, None)?;
     let value: f64 = demands.iter().zip(&prices.per_copy).map(|(d, p)| d.copies as f64 * p).sum();
@@ -343,6 +343,7 @@ fn solve_primal(demands: &[Demand], columns: &[Vec<u64>]) -> Option<Vec<f64>> {
     }
 }
 
+#[cfg(test)]
 fn finish(lp_value: f64, converged: bool, patterns: usize) -> PatternBound {
     let rounded = (lp_value - 1e-6).ceil();
     PatternBound { lp_value, instances: if rounded > 0.0 { rounded as u64 } else { 0 }, converged, patterns }
@@ -394,6 +395,9 @@ impl DualLp {
     }
 }
 
+/// A pattern and its worth `Σ a_c π_c`.
+type Priced = (Vec<u64>, f64);
+
 /// One resource of a [`Resources`] (0 accelerators, 1 milli-CPUs, 2 memory).
 fn amount(r: &Resources, index: usize) -> u64 {
     match index {
@@ -408,14 +412,9 @@ fn amount(r: &Resources, index: usize) -> u64 {
 /// decided can add: each alone at its most copies, and per resource the fractional knapsack
 /// (components by price per unit of that resource, the last one split) — each resource alone
 /// is a relaxation of the three together. `None` when the node budget runs out (the maximum is
-/// then unknown).
-fn price(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<(Vec<u64>, f64)> {
-    price_several(demands, prices, capacity).map(|(best, _)| best)
-}
-
-/// [`price`], plus the earlier incumbents of the search worth more than 1 (also columns that
-/// price out: adding several per round saves column-generation rounds).
-fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<((Vec<u64>, f64), Vec<Vec<u64>>)> {
+/// then unknown). Besides the best pattern and its worth, the earlier incumbents of the search
+/// worth more than 1 (also columns that price out: several per round save rounds).
+fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<(Priced, Vec<Vec<u64>>)> {
     let candidates: Vec<usize> = (0..demands.len()).filter(|&c| prices[c] > 1e-12 && demands[c].copies > 0).collect();
     // Depth-first order: most price per share of the instance first (good patterns early).
     let share = |c: usize| {
