@@ -15,7 +15,7 @@
 
 pub mod backend;
 mod bounds;
-mod model;
+mod master;
 mod packing;
 mod patterns;
 
@@ -31,7 +31,7 @@ use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
 use backend::{Microlp, MipBackend};
-use model::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
+use master::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
 use packing::{pack_group, Packing};
 
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
@@ -287,7 +287,7 @@ impl ExactPlanner {
         hint: Option<&(Hint, Objective)>,
     ) -> Outcome {
         let mut facts = Facts::new(problem, backend);
-        if model::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
+        if master::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
             return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
         }
         if !self.slot_model {
@@ -318,7 +318,7 @@ impl ExactPlanner {
                     // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
                     let relaxed = Extra { relax: true, ..Extra::default() };
                     if let Solved::Solution { solution, proven: true, .. } =
-                        model::solve(&facts, &layout, goal, &fixed, limits, Warm::None, relaxed)
+                        master::solve(&facts, &layout, goal, &fixed, limits, Warm::None, relaxed)
                     {
                         let lower = (solution.value - 1e-6).ceil();
                         at_least = Some(lower);
@@ -339,7 +339,7 @@ impl ExactPlanner {
                                 node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
                                 ..limits
                             };
-                            match model::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
+                            match master::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
                                 Solved::Solution { solution, .. } => {
                                     fixed.push((goal, lower));
                                     last = Some(solution);
@@ -372,7 +372,7 @@ impl ExactPlanner {
                     }
                 }
                 let extra = Extra { at_least, ..Extra::default() };
-                match model::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
+                match master::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
                     Solved::Solution { solution, proven: true, .. } => {
                         fixed.push((goal, solution.value.round()));
                         last = Some(solution);
@@ -427,7 +427,7 @@ impl ExactPlanner {
                 _ => modes,
             };
             for &mode in modes {
-                match model::solve(
+                match master::solve(
                     &facts,
                     &layout,
                     Goal::Cost(mode),
@@ -623,15 +623,15 @@ fn relax_and_fix(
     let budget = Limits { node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(HEURISTIC_NODES)), ..limits };
     // At most and at least the bound: the first solution found ends the solve.
     let relaxed = Extra { at_most: Some(lower), at_least: Some(lower), relax_copies: true, ..Extra::default() };
-    let counts = match model::solve(facts, layout, goal, fixed, budget, Warm::None, relaxed) {
-        Solved::Solution { solution, .. } => model::counts_from_tail(facts.problem, &solution.integers),
+    let counts = match master::solve(facts, layout, goal, fixed, budget, Warm::None, relaxed) {
+        Solved::Solution { solution, .. } => master::counts_from_tail(facts.problem, &solution.integers),
         // Stage 1 is a relaxation of the master: no solution there, none in the master.
         Solved::Infeasible => return Heuristic::Impossible,
         _ => None,
     };
     let Some(counts) = counts else { return Heuristic::Unknown };
     let restricted = Extra { at_most: Some(lower), at_least: Some(lower), counts: Some(&counts), ..Extra::default() };
-    match model::solve(facts, layout, goal, fixed, budget, warm, restricted) {
+    match master::solve(facts, layout, goal, fixed, budget, warm, restricted) {
         Solved::Solution { solution, .. } => Heuristic::Found(solution),
         _ => Heuristic::Unknown,
     }
@@ -805,7 +805,7 @@ fn realize(
                     list.iter()
                         .filter_map(|&(c, n)| {
                             let component = problem.components().get(c)?;
-                            model::eligible_need(problem, component, t, &info.capacity).map(|need| (c, n, need))
+                            master::eligible_need(problem, component, t, &info.capacity).map(|need| (c, n, need))
                         })
                         .collect()
                 })

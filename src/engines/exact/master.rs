@@ -16,24 +16,6 @@ use super::backend::{
 use super::patterns::{pattern_prices, Demand};
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
-/// The comparison of a model row (the planner's short names for [`Sense`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ComparisonOp {
-    Le,
-    Ge,
-    Eq,
-}
-
-impl From<ComparisonOp> for Sense {
-    fn from(op: ComparisonOp) -> Sense {
-        match op {
-            ComparisonOp::Le => Sense::AtMost,
-            ComparisonOp::Ge => Sense::AtLeast,
-            ComparisonOp::Eq => Sense::Equal,
-        }
-    }
-}
-
 /// A (type index, AZ index) group of new instances.
 pub(crate) type Group = (usize, usize);
 
@@ -475,8 +457,8 @@ impl Model {
         self.ints.push(var);
         var
     }
-    fn constrain(&mut self, terms: &[(Variable, f64)], op: ComparisonOp, rhs: f64) {
-        self.lp.add_row(terms.to_vec(), op.into(), rhs);
+    fn constrain(&mut self, terms: &[(Variable, f64)], op: Sense, rhs: f64) {
+        self.lp.add_row(terms.to_vec(), op, rhs);
     }
 }
 
@@ -536,12 +518,12 @@ fn conflict_cuts(model: &mut Model, y: Variable, capacity: &Resources, copies: &
             let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, cap as f64)).collect();
             row.extend(rest.iter().map(|&d| (copies[d].1, resource(&copies[d].2, r) as f64)));
             row.push((y, -(cap as f64)));
-            model.constrain(&row, ComparisonOp::Le, 0.0);
+            model.constrain(&row, Sense::AtMost, 0.0);
         }
         if plain && clique.len() > 1 {
             let mut row: Vec<(Variable, f64)> = clique.iter().map(|&m| (copies[m].1, 1.0)).collect();
             row.push((y, -1.0));
-            model.constrain(&row, ComparisonOp::Le, 0.0);
+            model.constrain(&row, Sense::AtMost, 0.0);
         }
     }
 }
@@ -770,7 +752,7 @@ impl<'a> MasterBuilder<'a> {
         let reserved = self.problem.launch_limit(t, z).reserved;
         let paid = if reserved > 0 {
             let paid = self.model.lp.add_var(0.0, (0.0, f64::INFINITY));
-            self.model.constrain(&[(paid, 1.0), (y, -1.0)], ComparisonOp::Ge, -f64::from(reserved));
+            self.model.constrain(&[(paid, 1.0), (y, -1.0)], Sense::AtLeast, -f64::from(reserved));
             paid
         } else {
             y
@@ -805,7 +787,7 @@ impl<'a> MasterBuilder<'a> {
             used_sum.push((used, 1.0));
             if let Some(previous) = previous {
                 // Symmetry: slots are used in order.
-                self.model.constrain(&[(previous, 1.0), (used, -1.0)], ComparisonOp::Ge, 0.0);
+                self.model.constrain(&[(previous, 1.0), (used, -1.0)], Sense::AtLeast, 0.0);
             }
             previous = Some(used);
             let mut contents = Vec::new();
@@ -820,11 +802,11 @@ impl<'a> MasterBuilder<'a> {
                 let mut row: Vec<(Variable, f64)> =
                     contents.iter().zip(eligible).map(|(&(_, v), (_, need))| (v, resource(need, r) as f64)).collect();
                 row.push((used, -(resource(capacity, r) as f64)));
-                self.model.constrain(&row, ComparisonOp::Le, 0.0);
+                self.model.constrain(&row, Sense::AtMost, 0.0);
             }
             list.push((used, contents));
         }
-        self.model.constrain(&used_sum, ComparisonOp::Le, 0.0);
+        self.model.constrain(&used_sum, Sense::AtMost, 0.0);
         self.vars.slots.insert(group, list);
     }
 
@@ -857,7 +839,7 @@ impl<'a> MasterBuilder<'a> {
                         .map_or(0, |bins| bins.iter().map(|b| u64::from(b.get(&c).copied().unwrap_or(0))).sum())
                 }),
             );
-            self.model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], ComparisonOp::Le, 0.0);
+            self.model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], Sense::AtMost, 0.0);
             self.per_az[c][z].add(x, 1.0);
             self.new_per_component[c].push((x, 1.0));
             copies.push((c, x, need));
@@ -867,7 +849,7 @@ impl<'a> MasterBuilder<'a> {
             let mut row: Vec<(Variable, f64)> =
                 copies.iter().map(|&(_, x, need)| (x, resource(&need, r) as f64)).collect();
             row.push((y, -(cap as f64)));
-            self.model.constrain(&row, ComparisonOp::Le, 0.0);
+            self.model.constrain(&row, Sense::AtMost, 0.0);
             if self.layout.cuts && cap > 0 {
                 size_class_cuts(&mut self.model, y, r, cap, &copies);
             }
@@ -883,7 +865,7 @@ impl<'a> MasterBuilder<'a> {
                     .collect();
                 if !row.is_empty() {
                     row.push((y, -1.0));
-                    self.model.constrain(&row, ComparisonOp::Le, 0.0);
+                    self.model.constrain(&row, Sense::AtMost, 0.0);
                 }
             }
         }
@@ -905,7 +887,7 @@ impl<'a> MasterBuilder<'a> {
             for (r, row) in rows.iter().enumerate() {
                 if !row.is_empty() {
                     let room = resource(&info.capacity, r) as f64 - resource(&used, r) as f64;
-                    self.model.constrain(row, ComparisonOp::Le, room);
+                    self.model.constrain(row, Sense::AtMost, room);
                 }
             }
         }
@@ -921,7 +903,7 @@ impl<'a> MasterBuilder<'a> {
         if info.hourly_price.is_none() {
             self.unpriced.add(keep, 1.0);
             if self.cost_mode == Some(CostMode::Priced) {
-                self.model.constrain(&[(keep, 1.0)], ComparisonOp::Le, 0.0);
+                self.model.constrain(&[(keep, 1.0)], Sense::AtMost, 0.0);
             }
         }
         if !instance.reserved {
@@ -959,9 +941,9 @@ impl<'a> MasterBuilder<'a> {
                     row.push((remove, -(resource(&requirement.resources, r) as f64)));
                 }
                 // Existing copies that stay keep the instance.
-                self.model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], ComparisonOp::Le, -f64::from(count));
+                self.model.constrain(&[(remove, -1.0), (keep, -f64::from(count))], Sense::AtMost, -f64::from(count));
             } else {
-                self.model.constrain(&[(keep, 1.0)], ComparisonOp::Ge, 1.0);
+                self.model.constrain(&[(keep, 1.0)], Sense::AtLeast, 1.0);
             }
         }
         used
@@ -995,7 +977,7 @@ impl<'a> MasterBuilder<'a> {
             for (r, row) in rows.iter_mut().enumerate() {
                 row.push((add, resource(&requirement, r) as f64));
             }
-            self.model.constrain(&[(add, 1.0), (keep, -(upper as f64))], ComparisonOp::Le, 0.0);
+            self.model.constrain(&[(add, 1.0), (keep, -(upper as f64))], Sense::AtMost, 0.0);
         }
     }
 
@@ -1004,12 +986,12 @@ impl<'a> MasterBuilder<'a> {
         let facts = self.facts;
         for (c, new_copies) in self.new_per_component.iter().enumerate() {
             if !new_copies.is_empty() {
-                self.model.constrain(new_copies, ComparisonOp::Le, facts.need[c] as f64);
+                self.model.constrain(new_copies, Sense::AtMost, facts.need[c] as f64);
             }
             if facts.excess[c] > 0 {
                 let removes: Vec<(Variable, f64)> =
                     self.vars.remove.iter().filter(|(&(rc, _), _)| rc == c).map(|(_, &v)| (v, 1.0)).collect();
-                self.model.constrain(&removes, ComparisonOp::Eq, facts.excess[c] as f64);
+                self.model.constrain(&removes, Sense::Equal, facts.excess[c] as f64);
             }
         }
     }
@@ -1019,23 +1001,23 @@ impl<'a> MasterBuilder<'a> {
         let scaling = self.problem.scaling();
         let fleet = self.problem.fleet();
         if scaling.min_instances > 0 {
-            self.model.constrain(&self.instances.terms, ComparisonOp::Ge, f64::from(scaling.min_instances));
+            self.model.constrain(&self.instances.terms, Sense::AtLeast, f64::from(scaling.min_instances));
         }
         if let Some(max) = scaling.max_instances {
             let size = fleet.len() as f64;
             if fleet.len() as u64 <= u64::from(max) {
-                self.model.constrain(&self.instances.terms, ComparisonOp::Le, f64::from(max));
+                self.model.constrain(&self.instances.terms, Sense::AtMost, f64::from(max));
             } else {
                 // Above the maximum already: either launch nothing, or end at most at the maximum.
                 let any_launch = self.model.int(1);
                 self.hint(any_launch, self.plan_hint.map(|h| u64::from(!h.launches.is_empty())));
                 for (&group, &y) in &self.vars.launches {
                     let upper = self.facts.groups.get(&group).copied().unwrap_or(0) as f64;
-                    self.model.constrain(&[(y, 1.0), (any_launch, -upper)], ComparisonOp::Le, 0.0);
+                    self.model.constrain(&[(y, 1.0), (any_launch, -upper)], Sense::AtMost, 0.0);
                 }
                 let mut row = self.instances.terms.clone();
                 row.push((any_launch, size - f64::from(max)));
-                self.model.constrain(&row, ComparisonOp::Le, size);
+                self.model.constrain(&row, Sense::AtMost, size);
             }
         }
     }
@@ -1113,12 +1095,12 @@ impl<'a> MasterBuilder<'a> {
         for expr in &self.per_az[c] {
             let mut row: Vec<(Variable, f64)> = expr.terms.iter().map(|&(v, k)| (v, -k)).collect();
             row.push((high, 1.0));
-            self.model.constrain(&row, ComparisonOp::Ge, expr.constant);
+            self.model.constrain(&row, Sense::AtLeast, expr.constant);
             let mut row: Vec<(Variable, f64)> = expr.terms.clone();
             row.push((low, -1.0));
-            self.model.constrain(&row, ComparisonOp::Ge, -expr.constant);
+            self.model.constrain(&row, Sense::AtLeast, -expr.constant);
         }
-        self.model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], ComparisonOp::Ge, -f64::from(limit));
+        self.model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], Sense::AtLeast, -f64::from(limit));
         if bounds.all_placed {
             self.placed_balance_cuts(c, component, limit, (high, low, excess), bounds);
         }
@@ -1143,27 +1125,27 @@ impl<'a> MasterBuilder<'a> {
             row.extend(expr.terms.iter().copied());
             constant += expr.constant;
         }
-        self.model.constrain(&row, ComparisonOp::Eq, total as f64 - constant);
+        self.model.constrain(&row, Sense::Equal, total as f64 - constant);
         let uneven = u64::from(total % zones as u64 != 0);
         let floor = uneven.saturating_sub(u64::from(limit));
-        self.model.constrain(&[(excess, 1.0)], ComparisonOp::Ge, floor as f64);
-        self.model.constrain(&[(high, 1.0)], ComparisonOp::Ge, total.div_ceil(zones as u64) as f64);
-        self.model.constrain(&[(low, 1.0)], ComparisonOp::Le, (total / zones as u64) as f64);
+        self.model.constrain(&[(excess, 1.0)], Sense::AtLeast, floor as f64);
+        self.model.constrain(&[(high, 1.0)], Sense::AtLeast, total.div_ceil(zones as u64) as f64);
+        self.model.constrain(&[(low, 1.0)], Sense::AtMost, (total / zones as u64) as f64);
         if let (Some(cap), Some(least)) = (bounds.excess_cap, bounds.least_excess.get(c).copied().flatten()) {
             // This component's excess is at most the cap minus the others' least excess,
             // so its spread is bounded, and integer counts with that spread and this
             // total lie in a range the LP relaxation does not see.
             let spread = u64::from(limit) + cap.saturating_sub(bounds.least_total.saturating_sub(least));
             let (fewest, most) = count_range(total, zones as u64, spread);
-            self.model.constrain(&[(high, 1.0)], ComparisonOp::Le, most as f64);
-            self.model.constrain(&[(low, 1.0)], ComparisonOp::Ge, fewest as f64);
+            self.model.constrain(&[(high, 1.0)], Sense::AtMost, most as f64);
+            self.model.constrain(&[(low, 1.0)], Sense::AtLeast, fewest as f64);
             for expr in &self.per_az[c] {
                 if expr.terms.is_empty() {
                     continue;
                 }
-                self.model.constrain(&expr.terms, ComparisonOp::Le, most as f64 - expr.constant);
+                self.model.constrain(&expr.terms, Sense::AtMost, most as f64 - expr.constant);
                 if fewest > 0 {
-                    self.model.constrain(&expr.terms, ComparisonOp::Ge, fewest as f64 - expr.constant);
+                    self.model.constrain(&expr.terms, Sense::AtLeast, fewest as f64 - expr.constant);
                 }
             }
         }
@@ -1183,7 +1165,7 @@ impl<'a> MasterBuilder<'a> {
                 let count = self.model.int(most);
                 let mut row = expr.terms.clone();
                 row.push((count, -1.0));
-                self.model.constrain(&row, ComparisonOp::Eq, -expr.constant);
+                self.model.constrain(&row, Sense::Equal, -expr.constant);
             }
         }
     }
@@ -1203,7 +1185,7 @@ impl<'a> MasterBuilder<'a> {
                     }
                     continue;
                 }
-                self.model.constrain(&expr.terms, ComparisonOp::Eq, count - expr.constant);
+                self.model.constrain(&expr.terms, Sense::Equal, count - expr.constant);
             }
         }
         true
@@ -1214,7 +1196,7 @@ impl<'a> MasterBuilder<'a> {
     /// level, and the row tying `objective` to it. `None` when a fixed level cannot hold.
     fn goal_rows(&mut self, goal: Goal, fixed: &[(Goal, f64)], levels: PlacementLevels) -> Option<Target> {
         if self.cost_mode == Some(CostMode::Units) {
-            self.model.constrain(&self.unpriced.terms, ComparisonOp::Ge, 1.0);
+            self.model.constrain(&self.unpriced.terms, Sense::AtLeast, 1.0);
         }
         let key = |goal: Goal| format!("{goal:?}");
         let mut goal_exprs: BTreeMap<String, Expr> = BTreeMap::new();
@@ -1232,17 +1214,17 @@ impl<'a> MasterBuilder<'a> {
         // a fixed priority and weaken every later level's bound.
         for &(level, value) in fixed {
             if let Some(expr) = goal_exprs.get(&key(level)) {
-                self.model.constrain(&expr.terms, ComparisonOp::Le, value.round() - expr.constant);
+                self.model.constrain(&expr.terms, Sense::AtMost, value.round() - expr.constant);
             } else if value < -0.5 {
                 return None;
             }
         }
         let target = goal_exprs.get(&key(goal)).cloned().unwrap_or_default();
         if let Some(cap) = self.extra.at_most {
-            self.model.constrain(&target.terms, ComparisonOp::Le, cap.round() - target.constant);
+            self.model.constrain(&target.terms, Sense::AtMost, cap.round() - target.constant);
         }
         if let Some(floor) = self.extra.at_least {
-            self.model.constrain(&target.terms, ComparisonOp::Ge, floor.round() - target.constant);
+            self.model.constrain(&target.terms, Sense::AtLeast, floor.round() - target.constant);
         }
         // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
         // never negative: the relative gap below is aimed at one unit of |incumbent|, and for a
@@ -1250,7 +1232,7 @@ impl<'a> MasterBuilder<'a> {
         let shift = if goal == Goal::Unplaced { levels.wanted as f64 } else { 0.0 };
         let mut row = target.terms.clone();
         row.push((self.objective, -1.0));
-        self.model.constrain(&row, ComparisonOp::Eq, -target.constant - shift);
+        self.model.constrain(&row, Sense::Equal, -target.constant - shift);
         Some(Target { expr: target, shift, wanted: levels.wanted })
     }
 
@@ -1448,7 +1430,7 @@ fn size_class_cuts(model: &mut Model, y: Variable, r: usize, cap: u64, copies: &
             continue;
         }
         row.push((y, -(k as f64)));
-        model.constrain(&row, ComparisonOp::Le, 0.0);
+        model.constrain(&row, Sense::AtMost, 0.0);
     }
 }
 
