@@ -66,7 +66,27 @@ pub(crate) fn scenario_and_problem_from_json(
     text: &str,
     options: &ReadOptions,
 ) -> Result<(Scenario, crate::Problem), ValidationError> {
-    let read = read_scenario(text, options)?;
+    validate_read(read_scenario(text, options)?)
+}
+
+/// Reads and validates a scenario document that is already a [`Value`] (built in code, e.g. by
+/// [`crate::sagemaker`] from SDK values): the same reader and validator as JSON text, so the
+/// same input gives the same messages. `complete` fills in parts of the scenario that were
+/// given as typed data rather than in the document, before validation.
+#[cfg(feature = "sagemaker")]
+pub(crate) fn scenario_and_problem_from_value(
+    value: &Value,
+    options: &ReadOptions,
+    complete: impl FnOnce(&mut Scenario),
+) -> Result<(Scenario, crate::Problem), ValidationError> {
+    let parsed = Parsed { value: value.clone(), duplicates: Vec::new(), raw_numbers: BTreeMap::new() };
+    let mut read = read_parsed(parsed, options);
+    complete(&mut read.scenario);
+    validate_read(read)
+}
+
+/// Validates what the reader produced, reporting type and semantic problems together.
+fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationError> {
     let validator = || crate::problem::Validator::with_raw_numbers(read.raw_numbers.clone());
     if read.issues.is_empty() {
         let mut problem = validator().run(&read.scenario)?;
@@ -193,7 +213,11 @@ struct Read {
 
 /// Parses, reads and checks keys. `Err` only for a document that is not JSON at all.
 fn read_scenario(text: &str, options: &ReadOptions) -> Result<Read, ValidationError> {
-    let parsed = parse(text)?;
+    Ok(read_parsed(parse(text)?, options))
+}
+
+/// Reads a parsed document and checks its keys.
+fn read_parsed(parsed: Parsed, options: &ReadOptions) -> Read {
     let mut reader = Reader { issues: Vec::new(), known: BTreeMap::new(), raw_numbers: &parsed.raw_numbers };
     let scenario = reader.scenario(&parsed.value);
     let mut issues = reader.issues;
@@ -220,7 +244,7 @@ fn read_scenario(text: &str, options: &ReadOptions) -> Result<Read, ValidationEr
             ignored.join(", ")
         ),
     });
-    Ok(Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers })
+    Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers }
 }
 
 fn counted(count: usize, one: &str, many: &str) -> String {

@@ -16,6 +16,8 @@ pub mod plan;
 pub mod problem;
 pub mod render;
 pub mod report;
+#[cfg(feature = "sagemaker")]
+pub mod sagemaker;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod simulate;
