@@ -312,10 +312,20 @@ impl<'a> Facts<'a> {
             if !(2..=PATTERN_COMPONENTS).contains(&eligible) {
                 continue;
             }
-            if let Some(prices) = pattern_prices(&demands, info.capacity, PATTERN_ROUNDS, deadline) {
-                if prices.per_copy.iter().any(|&p| p > 0.0) {
-                    self.pattern_prices.insert(t, prices.per_copy);
-                }
+            let Some(prices) = pattern_prices(&demands, info.capacity, PATTERN_ROUNDS, deadline) else { continue };
+            // Only where the pattern LP sees more than the resource sums do (each resource's
+            // `Σ n·req / cap`, which the packing rows already give): a cut with fractional
+            // coefficients that adds nothing only costs the solver numerically.
+            let lp_value: f64 = demands.iter().zip(&prices.per_copy).map(|(d, p)| d.copies as f64 * p).sum();
+            let resource_sums = (0..3)
+                .filter(|&r| resource(&info.capacity, r) > 0)
+                .map(|r| {
+                    let total: f64 = demands.iter().map(|d| d.copies as f64 * resource(&d.need, r) as f64).sum();
+                    total / resource(&info.capacity, r) as f64
+                })
+                .fold(0.0f64, f64::max);
+            if lp_value > resource_sums + 1e-6 {
+                self.pattern_prices.insert(t, prices.per_copy);
             }
         }
     }
@@ -1224,7 +1234,10 @@ impl<'a> MasterBuilder<'a> {
             self.model.constrain(&target.terms, Sense::AtMost, cap.round() - target.constant);
         }
         if let Some(floor) = self.extra.at_least {
-            self.model.constrain(&target.terms, Sense::AtLeast, floor.round() - target.constant);
+            // Integral levels take the floor as an integer; the priced cost is in dollars and is
+            // given a hair below its bound by the caller (rounding could lift it above).
+            let floor = if goal == Goal::Cost(CostMode::Priced) { floor } else { floor.round() };
+            self.model.constrain(&target.terms, Sense::AtLeast, floor - target.constant);
         }
         // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
         // never negative: the relative gap below is aimed at one unit of |incumbent|, and for a

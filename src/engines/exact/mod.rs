@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
-use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
+use crate::plan::{Action, CostUnit, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
@@ -308,7 +308,7 @@ impl ExactPlanner {
             if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
 
         let mut best_bound: Option<Objective> = None;
-        for _round in 0..self.max_rounds {
+        'rounds: for _round in 0..self.max_rounds {
             let mut fixed: Vec<(Goal, f64)> = Vec::new();
             let mut last: Option<MasterSolution> = None;
             for &goal in &goals {
@@ -408,6 +408,12 @@ impl ExactPlanner {
                             bound: best_bound,
                         }
                     }
+                    Solved::Error(_) if !facts.pattern_prices.is_empty() => {
+                        // The pattern cut's fractional coefficients can upset a solver
+                        // numerically (a singular basis): start the round again without them.
+                        facts.pattern_prices.clear();
+                        continue 'rounds;
+                    }
                     Solved::Error(message) => {
                         return Outcome::NoPlan { stop: StopReason::SolverError(message), bound: best_bound }
                     }
@@ -426,7 +432,20 @@ impl ExactPlanner {
                 }
                 _ => modes,
             };
+            // The least cost of the fixed instance counts (`bounds::cost_floor`), as a cut: a
+            // warm start that meets it is then proven at the root instead of searched.
+            let floor = lex_bound(&facts, &fixed, None).and_then(|counts| bounds::cost_floor(problem, &counts));
             for &mode in modes {
+                let at_least = match (mode, floor) {
+                    (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
+                    | (CostMode::Units, Some((micros, CostUnit::Instances))) => {
+                        // In dollars (or units), a hair below: the model's float sums of prices
+                        // must not end up under it.
+                        let floor = crate::plan::from_micros(micros);
+                        Some(floor - floor.abs() * 1e-9 - 1e-6)
+                    }
+                    _ => None,
+                };
                 match master::solve(
                     &facts,
                     &layout,
@@ -434,7 +453,7 @@ impl ExactPlanner {
                     &fixed,
                     limits,
                     warm_start(hint, &fixed, last.as_ref()),
-                    Extra::default(),
+                    Extra { at_least, ..Extra::default() },
                 ) {
                     Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
                         if !proven {
@@ -454,6 +473,10 @@ impl ExactPlanner {
                     }
                     Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
                 }
+            }
+            if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
+                facts.pattern_prices.clear();
+                continue 'rounds;
             }
             let Some((_, solution)) = cheapest else {
                 let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
