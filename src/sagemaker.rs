@@ -402,48 +402,30 @@ struct SpecificationFields<'s> {
 }
 
 fn component_document(component: ComponentDescription<'_>, path: &str, issues: &mut Vec<Issue>) -> Map<String, Value> {
+    // The describe output and the create input carry different specification types with the
+    // same getters: one macro reads either.
+    macro_rules! fields {
+        ($spec:expr) => {
+            SpecificationFields {
+                instance_type: $spec.instance_type().map(|t| t.as_str()),
+                model_name: $spec.model_name(),
+                requirements: $spec.compute_resource_requirements(),
+                scheduling: $spec.scheduling_config(),
+            }
+        };
+    }
     let (name, single, several, copy_count): (_, Option<SpecificationFields>, Option<Vec<SpecificationFields>>, _) =
         match component {
             ComponentDescription::Described(output) => (
                 output.inference_component_name(),
-                output.specification().map(|spec| SpecificationFields {
-                    instance_type: spec.instance_type().map(|t| t.as_str()),
-                    model_name: spec.model_name(),
-                    requirements: spec.compute_resource_requirements(),
-                    scheduling: spec.scheduling_config(),
-                }),
-                output.specifications.as_ref().map(|specs| {
-                    specs
-                        .iter()
-                        .map(|spec| SpecificationFields {
-                            instance_type: spec.instance_type().map(|t| t.as_str()),
-                            model_name: spec.model_name(),
-                            requirements: spec.compute_resource_requirements(),
-                            scheduling: spec.scheduling_config(),
-                        })
-                        .collect()
-                }),
+                output.specification().map(|spec| fields!(spec)),
+                output.specifications.as_ref().map(|specs| specs.iter().map(|spec| fields!(spec)).collect()),
                 output.runtime_config().map(|config| config.desired_copy_count()),
             ),
             ComponentDescription::Requested(input) => (
                 input.inference_component_name(),
-                input.specification().map(|spec| SpecificationFields {
-                    instance_type: spec.instance_type().map(|t| t.as_str()),
-                    model_name: spec.model_name(),
-                    requirements: spec.compute_resource_requirements(),
-                    scheduling: spec.scheduling_config(),
-                }),
-                input.specifications.as_ref().map(|specs| {
-                    specs
-                        .iter()
-                        .map(|spec| SpecificationFields {
-                            instance_type: spec.instance_type().map(|t| t.as_str()),
-                            model_name: spec.model_name(),
-                            requirements: spec.compute_resource_requirements(),
-                            scheduling: spec.scheduling_config(),
-                        })
-                        .collect()
-                }),
+                input.specification().map(|spec| fields!(spec)),
+                input.specifications.as_ref().map(|specs| specs.iter().map(|spec| fields!(spec)).collect()),
                 input.runtime_config().map(InferenceComponentRuntimeConfig::copy_count),
             ),
         };
