@@ -315,60 +315,15 @@ impl ExactPlanner {
                 let warm = warm_start(hint, &fixed, last.as_ref());
                 let mut at_least = None;
                 if goal != Goal::Unplaced {
-                    // Probe at the LP bound: any plan reaching it is optimal, no proof needed.
-                    let relaxed = Extra { relax: true, ..Extra::default() };
-                    if let Solved::Solution { solution, proven: true, .. } =
-                        master::solve(&facts, &layout, goal, &fixed, limits, Warm::None, relaxed)
-                    {
-                        let lower = (solution.value - 1e-6).ceil();
-                        at_least = Some(lower);
-                        // The previous level's solution already reaches the bound: it is this
-                        // level's optimum too, and stays the warm start. No search needed.
-                        if let (Goal::Priority(priority), Some(previous)) = (goal, last.as_ref()) {
-                            if instances_of_priority(problem, previous, priority) as f64 <= lower {
-                                fixed.push((goal, lower));
-                                continue;
+                    match probe_level(problem, &facts, &layout, goal, &fixed, limits, warm, last.as_ref(), probes) {
+                        Probe::Fixed(value, solution) => {
+                            fixed.push((goal, value));
+                            if let Some(solution) = solution {
+                                last = Some(solution);
                             }
+                            continue;
                         }
-                        if !probes {
-                            // The LP bound still helps as a cut; the probe and relax-and-fix (both
-                            // node-limited) are skipped.
-                        } else {
-                            let probe = Extra { at_most: Some(lower), ..Extra::default() };
-                            let probe_limits = Limits {
-                                node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)),
-                                ..limits
-                            };
-                            match master::solve(&facts, &layout, goal, &fixed, probe_limits, warm, probe) {
-                                Solved::Solution { solution, .. } => {
-                                    fixed.push((goal, lower));
-                                    last = Some(solution);
-                                    continue;
-                                }
-                                Solved::Infeasible => at_least = Some(lower + 1.0),
-                                _ => match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower) {
-                                    Heuristic::Found(solution) => {
-                                        fixed.push((goal, lower));
-                                        last = Some(solution);
-                                        continue;
-                                    }
-                                    Heuristic::Impossible => at_least = Some(lower + 1.0),
-                                    Heuristic::Unknown => {}
-                                },
-                            }
-                            // The bound moved up by one: try relax-and-fix once more at the new bound.
-                            if at_least == Some(lower + 1.0) {
-                                match relax_and_fix(&facts, &layout, goal, &fixed, limits, warm, lower + 1.0) {
-                                    Heuristic::Found(solution) => {
-                                        fixed.push((goal, lower + 1.0));
-                                        last = Some(solution);
-                                        continue;
-                                    }
-                                    Heuristic::Impossible => at_least = Some(lower + 2.0),
-                                    Heuristic::Unknown => {}
-                                }
-                            }
-                        }
+                        Probe::Search(bound) => at_least = bound,
                     }
                 }
                 let extra = Extra { at_least, ..Extra::default() };
@@ -419,61 +374,8 @@ impl ExactPlanner {
                     }
                 }
             }
-            // L4 in each cost regime; the cheaper one wins.
-            let mut cheapest: Option<(f64, MasterSolution)> = None;
-            let mut cost_bound: Option<f64> = None;
-            let mut cost_stop: Option<StopReason> = None;
-            // When the cost follows from the instance counts per priority (one price per
-            // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
-            let modes: &[CostMode] = match (&last, facts.cost_follows_from_priorities()) {
-                (Some(solution), true) => {
-                    cheapest = Some((0.0, solution.clone()));
-                    &[]
-                }
-                _ => modes,
-            };
-            // The least cost of the fixed instance counts (`bounds::cost_floor`), as a cut: a
-            // warm start that meets it is then proven at the root instead of searched.
-            let floor = lex_bound(&facts, &fixed, None).and_then(|counts| bounds::cost_floor(problem, &counts));
-            for &mode in modes {
-                let at_least = match (mode, floor) {
-                    (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
-                    | (CostMode::Units, Some((micros, CostUnit::Instances))) => {
-                        // In dollars (or units), a hair below: the model's float sums of prices
-                        // must not end up under it.
-                        let floor = crate::plan::from_micros(micros);
-                        Some(floor - floor.abs() * 1e-9 - 1e-6)
-                    }
-                    _ => None,
-                };
-                match master::solve(
-                    &facts,
-                    &layout,
-                    Goal::Cost(mode),
-                    &fixed,
-                    limits,
-                    warm_start(hint, &fixed, last.as_ref()),
-                    Extra { at_least, ..Extra::default() },
-                ) {
-                    Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
-                        if !proven {
-                            cost_stop = Some(stop_of(limit));
-                        }
-                        let low = level_bound.unwrap_or(0.0);
-                        cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
-                        if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
-                            cheapest = Some((solution.value, solution));
-                        }
-                    }
-                    Solved::Infeasible => {}
-                    Solved::Interrupted { limit, best_bound: level_bound } => {
-                        cost_stop = Some(stop_of(Some(limit)));
-                        let low = level_bound.unwrap_or(0.0);
-                        cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
-                    }
-                    Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
-                }
-            }
+            let CostLevel { cheapest, bound: cost_bound, stop: cost_stop } =
+                solve_cost_level(problem, &facts, &layout, &fixed, limits, hint, last.as_ref(), modes);
             if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
                 facts.pattern_prices.clear();
                 continue 'rounds;
@@ -618,6 +520,151 @@ fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority:
         .filter(|(instance, &keep)| keep && is_priority(instance.type_index))
         .count() as u64;
     launched + kept
+}
+
+/// What the cost level (L4) found over its cost regimes.
+struct CostLevel {
+    /// The cheapest solution and its value.
+    cheapest: Option<(f64, MasterSolution)>,
+    /// The least of the regimes' proven bounds.
+    bound: Option<f64>,
+    /// Why a regime stopped short of a proof.
+    stop: Option<StopReason>,
+}
+
+/// L4 in each cost regime (`modes`); the cheaper answer wins.
+#[allow(clippy::too_many_arguments)]
+fn solve_cost_level(
+    problem: &Problem,
+    facts: &Facts<'_>,
+    layout: &Layout,
+    fixed: &[(Goal, f64)],
+    limits: Limits,
+    hint: Option<&(Hint, Objective)>,
+    last: Option<&MasterSolution>,
+    modes: &[CostMode],
+) -> CostLevel {
+    let mut cheapest: Option<(f64, MasterSolution)> = None;
+    let mut cost_bound: Option<f64> = None;
+    let mut cost_stop: Option<StopReason> = None;
+    // When the cost follows from the instance counts per priority (one price per
+    // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
+    let modes: &[CostMode] = match (last, facts.cost_follows_from_priorities()) {
+        (Some(solution), true) => {
+            cheapest = Some((0.0, solution.clone()));
+            &[]
+        }
+        _ => modes,
+    };
+    // The least cost of the fixed instance counts (`bounds::cost_floor`), as a cut: a
+    // warm start that meets it is then proven at the root instead of searched.
+    let floor = lex_bound(facts, fixed, None).and_then(|counts| bounds::cost_floor(problem, &counts));
+    for &mode in modes {
+        let at_least = match (mode, floor) {
+            (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
+            | (CostMode::Units, Some((micros, CostUnit::Instances))) => {
+                // In dollars (or units), a hair below: the model's float sums of prices
+                // must not end up under it.
+                let floor = crate::plan::from_micros(micros);
+                Some(floor - floor.abs() * 1e-9 - 1e-6)
+            }
+            _ => None,
+        };
+        match master::solve(
+            facts,
+            layout,
+            Goal::Cost(mode),
+            fixed,
+            limits,
+            warm_start(hint, fixed, last),
+            Extra { at_least, ..Extra::default() },
+        ) {
+            Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
+                if !proven {
+                    cost_stop = Some(stop_of(limit));
+                }
+                let low = level_bound.unwrap_or(0.0);
+                cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+                if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
+                    cheapest = Some((solution.value, solution));
+                }
+            }
+            Solved::Infeasible => {}
+            Solved::Interrupted { limit, best_bound: level_bound } => {
+                cost_stop = Some(stop_of(Some(limit)));
+                let low = level_bound.unwrap_or(0.0);
+                cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+            }
+            Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
+        }
+    }
+    CostLevel { cheapest, bound: cost_bound, stop: cost_stop }
+}
+
+/// What probing a level at its LP bound found.
+enum Probe {
+    /// The level's optimum is this value, reached by the solution (`None`: by the previous
+    /// level's solution, which stays the warm start).
+    Fixed(f64, Option<MasterSolution>),
+    /// The level needs its full search, with this proven lower bound (when there is one).
+    Search(Option<f64>),
+}
+
+/// Probes a level (not L1) at its LP bound: any plan reaching the bound is optimal, no proof
+/// needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
+/// relax-and-fix at the bound, and once more at the bound plus one when the first attempt
+/// proved the bound unreachable.
+#[allow(clippy::too_many_arguments)]
+fn probe_level(
+    problem: &Problem,
+    facts: &Facts<'_>,
+    layout: &Layout,
+    goal: Goal,
+    fixed: &[(Goal, f64)],
+    limits: Limits,
+    warm: Warm<'_>,
+    last: Option<&MasterSolution>,
+    probes: bool,
+) -> Probe {
+    let relaxed = Extra { relax: true, ..Extra::default() };
+    let Solved::Solution { solution, proven: true, .. } =
+        master::solve(facts, layout, goal, fixed, limits, Warm::None, relaxed)
+    else {
+        return Probe::Search(None);
+    };
+    let lower = (solution.value - 1e-6).ceil();
+    // The previous level's solution already reaches the bound: it is this level's optimum too.
+    if let (Goal::Priority(priority), Some(previous)) = (goal, last) {
+        if instances_of_priority(problem, previous, priority) as f64 <= lower {
+            return Probe::Fixed(lower, None);
+        }
+    }
+    if !probes {
+        // The LP bound still helps as a cut; the probe and relax-and-fix (both node-limited)
+        // are skipped.
+        return Probe::Search(Some(lower));
+    }
+    let probe = Extra { at_most: Some(lower), ..Extra::default() };
+    let probe_limits = Limits { node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)), ..limits };
+    let mut at_least = Some(lower);
+    match master::solve(facts, layout, goal, fixed, probe_limits, warm, probe) {
+        Solved::Solution { solution, .. } => return Probe::Fixed(lower, Some(solution)),
+        Solved::Infeasible => at_least = Some(lower + 1.0),
+        _ => match relax_and_fix(facts, layout, goal, fixed, limits, warm, lower) {
+            Heuristic::Found(solution) => return Probe::Fixed(lower, Some(solution)),
+            Heuristic::Impossible => at_least = Some(lower + 1.0),
+            Heuristic::Unknown => {}
+        },
+    }
+    // The bound moved up by one: relax-and-fix once more at the new bound.
+    if at_least == Some(lower + 1.0) {
+        match relax_and_fix(facts, layout, goal, fixed, limits, warm, lower + 1.0) {
+            Heuristic::Found(solution) => return Probe::Fixed(lower + 1.0, Some(solution)),
+            Heuristic::Impossible => at_least = Some(lower + 2.0),
+            Heuristic::Unknown => {}
+        }
+    }
+    Probe::Search(at_least)
 }
 
 /// What the relax-and-fix heuristic learned about a level at its LP bound.
