@@ -97,6 +97,23 @@ impl Resources {
         )
     }
 
+    /// Share of `capacity` that `self` takes: the largest ratio over the resources (0 for a
+    /// resource `self` does not need, infinite for one `capacity` lacks).
+    pub fn dominant_share(&self, capacity: &Resources) -> f64 {
+        let ratio = |want: u64, have: u64| {
+            if want == 0 {
+                0.0
+            } else if have == 0 {
+                f64::INFINITY
+            } else {
+                want as f64 / have as f64
+            }
+        };
+        ratio(self.accelerators, capacity.accelerators)
+            .max(ratio(self.milli_cpus, capacity.milli_cpus))
+            .max(ratio(self.memory_mib, capacity.memory_mib))
+    }
+
     /// How many copies of `need` fit into `self` (`u64::MAX` if `need` is zero).
     pub fn copies_of(&self, need: &Resources) -> u64 {
         let per = |have: u64, want: u64| have.checked_div(want).unwrap_or(u64::MAX);

@@ -37,13 +37,17 @@ pub(crate) fn pack_group(
     budget: u64,
     deadline: Option<Instant>,
 ) -> Packing {
+    // Larger groups are left to the slot model (and its size guard): the search recurses once
+    // per copy, and the dive's LP has a row per component.
+    let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
+    if total > MAX_COPIES as u64 {
+        return Packing::Unknown;
+    }
     match search_packing(items, bins, capacity, budget) {
         Packing::Unknown => {}
         known => return known,
     }
-    // Larger groups are left to the slot model (and its size guard), as the search leaves them.
-    let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
-    if total > MAX_COPIES as u64 || items.len() > MAX_DIVE_COMPONENTS {
+    if items.len() > MAX_DIVE_COMPONENTS {
         return Packing::Unknown;
     }
     let demands: Vec<Demand> =
@@ -58,12 +62,8 @@ pub(crate) fn pack_group(
     Packing::Packed(packed)
 }
 
-/// The depth-first packing search alone.
+/// The depth-first packing search alone (at most [`MAX_COPIES`] copies, checked by the caller).
 fn search_packing(items: &[(usize, u32, Resources)], bins: usize, capacity: Resources, budget: u64) -> Packing {
-    let total: u64 = items.iter().map(|&(_, count, _)| u64::from(count)).sum();
-    if total > MAX_COPIES as u64 {
-        return Packing::Unknown;
-    }
     let mut copies: Vec<(usize, Resources)> = Vec::new();
     for &(component, count, need) in items {
         for _ in 0..count {
@@ -73,26 +73,12 @@ fn search_packing(items: &[(usize, u32, Resources)], bins: usize, capacity: Reso
     if copies.is_empty() {
         return Packing::Packed(vec![Vec::new(); bins]);
     }
-    // The search recurses once per copy; beyond this the group is left to the slot model.
-    if copies.len() > MAX_COPIES {
-        return Packing::Unknown;
-    }
     if bins == 0 {
         return Packing::Impossible;
     }
-    // Largest first (normalised by the capacity), identical copies adjacent.
-    let share = |need: &Resources| {
-        let part = |have: u64, want: u64| {
-            if have == 0 {
-                0.0
-            } else {
-                want as f64 / have as f64
-            }
-        };
-        part(capacity.accelerators, need.accelerators)
-            .max(part(capacity.milli_cpus, need.milli_cpus))
-            .max(part(capacity.memory_mib, need.memory_mib))
-    };
+    // Largest first (normalised by the capacity), identical copies adjacent. Every copy fits
+    // an empty instance, so no share is infinite.
+    let share = |need: &Resources| need.dominant_share(&capacity);
     copies.sort_by(|a, b| share(&b.1).total_cmp(&share(&a.1)).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
     let mut search = Search {
         copies: &copies,

@@ -82,61 +82,84 @@ pub(crate) fn pattern_prices(
     if demands.iter().any(|d| d.copies > 0 && !d.need.fits_in(&capacity)) {
         return None;
     }
-    let mut patterns: Vec<Vec<u64>> = Vec::new();
+    column_generation(demands, capacity, &[], max_rounds, deadline).map(|generated| generated.prices)
+}
+
+/// What [`column_generation`] ends with.
+struct Generated {
+    /// The patterns of the last LP.
+    columns: Vec<Vec<u64>>,
+    /// The best prices found (see [`pattern_prices`]).
+    prices: PatternPrices,
+}
+
+/// Column generation for `demands` (each fitting an empty instance) to the LP optimum, the
+/// round limit or `deadline`. The LP starts from the single-component patterns, `seed` capped at
+/// the demands, and first fit's instances (a feasible primal, so a bounded dual). Every round
+/// keeps the prices with the best Farley bound, so stopping early still gives valid prices.
+fn column_generation(
+    demands: &[Demand],
+    capacity: Resources,
+    seed: &[Vec<u64>],
+    max_rounds: usize,
+    deadline: Option<Instant>,
+) -> Option<Generated> {
+    let mut columns: Vec<Vec<u64>> = Vec::new();
+    let add = |columns: &mut Vec<Vec<u64>>, pattern: Vec<u64>| {
+        if pattern.iter().any(|&a| a > 0) && !columns.contains(&pattern) {
+            columns.push(pattern);
+        }
+    };
     for (c, d) in demands.iter().enumerate() {
-        if d.copies > 0 {
-            let mut pattern = vec![0; demands.len()];
-            pattern[c] = d.copies.min(capacity.copies_of(&d.need));
-            patterns.push(pattern);
-        }
+        let mut single = vec![0; demands.len()];
+        single[c] = d.copies.min(capacity.copies_of(&d.need));
+        add(&mut columns, single);
     }
-    // First fit's instances are good first columns (a feasible primal, so a bounded dual).
+    for pattern in seed {
+        add(&mut columns, pattern.iter().zip(demands).map(|(&a, d)| a.min(d.copies)).collect());
+    }
     for pattern in first_fit_decreasing(demands, capacity, u64::MAX).unwrap_or_default() {
-        if !patterns.contains(&pattern) {
-            patterns.push(pattern);
-        }
+        add(&mut columns, pattern);
     }
-    let mut best = PatternPrices { per_copy: vec![0.0; demands.len()], converged: patterns.is_empty(), patterns: 0 };
+    let mut prices = PatternPrices { per_copy: vec![0.0; demands.len()], converged: columns.is_empty(), patterns: 0 };
+    if columns.is_empty() {
+        return Some(Generated { columns, prices });
+    }
     let mut best_value = 0.0f64;
-    if patterns.is_empty() {
-        return Some(best);
-    }
-    let mut lp = DualLp::new(demands, &patterns)?;
+    let mut lp = DualLp::new(demands, &columns)?;
     for _ in 0..max_rounds.max(1) {
-        // Stopping early keeps the best prices so far: valid, only weaker.
         if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
             break;
         }
-        let prices = lp.prices();
-        let Some(((pattern, priced), extra)) = price_several(demands, &prices, capacity) else { break };
+        let duals = lp.prices();
+        let Some(((pattern, priced), extra)) = price_several(demands, &duals, capacity) else { break };
         if priced <= 0.0 {
             break;
         }
         // Scaled by the most a pattern is worth (and a margin for floating-point rounding), the
         // prices are dual feasible: the bound is valid whether or not the LP has converged.
         let scale = priced.max(1.0) * (1.0 + 1e-9) + 1e-9;
-        let value: f64 = demands.iter().zip(&prices).map(|(d, p)| d.copies as f64 * p).sum::<f64>() / scale;
-        let converged = priced <= 1.0 + 1e-9;
+        let value: f64 = demands.iter().zip(&duals).map(|(d, p)| d.copies as f64 * p).sum::<f64>() / scale;
         if value > best_value {
             best_value = value;
-            best.per_copy = prices.iter().map(|p| p / scale).collect();
+            prices.per_copy = duals.iter().map(|p| p / scale).collect();
         }
-        best.patterns = patterns.len();
-        if converged {
-            best.converged = true;
+        prices.patterns = columns.len();
+        if priced <= 1.0 + 1e-9 {
+            prices.converged = true;
             break;
         }
-        if patterns.contains(&pattern) {
+        if columns.contains(&pattern) {
             break; // Numerical stall: the LP already has this row.
         }
         for column in extra.into_iter().chain([pattern]) {
-            if !patterns.contains(&column) {
+            if !columns.contains(&column) {
                 lp = lp.add(&column)?;
-                patterns.push(column);
+                add(&mut columns, column);
             }
         }
     }
-    Some(best)
+    Some(Generated { columns, prices })
 }
 
 /// Extra columns per column-generation round (earlier incumbents of the pricing search).
@@ -248,12 +271,8 @@ fn take(pattern: &[u64], residual: &mut [u64], chosen: &mut Vec<Vec<u64>>) -> bo
 
 /// First fit, largest share of the capacity first: the patterns when at most `bins` are used.
 fn first_fit_decreasing(demands: &[Demand], capacity: Resources, bins: u64) -> Option<Vec<Vec<u64>>> {
-    let share = |need: &Resources| {
-        let part = |have: u64, want: u64| if have == 0 { 0.0 } else { want as f64 / have as f64 };
-        part(capacity.accelerators, need.accelerators)
-            .max(part(capacity.milli_cpus, need.milli_cpus))
-            .max(part(capacity.memory_mib, need.memory_mib))
-    };
+    // Callers pass demands that fit an empty instance: no share is infinite.
+    let share = |need: &Resources| need.dominant_share(&capacity);
     let mut order: Vec<usize> = (0..demands.len()).filter(|&c| demands[c].copies > 0).collect();
     order.sort_by(|&a, &b| share(&demands[b].need).total_cmp(&share(&demands[a].need)).then(a.cmp(&b)));
     let mut rooms: Vec<Resources> = Vec::new();
@@ -279,50 +298,20 @@ fn first_fit_decreasing(demands: &[Demand], capacity: Resources, bins: u64) -> O
     Some(patterns)
 }
 
-/// Column generation for `demands` to the LP optimum (or the round limit), starting from the
-/// single-component patterns and the still useful patterns of `pool`; returns the patterns of
-/// the last LP (capped at the demands) and keeps them in `pool`.
+/// Column generation for what the dive has left, seeded with the still useful patterns of
+/// `pool`; the patterns of the last LP, also kept in `pool`. `None` at the deadline.
 fn generate_columns(
     demands: &[Demand],
     capacity: Resources,
     pool: &mut Vec<Vec<u64>>,
     deadline: Option<Instant>,
 ) -> Option<Vec<Vec<u64>>> {
-    let mut columns: Vec<Vec<u64>> = Vec::new();
-    let add = |columns: &mut Vec<Vec<u64>>, pattern: Vec<u64>| {
-        if pattern.iter().any(|&a| a > 0) && !columns.contains(&pattern) {
-            columns.push(pattern);
-        }
-    };
-    for (c, d) in demands.iter().enumerate() {
-        let mut single = vec![0; demands.len()];
-        single[c] = d.copies.min(capacity.copies_of(&d.need));
-        add(&mut columns, single);
+    let generated = column_generation(demands, capacity, pool, DIVE_ROUNDS, deadline)?;
+    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        return None;
     }
-    for pattern in pool.iter() {
-        add(&mut columns, pattern.iter().zip(demands).map(|(&a, d)| a.min(d.copies)).collect());
-    }
-    for pattern in first_fit_decreasing(demands, capacity, u64::MAX).unwrap_or_default() {
-        add(&mut columns, pattern);
-    }
-    let mut lp = DualLp::new(demands, &columns)?;
-    for _ in 0..DIVE_ROUNDS {
-        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-            return None;
-        }
-        let Some(((pattern, priced), extra)) = price_several(demands, &lp.prices(), capacity) else { break };
-        if priced <= 1.0 + 1e-9 || columns.contains(&pattern) {
-            break;
-        }
-        for column in extra.into_iter().chain([pattern]) {
-            if !columns.contains(&column) {
-                lp = lp.add(&column)?;
-                add(&mut columns, column);
-            }
-        }
-    }
-    pool.clone_from(&columns);
-    Some(columns)
+    pool.clone_from(&generated.columns);
+    Some(generated.columns)
 }
 
 /// The primal LP over `columns`: `min Σ λ`, `Σ_p a_cp λ_p ≥ n_c`, `λ ≥ 0`; the `λ`.
@@ -417,12 +406,7 @@ fn amount(r: &Resources, index: usize) -> u64 {
 fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Option<(Priced, Vec<Vec<u64>>)> {
     let candidates: Vec<usize> = (0..demands.len()).filter(|&c| prices[c] > 1e-12 && demands[c].copies > 0).collect();
     // Depth-first order: most price per share of the instance first (good patterns early).
-    let share = |c: usize| {
-        (0..3)
-            .filter(|&r| amount(&capacity, r) > 0)
-            .map(|r| amount(&demands[c].need, r) as f64 / amount(&capacity, r) as f64)
-            .fold(0.0f64, f64::max)
-    };
+    let share = |c: usize| demands[c].need.dominant_share(&capacity);
     // Keys computed once: a comparator recomputing float products is not a total order.
     let efficiency: Vec<f64> = (0..demands.len())
         .map(|c| match share(c) {

@@ -33,22 +33,6 @@ pub(super) struct Opening {
     instances: u64,
 }
 
-/// Share of the instance one copy takes on `capacity`: the largest ratio over the resources.
-fn dominant_share(need: &Resources, capacity: &Resources) -> f64 {
-    let ratio = |want: u64, have: u64| {
-        if want == 0 {
-            0.0
-        } else if have == 0 {
-            f64::INFINITY
-        } else {
-            want as f64 / have as f64
-        }
-    };
-    ratio(need.accelerators, capacity.accelerators)
-        .max(ratio(need.milli_cpus, capacity.milli_cpus))
-        .max(ratio(need.memory_mib, capacity.memory_mib))
-}
-
 /// Components hardest first: the largest share of their most preferred type that can hold a
 /// copy, then largest accelerators, memory and CPU, then name. Intrinsic, so input order does
 /// not matter.
@@ -70,7 +54,7 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
                     ))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (dominant_share(&need, &capacity), need))
+            reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (need.dominant_share(&capacity), need))
         })
         .collect();
     let mut order: Vec<usize> = (0..problem.components.len()).collect();
@@ -649,7 +633,7 @@ mod tests {
     fn dominant_share_takes_the_scarcest_resource() {
         let capacity = Resources { accelerators: 8, milli_cpus: 192_000, memory_mib: 1_000_000 };
         let need = Resources { accelerators: 2, milli_cpus: 96_000, memory_mib: 1000 };
-        assert_eq!(dominant_share(&need, &capacity), 0.5);
+        assert_eq!(need.dominant_share(&capacity), 0.5);
     }
 
     #[test]
