@@ -423,7 +423,8 @@ pub(crate) fn eligible_need(
     (capacity.copies_of(&requirement.resources) >= 1).then_some(requirement.resources)
 }
 
-fn resource(r: &Resources, index: usize) -> u64 {
+/// One resource of a [`Resources`] (0 accelerators, 1 milli-CPUs, 2 memory).
+pub(crate) fn resource(r: &Resources, index: usize) -> u64 {
     match index {
         0 => r.accelerators,
         1 => r.milli_cpus,

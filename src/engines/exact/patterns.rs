@@ -20,6 +20,7 @@
 use std::time::Instant;
 
 use super::backend::{Microlp, Mip, MipBackend, MipOutcome, Sense, SolveRequest, Var};
+use super::master::resource;
 use crate::problem::Resources;
 
 /// One component on the type: copies wanted and the need of one copy.
@@ -387,15 +388,6 @@ impl DualLp {
 /// A pattern and its worth `Σ a_c π_c`.
 type Priced = (Vec<u64>, f64);
 
-/// One resource of a [`Resources`] (0 accelerators, 1 milli-CPUs, 2 memory).
-fn amount(r: &Resources, index: usize) -> u64 {
-    match index {
-        0 => r.accelerators,
-        1 => r.milli_cpus,
-        _ => r.memory_mib,
-    }
-}
-
 /// The pattern of largest `Σ a_c π_c` (bounded knapsack in three resources), by depth-first
 /// search. A node is cut off by the smaller of two upper bounds on what the components not yet
 /// decided can add: each alone at its most copies, and per resource the fractional knapsack
@@ -424,11 +416,11 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
     }
     // Per resource that someone needs: the components by price per unit, most first.
     let by_density: Vec<(usize, Vec<usize>)> = (0..3)
-        .filter(|&r| candidates.iter().any(|&c| amount(&demands[c].need, r) > 0))
+        .filter(|&r| candidates.iter().any(|&c| resource(&demands[c].need, r) > 0))
         .map(|r| {
             let mut list = candidates.clone();
             let density: Vec<f64> = (0..demands.len())
-                .map(|c| match amount(&demands[c].need, r) {
+                .map(|c| match resource(&demands[c].need, r) {
                     0 => f64::INFINITY,
                     need => prices[c] / need as f64,
                 })
@@ -455,14 +447,14 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
             let most = |c: usize| self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
             let mut best: f64 = self.order[depth..].iter().map(|&c| self.prices[c] * most(c) as f64).sum();
             for (r, list) in &self.by_density {
-                let mut left = amount(room, *r) as f64;
+                let mut left = resource(room, *r) as f64;
                 let mut total = 0.0;
                 for &c in list {
                     if self.position[c] < depth {
                         continue;
                     }
                     let copies = most(c) as f64;
-                    let need = amount(&self.demands[c].need, *r) as f64;
+                    let need = resource(&self.demands[c].need, *r) as f64;
                     if need == 0.0 {
                         total += self.prices[c] * copies;
                     } else if left > 0.0 {
