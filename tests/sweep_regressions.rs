@@ -183,3 +183,21 @@ fn verify_accepts_the_override_build_and_no_model_name() {
         assert!(verify(&problem, &plan).is_empty(), "{model}");
     }
 }
+
+/// sweep-2-034: 25 components, 139 copies, 3 AZs, every pool priced. L1–L3 are fixed within a
+/// few solves and the cheapest fleet of those counts costs exactly the cost floor (the cheapest
+/// price per priority times the instances), but the priced cost level is not integral, so the
+/// solver kept closing a gap of a millionth against the floor's cut: 5 s without a proof. With
+/// the floor's proof (a solution at the floor, counted in whole millionths, is optimal) the
+/// level ends at its first solution there. A node limit makes the run deterministic: before,
+/// it ended on that limit.
+#[test]
+fn a_priced_plan_at_the_cost_floor_is_proven_without_search() {
+    let (_, problem) = load("priced-cost-floor.json");
+    let exact = ExactPlanner::new().node_limit(20_000).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert_eq!(exact.status, Status::Optimal, "{:?}", exact.stop_reason);
+    assert_eq!(exact.stop_reason, StopReason::Completed);
+    assert_eq!(exact.objective.placed_copies, 139);
+    assert_eq!(exact.objective.cost_micros, 2_906_700_000);
+}

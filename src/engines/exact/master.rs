@@ -768,7 +768,7 @@ impl<'a> MasterBuilder<'a> {
         } else {
             y
         };
-        self.priced.add(paid, info.hourly_price.unwrap_or(0.0));
+        self.priced.add(paid, price_in_micros_precision(info));
         self.units.add(paid, 1.0);
         y
     }
@@ -918,7 +918,7 @@ impl<'a> MasterBuilder<'a> {
             }
         }
         if !instance.reserved {
-            self.priced.add(keep, info.hourly_price.unwrap_or(0.0));
+            self.priced.add(keep, price_in_micros_precision(info));
             self.units.add(keep, 1.0);
         }
         keep
@@ -1235,9 +1235,10 @@ impl<'a> MasterBuilder<'a> {
             self.model.constrain(&target.terms, Sense::AtMost, cap.round() - target.constant);
         }
         if let Some(floor) = self.extra.at_least {
-            // Integral levels take the floor as an integer; the priced cost is in dollars and is
-            // given a hair below its bound by the caller (rounding could lift it above).
-            let floor = if goal == Goal::Cost(CostMode::Priced) { floor } else { floor.round() };
+            // Integral levels take the floor as an integer; the priced cost is in dollars and
+            // goes a hair below its bound (the model's float sums of prices must not end up
+            // under it).
+            let floor = if goal == Goal::Cost(CostMode::Priced) { floor - cost_hair(floor) } else { floor.round() };
             self.model.constrain(&target.terms, Sense::AtLeast, floor - target.constant);
         }
         // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
@@ -1280,8 +1281,19 @@ impl<'a> MasterBuilder<'a> {
         // integral at every node optimum.
         let integral = !matches!(goal, Goal::Cost(CostMode::Priced)) && !self.extra.relax;
         let capped = if integral { self.integral_bound(goal, target, &mut request) } else { None };
-        match self.run_backend(limits, &mut request, capped, target.shift) {
-            Ok(outcome) => self.read_outcome(outcome, integral, target.shift),
+        // The priced cost is not integral, but with a cost floor (whole millionths, exact) a
+        // solution at the floor is optimal: let the solver stop within the floor's hair, and
+        // check the proof in millionths, as the plan's objective counts the cost.
+        let cost_floor = match (goal, self.extra.at_least) {
+            (Goal::Cost(CostMode::Priced), Some(floor)) if !self.extra.relax => Some(floor),
+            _ => None,
+        };
+        if let Some(floor) = cost_floor {
+            request.mip_gap = request.mip_gap.max(2.0 * cost_hair(floor) / floor.abs().max(1.0));
+        }
+        let proof = Proof { integral, cost_floor };
+        match self.run_backend(limits, &mut request, capped, target.shift, proof) {
+            Ok(outcome) => self.read_outcome(outcome, proof, target.shift),
             Err(best_bound) => Solved::Interrupted { limit: Limit::Time, best_bound },
         }
     }
@@ -1336,6 +1348,7 @@ impl<'a> MasterBuilder<'a> {
         request: &mut SolveRequest,
         mut capped: Option<Mip>,
         shift: f64,
+        proof: Proof,
     ) -> Result<MipOutcome, Option<f64>> {
         let backend = self.facts.backend;
         let first = match &capped {
@@ -1352,9 +1365,9 @@ impl<'a> MasterBuilder<'a> {
         };
         let outcome = match first {
             MipOutcome::Solution(ref solution)
-                if request.integral_objective_bound.is_some()
+                if (request.integral_objective_bound.is_some() || proof.cost_floor.is_some())
                     && solution.termination == Termination::Gap
-                    && !closes(solution.objective, solution.best_bound) =>
+                    && !proof.proves(solution.objective - shift, solution.best_bound.map(|b| b - shift)) =>
             {
                 // The gap stop proved nothing (it should not happen): search to the end, plainly.
                 request.integral_objective_bound = None;
@@ -1375,7 +1388,7 @@ impl<'a> MasterBuilder<'a> {
 
     /// The plan of the backend's answer (checked against the program), with whether it is
     /// proven optimal.
-    fn read_outcome(&self, outcome: MipOutcome, integral: bool, shift: f64) -> Solved {
+    fn read_outcome(&self, outcome: MipOutcome, proof: Proof, shift: f64) -> Solved {
         let backend = self.facts.backend;
         // Back from the solver's view of L1 to the level's value.
         let outcome = match outcome {
@@ -1406,13 +1419,42 @@ impl<'a> MasterBuilder<'a> {
                 return Solved::Interrupted { limit: limit_of(termination).unwrap_or(Limit::Time), best_bound }
             }
         };
-        let proven = solution.termination == Termination::Optimal
-            || (integral && closes(solution.objective, solution.best_bound));
+        let proven =
+            solution.termination == Termination::Optimal || proof.proves(solution.objective, solution.best_bound);
         let best_bound =
             if solution.termination == Termination::Optimal { Some(solution.objective) } else { solution.best_bound };
         let limit = if proven { None } else { limit_of(solution.termination) };
         Solved::Solution { solution: self.vars.read(&self.model.ints, &solution), proven, limit, best_bound }
     }
+}
+
+/// A type's hourly price as the plan's objective counts it (whole millionths, `fleet::price_micros`),
+/// so the master's cost and the reported cost agree to the micro and a master solution at the
+/// cost floor is a plan at the floor.
+fn price_in_micros_precision(info: &InstanceTypeInfo) -> f64 {
+    info.hourly_price.map_or(0.0, |price| crate::plan::from_micros(crate::plan::to_micros(price)))
+}
+
+/// How the planner proves a solution optimal besides the solver's own word.
+#[derive(Debug, Clone, Copy)]
+struct Proof {
+    /// The level takes integer values: the best bound rounded up reaching the incumbent proves it.
+    integral: bool,
+    /// The priced cost's floor, in dollars of whole millionths: a solution there is optimal.
+    cost_floor: Option<f64>,
+}
+
+impl Proof {
+    fn proves(self, value: f64, bound: Option<f64>) -> bool {
+        (self.integral && closes(value, bound))
+            || self.cost_floor.is_some_and(|floor| crate::plan::to_micros(value) <= crate::plan::to_micros(floor))
+    }
+}
+
+/// How far below a priced cost floor its cut goes: the model's float sums of prices must not
+/// end up under it.
+fn cost_hair(floor: f64) -> f64 {
+    floor.abs() * 1e-9 + 1e-6
 }
 
 /// The proof for an integer-valued level: the best bound rounded up reaches the incumbent.

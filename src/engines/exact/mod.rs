@@ -562,12 +562,7 @@ fn solve_cost_level(
     for &mode in modes {
         let at_least = match (mode, floor) {
             (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
-            | (CostMode::Units, Some((micros, CostUnit::Instances))) => {
-                // In dollars (or units), a hair below: the model's float sums of prices
-                // must not end up under it.
-                let floor = crate::plan::from_micros(micros);
-                Some(floor - floor.abs() * 1e-9 - 1e-6)
-            }
+            | (CostMode::Units, Some((micros, CostUnit::Instances))) => Some(crate::plan::from_micros(micros)),
             _ => None,
         };
         match master::solve(
