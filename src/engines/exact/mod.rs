@@ -290,6 +290,9 @@ impl ExactPlanner {
         if master::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
             return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
         }
+        // The solves end a little before the deadline, so that packing the best master
+        // solution into instances (`realize`) has time left when a level runs out of it.
+        let (full, limits) = (limits, Limits { deadline: limits.deadline.map(solving_deadline), ..limits });
         if !self.slot_model {
             facts.add_pattern_prices(limits.deadline);
         }
@@ -337,7 +340,7 @@ impl ExactPlanner {
                         return self.stopped(
                             problem,
                             &facts,
-                            limits.deadline,
+                            full.deadline,
                             Some(solution),
                             stop_of(limit),
                             bound.or(best_bound),
@@ -348,7 +351,7 @@ impl ExactPlanner {
                         return self.stopped(
                             problem,
                             &facts,
-                            limits.deadline,
+                            full.deadline,
                             last,
                             stop_of(Some(limit)),
                             bound.or(best_bound),
@@ -383,19 +386,19 @@ impl ExactPlanner {
             let Some((_, solution)) = cheapest else {
                 let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
                 let bound = lex_bound(&facts, &fixed, None);
-                return self.stopped(problem, &facts, limits.deadline, last, stop, bound.or(best_bound));
+                return self.stopped(problem, &facts, full.deadline, last, stop, bound.or(best_bound));
             };
             let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
             if let Some(stop) = cost_stop {
-                return self.stopped(problem, &facts, limits.deadline, Some(solution), stop, bound.or(best_bound));
+                return self.stopped(problem, &facts, full.deadline, Some(solution), stop, bound.or(best_bound));
             }
             best_bound = bound;
-            match realize(problem, &facts, &solution, limits.deadline) {
+            match realize(problem, &facts, &solution, full.deadline) {
                 Ok(actions) => {
                     return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
                 }
                 Err(failed) => {
-                    if limits.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                    if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
                     }
                     // A slot group has one variable per (slot, component): refuse huge ones.
@@ -437,6 +440,13 @@ impl ExactPlanner {
             _ => Outcome::NoPlan { stop, bound },
         }
     }
+}
+
+/// The deadline of the search's solver calls: a tenth of the time left (at most a second)
+/// before the planner's own, kept for packing the last master solution into instances.
+fn solving_deadline(deadline: Instant) -> Instant {
+    let reserve = deadline.saturating_duration_since(Instant::now()).div_f64(10.0).min(Duration::from_secs(1));
+    deadline.checked_sub(reserve).unwrap_or(deadline)
 }
 
 /// How long a solver call may run past the deadline before the planner stops waiting for it:
