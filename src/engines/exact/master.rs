@@ -619,9 +619,9 @@ struct Target {
 
 /// What bounds the balance of each component once earlier levels are fixed (constraints 7–8).
 struct BalanceBounds {
-    /// L1 is fixed at "every copy placed".
-    all_placed: bool,
-    /// The least excess of each balanced component (its most even split).
+    /// Each component's final total, when the fixed L1 determines them all.
+    known_totals: Option<Vec<u64>>,
+    /// The least excess of each balanced component (its most even split), when totals are known.
     least_excess: Vec<Option<u64>>,
     /// Their sum.
     least_total: u64,
@@ -1034,12 +1034,17 @@ impl<'a> MasterBuilder<'a> {
     }
 
     /// What bounds each component's balance in this solve (constraints 7–8).
-    fn balance_bounds(&self, goal: Goal, fixed: &[(Goal, f64)], wanted: u64) -> BalanceBounds {
+    fn balance_bounds(&self, goal: Goal, fixed: &[(Goal, f64)]) -> BalanceBounds {
         let zones = self.problem.azs().len();
-        // Once L1 is fixed at "every copy placed", each component's total is known, so its
-        // balance excess has a constant lower bound (the most even split of n copies over the
-        // AZs differs by 1 unless the AZ count divides n). The LP relaxation cannot see this.
-        let all_placed = fixed.iter().any(|&(level, value)| level == Goal::Unplaced && value <= -(wanted as f64) + 0.5);
+        // Once L1 is fixed, each component's final total may be known: when the copies placed
+        // equal the sum of every component's most final copies, each component holds its
+        // most. Then its balance excess has a constant lower bound (the most even split of n
+        // copies over the AZs differs by 1 unless the AZ count divides n), which the LP
+        // relaxation cannot see. "Every copy placed" is the common case; a component that
+        // cannot be placed at all (no type fits it) is the next one.
+        let placed = fixed.iter().find(|&&(level, _)| level == Goal::Unplaced).map(|&(_, value)| -value);
+        let most: Vec<u64> = (0..self.problem.components().len()).map(|c| self.most_final_copies(c)).collect();
+        let known_totals = placed.filter(|&placed| most.iter().sum::<u64>() as f64 <= placed + 0.5).map(|_| most);
         // The smallest possible excess of each balanced component (its most even split), and the
         // most total excess this solve allows (L2 fixed, or L2's own probe): together they bound
         // how uneven each single component may be (see `count_range`).
@@ -1047,9 +1052,11 @@ impl<'a> MasterBuilder<'a> {
             .problem
             .components()
             .iter()
-            .map(|component| {
+            .enumerate()
+            .map(|(c, component)| {
                 let limit = component.max_imbalance.filter(|_| zones > 1)?;
-                Some(least_balance_excess(u64::from(component.copy_count), zones as u64, u64::from(limit)))
+                let total = known_totals.as_ref()?.get(c).copied()?;
+                Some(least_balance_excess(total, zones as u64, u64::from(limit)))
             })
             .collect();
         let excess_cap = fixed
@@ -1060,7 +1067,18 @@ impl<'a> MasterBuilder<'a> {
             .fold(None, |cap: Option<f64>, value| Some(cap.map_or(value, |cap| cap.min(value))))
             .map(|value| value.round().max(0.0) as u64);
         let least_total: u64 = least_excess.iter().flatten().sum();
-        BalanceBounds { all_placed, least_excess, least_total, excess_cap }
+        BalanceBounds { known_totals, least_excess, least_total, excess_cap }
+    }
+
+    /// The most copies component `c` can end with: its copy count, or the copies it keeps when
+    /// the model has no variable that changes them (no type or AZ can take a new copy).
+    fn most_final_copies(&self, c: usize) -> u64 {
+        let per_zone = self.per_az.get(c).map(Vec::as_slice).unwrap_or_default();
+        if per_zone.iter().all(|expr| expr.terms.is_empty()) {
+            per_zone.iter().map(|expr| expr.constant.round().max(0.0) as u64).sum()
+        } else {
+            self.problem.components().get(c).map_or(0, |component| u64::from(component.copy_count))
+        }
     }
 
     /// The L1 expression ("Objective") and the balance variables and rows of L2 (constraints
@@ -1070,7 +1088,7 @@ impl<'a> MasterBuilder<'a> {
         let components = problem.components();
         let zones = problem.azs().len();
         let wanted: u64 = components.iter().map(|c| u64::from(c.copy_count)).sum();
-        let bounds = self.balance_bounds(goal, fixed, wanted);
+        let bounds = self.balance_bounds(goal, fixed);
         let mut unplaced = Expr::default();
         let mut balance = Expr::default();
         for (c, component) in components.iter().enumerate() {
@@ -1112,31 +1130,32 @@ impl<'a> MasterBuilder<'a> {
             self.model.constrain(&row, Sense::AtLeast, -expr.constant);
         }
         self.model.constrain(&[(excess, 1.0), (high, -1.0), (low, 1.0)], Sense::AtLeast, -f64::from(limit));
-        if bounds.all_placed {
-            self.placed_balance_cuts(c, component, limit, (high, low, excess), bounds);
+        if let Some(total) = bounds.known_totals.as_ref().and_then(|totals| totals.get(c).copied()) {
+            self.placed_balance_cuts(c, total, limit, (high, low, excess), bounds);
         }
         excess
     }
 
-    /// With every copy placed (constraints 7 and 8): the component's total is the constant
-    /// `n_c`, which bounds `hi_c`, `lo_c`, `e_c` and, under an L2 cap, every per-AZ count.
+    /// With the component's final total known (constraints 7 and 8): the constant `n_c` bounds
+    /// `hi_c`, `lo_c`, `e_c` and, under an L2 cap, every per-AZ count.
     fn placed_balance_cuts(
         &mut self,
         c: usize,
-        component: &Component,
+        total: u64,
         limit: u32,
         (high, low, excess): (Variable, Variable, Variable),
         bounds: &BalanceBounds,
     ) {
         let zones = self.problem.azs().len();
-        let total = u64::from(component.copy_count);
         let mut row: Vec<(Variable, f64)> = Vec::new();
         let mut constant = 0.0;
         for expr in &self.per_az[c] {
             row.extend(expr.terms.iter().copied());
             constant += expr.constant;
         }
-        self.model.constrain(&row, Sense::Equal, total as f64 - constant);
+        if !row.is_empty() {
+            self.model.constrain(&row, Sense::Equal, total as f64 - constant);
+        }
         let uneven = u64::from(total % zones as u64 != 0);
         let floor = uneven.saturating_sub(u64::from(limit));
         self.model.constrain(&[(excess, 1.0)], Sense::AtLeast, floor as f64);
@@ -1580,6 +1599,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// L2's relaxation with L1 fixed: 3 copies of `odd` (MaxImbalance 0) over 2 AZs, and `huge`,
+    /// which no type fits. Placing 3 copies means every component holds its most, so `odd` has
+    /// 3 copies and an excess of at least 1, which the LP sees only through the known total.
+    #[test]
+    fn a_component_that_never_fits_leaves_the_other_totals_known() {
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("odd", 3, 1, 1.0, 1024)
+            .max_imbalance("odd", 0)
+            .component("huge", 1, 8, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).expect("valid scenario");
+        let backend = crate::engines::exact::backend::Microlp;
+        let facts = Facts::new(&problem, &backend);
+        let layout = Layout { slot_groups: BTreeSet::new(), cuts: true };
+        let relaxed = Extra { relax: true, ..Extra::default() };
+        let lp_value = |fixed: &[(Goal, f64)]| match solve(
+            &facts,
+            &layout,
+            Goal::Balance,
+            fixed,
+            Limits::default(),
+            Warm::None,
+            relaxed,
+        ) {
+            Solved::Solution { solution, .. } => solution.value,
+            other => panic!("the relaxation solves: {other:?}"),
+        };
+        assert!((lp_value(&[(Goal::Unplaced, -3.0)]) - 1.0).abs() < 1e-6);
+        // With 2 placed, `odd`'s total is not known (2 is even): no such bound.
+        assert!(lp_value(&[(Goal::Unplaced, -2.0)]).abs() < 1e-6);
     }
 
     #[test]
