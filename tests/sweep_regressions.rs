@@ -201,3 +201,21 @@ fn a_priced_plan_at_the_cost_floor_is_proven_without_search() {
     assert_eq!(exact.objective.placed_copies, 139);
     assert_eq!(exact.objective.cost_micros, 2_906_700_000);
 }
+
+/// sweep-2-038: the master's best solution puts 18 accelerators' worth of copies into three
+/// 6-accelerator instances of one (type, AZ), which no packing fits (8 copies use a third of an
+/// instance's memory each). The next round models that group instance by instance and is far
+/// larger; stopped there (here by `max_rounds(1)`, in the sweep by the time limit), the planner
+/// used to return the greedy plan. It now returns the master solution packed with a spare
+/// instance, verified, when that is better than greedy: here one priority-1 instance fewer.
+#[test]
+fn a_master_solution_that_does_not_pack_still_beats_greedy_with_a_spare_instance() {
+    let (_, problem) = load("loose-packing.json");
+    let greedy = plan_greedy(&problem);
+    let exact = ExactPlanner::new().node_limit(20_000).max_rounds(1).plan(&problem);
+    assert!(verify(&problem, &exact).is_empty());
+    assert_eq!(exact.status, Status::Feasible);
+    assert!(exact.objective.better_than(&greedy.objective), "{:?} vs greedy {:?}", exact.objective, greedy.objective);
+    assert_eq!(exact.objective.placed_copies, greedy.objective.placed_copies);
+    assert_eq!(exact.objective.balance_excess, greedy.objective.balance_excess);
+}

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
+use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Action, CostUnit, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
@@ -279,12 +280,37 @@ impl ExactPlanner {
         limits
     }
 
+    /// The lexicographic search ([`Self::search_rounds`]), falling back to a loosely packed plan
+    /// (see [`loose_plan`]) when a limit stops it before a master solution packs exactly.
     fn search(
         &self,
         problem: &Problem,
         backend: &dyn MipBackend,
         limits: Limits,
         hint: Option<&(Hint, Objective)>,
+    ) -> Outcome {
+        let mut loose = None;
+        let outcome = self.search_rounds(problem, backend, limits, hint, &mut loose);
+        let Some(loose) = loose else { return outcome };
+        match outcome {
+            Outcome::NoPlan { stop, bound } => Outcome::Plan { actions: loose.actions, proven: false, stop, bound },
+            Outcome::Plan { actions, proven: false, stop, bound } => {
+                let (fleet, _) = FinalFleet::apply(problem, &actions);
+                let actions =
+                    if loose.objective.better_than(&objective(problem, &fleet)) { loose.actions } else { actions };
+                Outcome::Plan { actions, proven: false, stop, bound }
+            }
+            proven_or_infeasible => proven_or_infeasible,
+        }
+    }
+
+    fn search_rounds(
+        &self,
+        problem: &Problem,
+        backend: &dyn MipBackend,
+        limits: Limits,
+        hint: Option<&(Hint, Objective)>,
+        loose: &mut Option<Loose>,
     ) -> Outcome {
         let mut facts = Facts::new(problem, backend);
         if master::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
@@ -398,6 +424,9 @@ impl ExactPlanner {
                     return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
                 }
                 Err(failed) => {
+                    if loose.is_none() {
+                        *loose = loose_plan(problem, &facts, &solution, full.deadline);
+                    }
                     if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
                     }
@@ -836,6 +865,43 @@ fn realize(
     solution: &MasterSolution,
     deadline: Option<Instant>,
 ) -> Result<Vec<Action>, Vec<(usize, usize)>> {
+    realize_with(problem, facts, solution, deadline, 0)
+}
+
+/// A plan from a master solution that does not pack exactly, with up to [`LOOSE_SPARE`] more
+/// instances for each group that does not pack in the master's count.
+struct Loose {
+    actions: Vec<Action>,
+    objective: Objective,
+}
+
+/// Instances a loosely packed group may add to the master's count.
+const LOOSE_SPARE: u32 = 2;
+
+/// The master's aggregated groups are a relaxation of packing: a group may hold copies that no
+/// packing fits into its instance count. The search then models the group instance by instance
+/// (much larger), which may run out of time; this plan, packed with a spare instance or two and
+/// verified, is what the planner returns then instead of the greedy plan, when it is better.
+fn loose_plan(
+    problem: &Problem,
+    facts: &Facts<'_>,
+    solution: &MasterSolution,
+    deadline: Option<Instant>,
+) -> Option<Loose> {
+    let actions = realize_with(problem, facts, solution, deadline, LOOSE_SPARE).ok()?;
+    let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::Completed, actions.clone(), None);
+    verify(problem, &plan).is_empty().then_some(Loose { actions, objective: plan.objective })
+}
+
+/// [`realize`], letting a group that does not pack into the master's instance count take up
+/// to `spare` more instances (a feasible plan then, not the master's optimum).
+fn realize_with(
+    problem: &Problem,
+    facts: &Facts<'_>,
+    solution: &MasterSolution,
+    deadline: Option<Instant>,
+    spare: u32,
+) -> Result<Vec<Action>, Vec<(usize, usize)>> {
     let types = problem.instance_types();
     let mut drafts: Vec<Draft> = Vec::new();
     for (i, instance) in problem.fleet().iter().enumerate() {
@@ -885,8 +951,14 @@ fn realize(
                         .collect()
                 })
                 .unwrap_or_default();
-            match pack_group(&items, launches as usize, info.capacity, PACKING_BUDGET, deadline) {
-                Packing::Packed(bins) => bins
+            let packed = (0..=spare).find_map(|more| {
+                match pack_group(&items, (launches + more) as usize, info.capacity, PACKING_BUDGET, deadline) {
+                    Packing::Packed(bins) => Some(bins),
+                    Packing::Impossible | Packing::Unknown => None,
+                }
+            });
+            match packed {
+                Some(bins) => bins
                     .into_iter()
                     .map(|bin| {
                         let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
@@ -896,7 +968,7 @@ fn realize(
                         counts.into_iter().collect()
                     })
                     .collect(),
-                Packing::Impossible | Packing::Unknown => {
+                None => {
                     failed.push((t, z));
                     continue;
                 }
