@@ -81,7 +81,11 @@ impl VbpInstance {
         let (capacities, rest) = rest.split_at(dimensions);
         let (&types, rows) = rest.split_first().ok_or_else(|| format!("{name}: no item-type count"))?;
         if rows.len() as u64 != types.saturating_mul(dimensions as u64 + 1) {
-            return Err(format!("{name}: {types} item types of {} numbers, file has {} numbers", dimensions + 1, rows.len()));
+            return Err(format!(
+                "{name}: {types} item types of {} numbers, file has {} numbers",
+                dimensions + 1,
+                rows.len()
+            ));
         }
         let mut items = Vec::new();
         for row in rows.chunks(dimensions + 1) {
@@ -147,9 +151,10 @@ impl VbpInstance {
         if dimensions > 3 {
             return Err(format!("{}: {dimensions} resources, fleetplan has 3", self.name));
         }
-        let memory = (0..dimensions)
-            .find(|&k| self.items.iter().all(|(sizes, demand)| *demand == 0 || sizes[k] > 0))
-            .ok_or_else(|| format!("{}: every resource has an item of size 0, none can be memory", self.name))?;
+        let memory =
+            (0..dimensions)
+                .find(|&k| self.items.iter().all(|(sizes, demand)| *demand == 0 || sizes[k] > 0))
+                .ok_or_else(|| format!("{}: every resource has an item of size 0, none can be memory", self.name))?;
         let mut others = [Carrier::Cpu, Carrier::Accelerators].into_iter();
         Ok((0..dimensions)
             .map(|k| if k == memory { Carrier::Memory } else { others.next().unwrap_or(Carrier::Accelerators) })
