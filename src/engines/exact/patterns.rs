@@ -83,15 +83,7 @@ pub(crate) fn pattern_prices(
     if demands.iter().any(|d| d.copies > 0 && !d.need.fits_in(&capacity)) {
         return None;
     }
-    let t0 = Instant::now();
-    CG_ROUNDS.store(0, std::sync::atomic::Ordering::Relaxed);
-    PRICE_FAIL.store(0, std::sync::atomic::Ordering::Relaxed);
-    PNODES.store(0, std::sync::atomic::Ordering::Relaxed);
-    let out = column_generation(demands, capacity, &[], max_rounds, deadline).map(|generated| generated.prices);
-    if std::env::var_os("DIVE_TRACE").is_some() {
-        eprintln!("prices demands={} ms={} rounds={} budget_out={} converged={:?} pricing_nodes={} max_rounds={max_rounds}", demands.len(), t0.elapsed().as_millis(), CG_ROUNDS.load(std::sync::atomic::Ordering::Relaxed), PRICE_FAIL.load(std::sync::atomic::Ordering::Relaxed), out.as_ref().map(|p| p.converged), PNODES.load(std::sync::atomic::Ordering::Relaxed));
-    }
-    out
+    column_generation(demands, capacity, &[], max_rounds, deadline).map(|generated| generated.prices)
 }
 
 /// What [`column_generation`] ends with.
@@ -171,9 +163,6 @@ fn column_generation(
     Some(Generated { columns, prices })
 }
 
-static PRICE_FAIL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static CG_ROUNDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static PNODES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// Extra columns per column-generation round (earlier incumbents of the pricing search).
 const EXTRA_COLUMNS: usize = 4;
 
@@ -194,15 +183,7 @@ pub(crate) fn dive(
     }
     let mut diver = Diver { demands, capacity, bins, deadline, pool: Vec::new(), nodes: 0 };
     let residual: Vec<u64> = demands.iter().map(|d| d.copies).collect();
-    let t0 = Instant::now();
-    PRICE_FAIL.store(0, std::sync::atomic::Ordering::Relaxed);
-    CG_ROUNDS.store(0, std::sync::atomic::Ordering::Relaxed);
-    PNODES.store(0, std::sync::atomic::Ordering::Relaxed);
-    let out = diver.descend(residual, Vec::new());
-    if std::env::var_os("DIVE_TRACE").is_some() {
-        eprintln!("dive bins={} demands={} nodes={} ok={} ms={} cg_rounds={} pricing_budget_out={} pricing_nodes={}", bins, demands.len(), diver.nodes, out.is_some(), t0.elapsed().as_millis(), CG_ROUNDS.load(std::sync::atomic::Ordering::Relaxed), PRICE_FAIL.load(std::sync::atomic::Ordering::Relaxed), PNODES.load(std::sync::atomic::Ordering::Relaxed));
-    }
-    out
+    diver.descend(residual, Vec::new())
 }
 
 /// The depth-first dive: at each node the LP over what is left, then its columns as branches
@@ -585,7 +566,6 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
         nodes: 0,
     };
     let complete = search.go(0, capacity, 0.0);
-    PNODES.fetch_add(search.nodes, std::sync::atomic::Ordering::Relaxed);
     // The last few incumbents: the best of the earlier ones.
     let keep = search.improving.len().saturating_sub(EXTRA_COLUMNS);
     let extra = search.improving.split_off(keep);
