@@ -86,6 +86,16 @@ impl Default for ExactPlanner {
     }
 }
 
+/// What solving the levels before the cost gave.
+enum Levels {
+    /// Every level fixed at its optimum; the last level's solution.
+    Fixed { fixed: Vec<(Goal, f64)>, last: Option<MasterSolution> },
+    /// The search ends with this outcome.
+    Done(Outcome),
+    /// A solver error with the pattern cut: the round starts again without it.
+    Restart,
+}
+
 /// What the search produced.
 enum Outcome {
     /// A plan built from a master solution that packed.
@@ -322,8 +332,6 @@ impl ExactPlanner {
         if !self.slot_model {
             facts.add_pattern_prices(limits.deadline);
         }
-        // A node-limited probe is only cheap when the backend honours node limits.
-        let probes = backend.capabilities().node_limit;
         let mut layout = Layout { slot_groups: Default::default(), cuts: !self.slot_model };
         if self.slot_model {
             layout.slot_groups = facts.groups.keys().copied().collect();
@@ -338,71 +346,17 @@ impl ExactPlanner {
 
         let mut best_bound: Option<Objective> = None;
         'rounds: for _round in 0..self.max_rounds {
-            let mut fixed: Vec<(Goal, f64)> = Vec::new();
-            let mut last: Option<MasterSolution> = None;
-            for &goal in &goals {
-                let warm = warm_start(hint, &fixed, last.as_ref());
-                let mut at_least = None;
-                if goal != Goal::Unplaced {
-                    match probe_level(problem, &facts, &layout, goal, &fixed, limits, warm, last.as_ref(), probes) {
-                        Probe::Fixed(value, solution) => {
-                            fixed.push((goal, value));
-                            if let Some(solution) = solution {
-                                last = Some(solution);
-                            }
-                            continue;
-                        }
-                        Probe::Search(bound) => at_least = bound,
-                    }
-                }
-                let extra = Extra { at_least, ..Extra::default() };
-                match master::solve(&facts, &layout, goal, &fixed, limits, warm, extra) {
-                    Solved::Solution { solution, proven: true, .. } => {
-                        fixed.push((goal, solution.value.round()));
-                        last = Some(solution);
-                    }
-                    Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
-                        let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(
-                            problem,
-                            &facts,
-                            full.deadline,
-                            Some(solution),
-                            stop_of(limit),
-                            bound.or(best_bound),
-                        );
-                    }
-                    Solved::Interrupted { limit, best_bound: level_bound } => {
-                        let bound = lex_bound(&facts, &fixed, Some((goal, level_bound)));
-                        return self.stopped(
-                            problem,
-                            &facts,
-                            full.deadline,
-                            last,
-                            stop_of(Some(limit)),
-                            bound.or(best_bound),
-                        );
-                    }
-                    Solved::Infeasible if fixed.is_empty() => return Outcome::Infeasible,
-                    Solved::Infeasible => {
-                        return Outcome::NoPlan {
-                            stop: StopReason::InternalError(format!(
-                                "level {goal:?} became infeasible after fixing earlier levels"
-                            )),
-                            bound: best_bound,
-                        }
-                    }
-                    Solved::Error(_) if !facts.pattern_prices.is_empty() => {
-                        // The pattern cut's fractional coefficients can upset a solver
-                        // numerically (a singular basis): start the round again without them.
+            let (fixed, last) =
+                match self.solve_levels(problem, &facts, &layout, &goals, limits, full, hint, best_bound.as_ref()) {
+                    Levels::Fixed { fixed, last } => (fixed, last),
+                    Levels::Done(outcome) => return outcome,
+                    Levels::Restart => {
+                        // The pattern cut's fractional coefficients can upset a solver numerically
+                        // (a singular basis): start the round again without them.
                         facts.pattern_prices.clear();
                         continue 'rounds;
                     }
-                    Solved::Error(message) => {
-                        return Outcome::NoPlan { stop: StopReason::SolverError(message), bound: best_bound }
-                    }
-                }
-            }
+                };
             let CostLevel { cheapest, bound: cost_bound, stop: cost_stop } =
                 solve_cost_level(problem, &facts, &layout, &fixed, limits, hint, last.as_ref(), modes);
             if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
@@ -450,6 +404,88 @@ impl ExactPlanner {
             }
         }
         Outcome::NoPlan { stop: StopReason::NodeLimit, bound: best_bound }
+    }
+
+    /// The levels before the cost (L1, L2, L3 per priority), each probed at its LP bound and
+    /// then searched, fixed one after the other at their optimum.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_levels(
+        &self,
+        problem: &Problem,
+        facts: &Facts<'_>,
+        layout: &Layout,
+        goals: &[Goal],
+        limits: Limits,
+        full: Limits,
+        hint: Option<&(Hint, Objective)>,
+        best_bound: Option<&Objective>,
+    ) -> Levels {
+        // A node-limited probe is only cheap when the backend honours node limits.
+        let probes = facts.backend.capabilities().node_limit;
+        let mut fixed: Vec<(Goal, f64)> = Vec::new();
+        let mut last: Option<MasterSolution> = None;
+        for &goal in goals {
+            let warm = warm_start(hint, &fixed, last.as_ref());
+            let mut at_least = None;
+            if goal != Goal::Unplaced {
+                match probe_level(problem, facts, layout, goal, &fixed, limits, warm, last.as_ref(), probes) {
+                    Probe::Fixed(value, solution) => {
+                        fixed.push((goal, value));
+                        if let Some(solution) = solution {
+                            last = Some(solution);
+                        }
+                        continue;
+                    }
+                    Probe::Search(bound) => at_least = bound,
+                }
+            }
+            let extra = Extra { at_least, ..Extra::default() };
+            match master::solve(facts, layout, goal, &fixed, limits, warm, extra) {
+                Solved::Solution { solution, proven: true, .. } => {
+                    fixed.push((goal, solution.value.round()));
+                    last = Some(solution);
+                }
+                Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
+                    let bound = lex_bound(facts, &fixed, Some((goal, level_bound)));
+                    return Levels::Done(self.stopped(
+                        problem,
+                        facts,
+                        full.deadline,
+                        Some(solution),
+                        stop_of(limit),
+                        bound.or_else(|| best_bound.cloned()),
+                    ));
+                }
+                Solved::Interrupted { limit, best_bound: level_bound } => {
+                    let bound = lex_bound(facts, &fixed, Some((goal, level_bound)));
+                    return Levels::Done(self.stopped(
+                        problem,
+                        facts,
+                        full.deadline,
+                        last,
+                        stop_of(Some(limit)),
+                        bound.or_else(|| best_bound.cloned()),
+                    ));
+                }
+                Solved::Infeasible if fixed.is_empty() => return Levels::Done(Outcome::Infeasible),
+                Solved::Infeasible => {
+                    return Levels::Done(Outcome::NoPlan {
+                        stop: StopReason::InternalError(format!(
+                            "level {goal:?} became infeasible after fixing earlier levels"
+                        )),
+                        bound: best_bound.cloned(),
+                    })
+                }
+                Solved::Error(_) if !facts.pattern_prices.is_empty() => return Levels::Restart,
+                Solved::Error(message) => {
+                    return Levels::Done(Outcome::NoPlan {
+                        stop: StopReason::SolverError(message),
+                        bound: best_bound.cloned(),
+                    })
+                }
+            }
+        }
+        Levels::Fixed { fixed, last }
     }
 
     /// A limit stopped the search: use the relaxation's solution if it packs.
