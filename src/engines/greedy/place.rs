@@ -21,9 +21,18 @@ type Needs = [Option<Resources>];
 /// covered (more first), instances opened, cost, type name.
 pub(super) type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 
-/// Smaller is better: balance excess, no free room left, next opening's priority (when AZs are
-/// chosen by opening, else 0), copies already there, opening's price (likewise), AZ name.
-type AzKey = (u64, bool, u8, u64, i64, usize);
+/// Smaller is better: copies per instance of the next opening (when AZs are chosen by density and
+/// the AZ has no free room left, else the best), balance excess, no free room left, next
+/// opening's priority (when AZs are chosen by opening, else 0), copies already there, opening's
+/// price (likewise), AZ name.
+type AzKey = (Reverse<u64>, u64, bool, u8, u64, i64, usize);
+
+/// What a copy beyond an AZ's free room costs: the best opening's first key (copies per
+/// instance when openings go largest first), priority (L3) and price (L4).
+pub(super) type OpeningCost = (Reverse<u64>, u8, i64);
+
+/// No opening left in an AZ: ranks last on every count.
+const NO_OPENING: OpeningCost = (Reverse(0), u8::MAX, i64::MAX);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +123,27 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let orders = candidate_orders(problem, passes.div_ceil(modes.len().max(1) as u64));
     let mut out = Vec::new();
     for order in &orders {
+        for &mode in &modes {
+            if (out.len() as u64) < passes {
+                out.push((order.clone(), mode));
+            }
+        }
+    }
+    out
+}
+
+/// The passes run only when the best of [`candidate_passes`] leaves copies unplaced that could
+/// fit somewhere: openings by copies per instance (`largest_first`) and, for balanced
+/// components, AZs by the density of their next opening before balance (`dense_azs`). When the
+/// instances left (MaxInstanceCount, capacity) cannot hold every copy, L1 is won by how many
+/// copies each instance holds, at the expense of balance (L2) and preference (L3). Hardest and
+/// easiest first, permissive and strict balance, within the work budget.
+pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
+    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
+    let dense = Mode { largest_first: true, dense_azs: true, ..Mode::DEFAULT };
+    let modes = [dense, Mode { strict_balance: true, ..dense }];
+    let mut out = Vec::new();
+    for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
         for &mode in &modes {
             if (out.len() as u64) < passes {
                 out.push((order.clone(), mode));
@@ -231,10 +261,12 @@ impl Greedy<'_> {
         if needs.iter().all(Option::is_none) {
             return;
         }
+        self.placing = Some(c);
         match component.max_imbalance {
             Some(limit) => self.place_balanced(c, &needs, missing, limit),
             None => self.place_unbalanced(c, &needs, missing),
         }
+        self.placing = None;
     }
 
     /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
@@ -404,7 +436,9 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let first = if self.largest_first {
+            let first = if self.dense_azs {
+                Reverse(self.copies_per_opening(t, need, per_instance, remaining))
+            } else if self.largest_first {
                 Reverse(per_instance)
             } else if self.coverage_first {
                 Reverse(covered)
@@ -417,6 +451,32 @@ impl Greedy<'_> {
             }
         }
         best
+    }
+
+    /// Copies one more instance of type `t` can hold under the dense mode: the copies of the
+    /// component being placed it takes (`per_instance`, at most `remaining`) plus the most copies
+    /// of one other component still missing that fit the room left on it. Two types holding one
+    /// big copy each are not equal when one of them keeps room for the small copies placed later.
+    fn copies_per_opening(&self, t: usize, need: &Resources, per_instance: u64, remaining: u64) -> u64 {
+        let problem = self.problem;
+        let taken = per_instance.min(remaining);
+        let Some(left) = problem.types.get(t).and_then(|info| info.capacity.minus(&need.times(taken))) else {
+            return taken;
+        };
+        let others = problem
+            .components
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| Some(c) != self.placing && !self.had_removals.get(c).copied().unwrap_or(true))
+            .filter_map(|(c, component)| {
+                let need = component.placement_requirement(problem, t)?.resources;
+                let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
+                let missing = u64::from(component.copy_count).saturating_sub(have);
+                (missing > 0).then(|| left.copies_of(&need).min(missing))
+            })
+            .max()
+            .unwrap_or(0);
+        taken.saturating_add(others)
     }
 
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
@@ -458,7 +518,7 @@ impl Greedy<'_> {
         c: usize,
         full: &[bool],
         free: &[u64],
-        opening: &[(u8, i64)],
+        opening: &[OpeningCost],
         copies: u64,
         limit: u32,
     ) -> Vec<u64> {
@@ -474,18 +534,19 @@ impl Greedy<'_> {
                 let excess = extremes.spread_with_one_more(totals[z]).saturating_sub(u64::from(limit));
 
                 let no_room = free[z] <= adds[z];
-                let (priority, cost) = if no_room && self.az_by_opening {
-                    opening.get(z).copied().unwrap_or((u8::MAX, i64::MAX))
-                } else {
-                    (0, 0)
+                let next = opening.get(z).copied().unwrap_or(NO_OPENING);
+                let (priority, cost) = if no_room && self.az_by_opening { (next.1, next.2) } else { (0, 0) };
+                let density = match (self.dense_azs, no_room) {
+                    (true, true) => next.0,
+                    _ => Reverse(u64::MAX),
                 };
-                let key = (excess, no_room, priority, totals[z], cost, self.az_rank[z]);
+                let key = (density, excess, no_room, priority, totals[z], cost, self.az_rank[z]);
                 if best.is_none_or(|(current, _)| key < current) {
                     best = Some((key, z));
                 }
             }
             let Some((key, z)) = best else { break };
-            if self.strict_balance && key.0 > balance_excess(&totals, Some(limit)) {
+            if self.strict_balance && key.1 > balance_excess(&totals, Some(limit)) {
                 // Strict: a copy that adds balance excess waits for the permissive pass, so
                 // the room goes to other components first (L2 before this component's L1 share).
                 break;
@@ -520,8 +581,8 @@ impl Greedy<'_> {
             };
             // What a copy beyond the free room costs per AZ: the best opening's priority (L3)
             // and price (L4); nothing to open ranks last.
-            let opening: Vec<(u8, i64)> = (0..az_count)
-                .map(|z| self.best_opening(needs, z, 1).map_or((u8::MAX, i64::MAX), |o| (o.key.1, o.key.4)))
+            let opening: Vec<OpeningCost> = (0..az_count)
+                .map(|z| self.best_opening(needs, z, 1).map_or(NO_OPENING, |o| (o.key.0, o.key.1, o.key.4)))
                 .collect();
             let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
             if adds.iter().all(|&n| n == 0) {
@@ -702,10 +763,10 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 3, 1), vec![1, 1, 1]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0); 3], 3, 1), vec![1, 1, 1]);
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 2, 2), vec![2, 0, 0]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0); 3], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(1, 0); 3], 4, 0), vec![0, 2, 2]);
+        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0); 3], 4, 0), vec![0, 2, 2]);
     }
 }
