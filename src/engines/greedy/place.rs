@@ -40,6 +40,8 @@ pub(super) struct Opening {
     pub(super) key: OpeningKey,
     pub(super) type_index: usize,
     instances: u64,
+    /// Copies of the component one instance holds.
+    per_instance: u64,
 }
 
 /// Components hardest first: the largest share of their most preferred type that can hold a
@@ -447,7 +449,7 @@ impl Greedy<'_> {
             };
             let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
-                best = Some(Opening { key, type_index: t, instances });
+                best = Some(Opening { key, type_index: t, instances, per_instance });
             }
         }
         best
@@ -482,14 +484,23 @@ impl Greedy<'_> {
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
     /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]); on return
     /// it holds the AZ's free room left, opened instances included.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<FreeSlot>) -> u64 {
+    /// Openings are chosen for `sizing` copies (at least `wanted`; more when the AZ's share is
+    /// placed a few copies at a time) but only as many are opened as `wanted` needs.
+    fn place_in_az(
+        &mut self,
+        c: usize,
+        needs: &Needs,
+        az: usize,
+        (wanted, sizing): (u64, u64),
+        slots: &mut Vec<FreeSlot>,
+    ) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
-            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+            let Some(opening) = self.best_opening(needs, az, sizing.max(wanted) - placed) else {
                 break;
             };
             let mut opened = Vec::new();
-            for _ in 0..opening.instances {
+            for _ in 0..opening.instances.min((wanted - placed).div_ceil(opening.per_instance.max(1))) {
                 let Some(index) = self.open(opening.type_index, az) else {
                     break;
                 };
@@ -589,16 +600,28 @@ impl Greedy<'_> {
                 break;
             }
             let mut newly_full = false;
-            for &z in &az_order {
-                if adds[z] == 0 {
-                    continue;
-                }
-                let placed = self.place_in_az(c, needs, z, adds[z], &mut slots_by_az[z]);
-                remaining -= placed;
-                if placed < adds[z] {
-                    full[z] = true;
-                    newly_full = true;
-                    slots_by_az[z].clear();
+            // When the openings left may not cover the round, the AZs take turns a copy at a
+            // time: the first AZ in name order must not spend the MaxInstanceCount budget on its
+            // whole share while the others get nothing (balance, and L3 when they open better
+            // types). Otherwise each AZ places its share at once (cheaper).
+            let scarce = self.budget() < adds.iter().sum::<u64>();
+            let step = if scarce { 1 } else { u64::MAX };
+            let mut left = adds.clone();
+            while left.iter().any(|&n| n > 0) {
+                for &z in &az_order {
+                    if left[z] == 0 {
+                        continue;
+                    }
+                    let wanted = left[z].min(step);
+                    let placed = self.place_in_az(c, needs, z, (wanted, left[z]), &mut slots_by_az[z]);
+                    remaining -= placed;
+                    left[z] -= wanted;
+                    if placed < wanted {
+                        full[z] = true;
+                        newly_full = true;
+                        slots_by_az[z].clear();
+                        left[z] = 0;
+                    }
                 }
             }
             if !newly_full && !self.strict_balance {
@@ -628,7 +651,7 @@ impl Greedy<'_> {
             }
             let Some((_, z)) = best else { break };
             // The free room everywhere is used up by now: only openings are left.
-            let got = self.place_in_az(c, needs, z, remaining, &mut Vec::new());
+            let got = self.place_in_az(c, needs, z, (remaining, remaining), &mut Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
@@ -767,6 +790,9 @@ mod tests {
         // Two copies with MaxImbalance 2 may both use the free room in "a".
         assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0); 3], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0); 3], 4, 0), vec![0, 2, 2]);
+        assert_eq!(
+            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0); 3], 4, 0),
+            vec![0, 2, 2]
+        );
     }
 }
