@@ -28,11 +28,12 @@ pub(super) type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 type AzKey = (Reverse<u64>, u64, bool, u8, u64, i64, usize);
 
 /// What a copy beyond an AZ's free room costs: the best opening's first key (copies per
-/// instance when openings go largest first), priority (L3) and price (L4).
-pub(super) type OpeningCost = (Reverse<u64>, u8, i64);
+/// instance when openings go largest first), priority (L3), price (L4), and how many copies
+/// openings of that type can still take there (its key holds only that far).
+pub(super) type OpeningCost = (Reverse<u64>, u8, i64, u64);
 
 /// No opening left in an AZ: ranks last on every count.
-const NO_OPENING: OpeningCost = (Reverse(0), u8::MAX, i64::MAX);
+const NO_OPENING: OpeningCost = (Reverse(0), u8::MAX, i64::MAX, 0);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub(super) struct Opening {
     instances: u64,
     /// Copies of the component one instance holds.
     per_instance: u64,
+    /// Instances of the type that may still be opened in the AZ (capacity, MaxInstanceCount).
+    available: u64,
 }
 
 /// Components hardest first: the largest share of their most preferred type that can hold a
@@ -319,7 +322,7 @@ impl Greedy<'_> {
     }
 
     /// Copies of the component that still fit on instance `index` (`None` where it may not run).
-    fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
+    pub(super) fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
         let instance = self.instances.get(index).filter(|instance| !instance.draining)?;
         let need = needs.get(instance.type_index)?.as_ref()?;
         let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
@@ -449,7 +452,7 @@ impl Greedy<'_> {
             };
             let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
-                best = Some(Opening { key, type_index: t, instances, per_instance });
+                best = Some(Opening { key, type_index: t, instances, per_instance, available: available.min(budget) });
             }
         }
         best
@@ -557,6 +560,14 @@ impl Greedy<'_> {
                 }
             }
             let Some((key, z)) = best else { break };
+            if self.dense_azs && key.2 && adds[z] >= free[z].saturating_add(opening.get(z).map_or(0, |o| o.3)) {
+                // The AZ's next opening is of another type, with another density: the round
+                // ends and the caller asks again (a copy is always assigned first: the caller
+                // loops while copies are assigned).
+                if adds.iter().any(|&n| n > 0) {
+                    break;
+                }
+            }
             if self.strict_balance && key.1 > balance_excess(&totals, Some(limit)) {
                 // Strict: a copy that adds balance excess waits for the permissive pass, so
                 // the room goes to other components first (L2 before this component's L1 share).
@@ -593,7 +604,11 @@ impl Greedy<'_> {
             // What a copy beyond the free room costs per AZ: the best opening's priority (L3)
             // and price (L4); nothing to open ranks last.
             let opening: Vec<OpeningCost> = (0..az_count)
-                .map(|z| self.best_opening(needs, z, 1).map_or(NO_OPENING, |o| (o.key.0, o.key.1, o.key.4)))
+                .map(|z| {
+                    self.best_opening(needs, z, 1).map_or(NO_OPENING, |o| {
+                        (o.key.0, o.key.1, o.key.4, o.available.saturating_mul(o.per_instance))
+                    })
+                })
                 .collect();
             let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
             if adds.iter().all(|&n| n == 0) {
@@ -624,7 +639,9 @@ impl Greedy<'_> {
                     }
                 }
             }
-            if !newly_full && !self.strict_balance {
+            // A round cut short (dense AZs: an AZ's opening type ran out) continues.
+            let cut_short = adds.iter().sum::<u64>() < batch;
+            if !newly_full && !self.strict_balance && !cut_short {
                 break;
             }
         }
@@ -786,12 +803,12 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0); 3], 3, 1), vec![1, 1, 1]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 3, 1), vec![1, 1, 1]);
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0); 3], 2, 2), vec![2, 0, 0]);
+        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 2, 2), vec![2, 0, 0]);
         // A full AZ gets nothing.
         assert_eq!(
-            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0); 3], 4, 0),
+            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 4, 0),
             vec![0, 2, 2]
         );
     }
