@@ -226,7 +226,6 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         // A relocation may have opened an instance with room to spare.
         planner.place_all(order);
     }
-    planner.even_out(order);
     planner.eliminate();
     planner.min_reached = planner.release_and_meet_min();
     planner

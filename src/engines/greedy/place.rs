@@ -322,7 +322,7 @@ impl Greedy<'_> {
     }
 
     /// Copies of the component that still fit on instance `index` (`None` where it may not run).
-    pub(super) fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
+    fn room_for(&self, needs: &Needs, index: usize) -> Option<u64> {
         let instance = self.instances.get(index).filter(|instance| !instance.draining)?;
         let need = needs.get(instance.type_index)?.as_ref()?;
         let room = self.problem.types.get(instance.type_index)?.capacity.minus(&instance.used)?;
@@ -605,9 +605,8 @@ impl Greedy<'_> {
             // and price (L4); nothing to open ranks last.
             let opening: Vec<OpeningCost> = (0..az_count)
                 .map(|z| {
-                    self.best_opening(needs, z, 1).map_or(NO_OPENING, |o| {
-                        (o.key.0, o.key.1, o.key.4, o.available.saturating_mul(o.per_instance))
-                    })
+                    self.best_opening(needs, z, 1)
+                        .map_or(NO_OPENING, |o| (o.key.0, o.key.1, o.key.4, o.available.saturating_mul(o.per_instance)))
                 })
                 .collect();
             let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
@@ -803,9 +802,15 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 3, 1), vec![1, 1, 1]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 3, 1),
+            vec![1, 1, 1]
+        );
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 2, 2), vec![2, 0, 0]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 2, 2),
+            vec![2, 0, 0]
+        );
         // A full AZ gets nothing.
         assert_eq!(
             planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 4, 0),

@@ -33,9 +33,6 @@ const REPAIR_WORK: u64 = 20_000;
 /// it would otherwise spend its whole budget finding nothing.
 const ELIMINATE_WORK: u64 = 4_000;
 
-/// Most instance checks one even-out pass may do (it runs on every plan with balance excess).
-const EVEN_OUT_WORK: u64 = 4_000;
-
 /// New copies on one instance that may be relocated: (component, count).
 type NewCopies = SmallVec<[(usize, u32); 4]>;
 
@@ -384,95 +381,6 @@ impl Greedy<'_> {
             self.renumber_launches();
         }
         closed
-    }
-
-    /// Evens out balanced components after placement: moves new copies from an AZ with more
-    /// copies of the component to one with at least two fewer, into room of instances already
-    /// in the fleet. L1, the instances and their cost stay; each move leaves the component's
-    /// spread as it is or smaller, so L2 never grows (and shrinks when the fullest AZ was the
-    /// only one that full or the emptiest the only one that empty). The passes that trade
-    /// balance for copies (`Mode::dense_azs`, the per-AZ order under a short budget) leave
-    /// such room behind. Returns the copies moved.
-    pub(super) fn even_out(&mut self, order: &[usize]) -> u64 {
-        let problem = self.problem;
-        let mut new_copies: Option<Vec<NewCopies>> = None;
-        let mut work = EVEN_OUT_WORK;
-        let mut moved = 0;
-        for &c in order {
-            let Some(limit) = problem.components.get(c).and_then(|component| component.max_imbalance) else {
-                continue;
-            };
-            if self.had_removals.get(c).copied().unwrap_or(true) {
-                continue;
-            }
-            let needs = self.needs_of(c);
-            while work > 0 {
-                let counts = self.az_copies[c].clone();
-                if balance_excess(&counts, Some(limit)) == 0 {
-                    break;
-                }
-                let mut by_count: Vec<usize> = (0..counts.len()).collect();
-                by_count.sort_by_key(|&z| (counts[z], self.az_rank[z]));
-                let Some(step) = self.even_out_step(c, &needs, &counts, &by_count, &mut work) else {
-                    break;
-                };
-                let (from, to) = step;
-                let new_copies = new_copies.get_or_insert_with(|| {
-                    let mut lists: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
-                    for &(component, index, count) in &self.placements {
-                        if let Some(list) = lists.get_mut(index) {
-                            add_count(list, component, i64::from(count));
-                        }
-                    }
-                    lists
-                });
-                self.relocate(c, from, Target::Instance(to), &mut None, new_copies);
-                moved += 1;
-            }
-        }
-        moved
-    }
-
-    /// One move for [`Self::even_out`]: (instance holding a new copy of `c` in a fuller AZ,
-    /// instance with room for it in an AZ with at least two copies fewer), fullest source AZ and
-    /// emptiest target AZ first, sources with the fewest copies first (they may close later),
-    /// targets by rank. `by_count`: AZs by copies of `c`, fewest first.
-    fn even_out_step(
-        &self,
-        c: usize,
-        needs: &[Option<Resources>],
-        counts: &[u64],
-        by_count: &[usize],
-        work: &mut u64,
-    ) -> Option<(usize, usize)> {
-        for &high in by_count.iter().rev() {
-            let sources: Vec<usize> = self
-                .placements
-                .iter()
-                .filter(|&&(d, index, count)| d == c && count > 0 && self.instances[index].az == high)
-                .map(|&(_, index, _)| index)
-                .collect();
-            let Some(&from) = sources.iter().min_by_key(|&&index| {
-                let instance = &self.instances[index];
-                (instance.total_copies(), instance.rank)
-            }) else {
-                continue;
-            };
-            for &low in by_count {
-                if counts[low] + 2 > counts[high] {
-                    break;
-                }
-                let candidates = self.instances_by_rank(low);
-                *work = work.saturating_sub(candidates.len() as u64 + 1);
-                if let Some(to) = candidates.into_iter().find(|&index| self.room_for(needs, index).is_some_and(|r| r > 0)) {
-                    return Some((from, to));
-                }
-                if *work == 0 {
-                    return None;
-                }
-            }
-        }
-        None
     }
 
     /// Takes an instance the plan opened and then emptied out of the final fleet again.
