@@ -236,8 +236,9 @@ fn greedy_reaches_the_l1_optimum_of_sweep_2_018() {
 
 /// `sweep-2-023`: a single-model endpoint (MaxImbalance 1), 3 AZs, MaxInstanceCount 3 with one
 /// instance running in `eu-west-1c`. Greedy launched both remaining instances in `eu-west-1a`
-/// (its whole share first) and left `eu-west-1b` empty (balance excess 1); the AZs now take
-/// turns when the openings left cannot cover the round, which gives the optimum 1/1/1.
+/// (its whole share first) and left `eu-west-1b` empty (balance excess 1). Copies stay unplaced
+/// (MaxInstanceCount), so the rescue passes run; in their AZ-turns mode the AZs take turns when
+/// the openings left cannot cover the round, which gives the optimum 1/1/1.
 #[test]
 fn greedy_azs_take_turns_when_the_instance_budget_is_short() {
     let (_, problem) = load("sweep-2-023.json");

@@ -192,6 +192,10 @@ struct Mode {
     /// instance wins over balance (L1 before L2 when MaxInstanceCount binds: the instances
     /// left must hold as many copies as they can). Used with `largest_first` by the rescue passes.
     dense_azs: bool,
+    /// Balanced components: when the openings left (MaxInstanceCount) may not cover a round of
+    /// copies, the AZs take turns a copy at a time instead of the first AZ placing its whole
+    /// share (which can spend the budget before the other AZs get a copy). Rescue passes only.
+    az_turns: bool,
 }
 
 impl Mode {
@@ -203,6 +207,7 @@ impl Mode {
         strict_balance: false,
         az_by_opening: false,
         dense_azs: false,
+        az_turns: false,
     };
 }
 
@@ -213,6 +218,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
     planner.dense_azs = mode.dense_azs;
+    planner.az_turns = mode.az_turns;
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
@@ -339,6 +345,8 @@ struct Greedy<'a> {
     az_by_opening: bool,
     /// See [`Mode::dense_azs`].
     dense_azs: bool,
+    /// See [`Mode::az_turns`].
+    az_turns: bool,
     /// The component being placed (its copies do not count as room for others).
     placing: Option<usize>,
     /// Copies per `[component][az]` right now.
@@ -412,6 +420,7 @@ impl<'a> Greedy<'a> {
             strict_balance: false,
             az_by_opening: false,
             dense_azs: false,
+            az_turns: false,
             placing: None,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),

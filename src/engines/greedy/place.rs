@@ -141,12 +141,14 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
 /// fit somewhere: openings by copies per instance (`largest_first`) and, for balanced
 /// components, AZs by the density of their next opening before balance (`dense_azs`). When the
 /// instances left (MaxInstanceCount, capacity) cannot hold every copy, L1 is won by how many
-/// copies each instance holds, at the expense of balance (L2) and preference (L3). Hardest and
-/// easiest first, permissive and strict balance, within the work budget.
+/// copies each instance holds, at the expense of balance (L2) and preference (L3). Also the
+/// default modes with AZ turns (`az_turns`), where a short budget is shared between the AZs.
+/// Hardest and easiest first, permissive and strict balance, within the work budget.
 pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
-    let dense = Mode { largest_first: true, dense_azs: true, ..Mode::DEFAULT };
-    let modes = [dense, Mode { strict_balance: true, ..dense }];
+    let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
+    let turns = Mode { az_turns: true, ..Mode::DEFAULT };
+    let modes = [dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
     let mut out = Vec::new();
     for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
         for &mode in &modes {
@@ -614,11 +616,11 @@ impl Greedy<'_> {
                 break;
             }
             let mut newly_full = false;
-            // When the openings left may not cover the round, the AZs take turns a copy at a
+            // AZ turns: when the openings left may not cover the round, the AZs take turns a copy at a
             // time: the first AZ in name order must not spend the MaxInstanceCount budget on its
             // whole share while the others get nothing (balance, and L3 when they open better
             // types). Otherwise each AZ places its share at once (cheaper).
-            let scarce = self.budget() < adds.iter().sum::<u64>();
+            let scarce = self.az_turns && self.budget() < adds.iter().sum::<u64>();
             let step = if scarce { 1 } else { u64::MAX };
             let mut left = adds.clone();
             while left.iter().any(|&n| n > 0) {
