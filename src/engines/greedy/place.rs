@@ -238,7 +238,7 @@ struct FreeSlot {
     rank: usize,
 }
 
-fn as_count(value: u64) -> u32 {
+pub(super) fn as_count(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
