@@ -212,3 +212,12 @@ fn repaired_l1_misses_place_every_copy_the_optimum_places() {
 fn balance_excess_waits_for_other_components() {
     assert_reaches_optimum("L1-case457");
 }
+
+/// MaxInstanceCount 5, every accelerator taken, one copy of a 1-accelerator component missing
+/// (medium diagnostic, seed as above, case 9): no single-component repair exists, but giving up a
+/// new 3-accelerator copy frees room for it and a 2-accelerator copy of another component
+/// (multi-component trade after the repair pass): 27 placed, the optimum.
+#[test]
+fn trading_one_copy_for_two_of_different_components() {
+    assert_reaches_optimum("trade-med-L1-case9");
+}
