@@ -794,6 +794,34 @@ mod tests {
         assert_eq!(opening_type(2, 1, 3), "ml.g6.48xlarge");
     }
 
+    /// One big copy per instance on either type; the dense mode counts the room the bigger
+    /// type keeps for the other component's missing copies (two per instance), the others do not.
+    #[test]
+    fn dense_openings_count_room_left_for_other_missing_copies() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(priced("ml.g6.12xlarge", 4.0, 4.6))
+            .instance_type(priced("ml.g6.24xlarge", 6.0, 9.0))
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g6.24xlarge", 2)
+            .component("big", 3, 4, 1.0, 1024)
+            .component("small", 6, 1, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let big = problem.components.iter().position(|c| c.name == "big").unwrap();
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| problem.components[big].placement_requirement(&problem, t).map(|r| r.resources))
+            .collect();
+        let mut planner = Greedy::new(&problem);
+        planner.placing = Some(big);
+        planner.largest_first = true;
+        let opening = planner.best_opening(&needs, 0, 3).unwrap();
+        assert_eq!(problem.types[opening.type_index].name, "ml.g6.12xlarge", "per instance ties: priority");
+        planner.dense_azs = true;
+        let opening = planner.best_opening(&needs, 0, 3).unwrap();
+        assert_eq!(problem.types[opening.type_index].name, "ml.g6.24xlarge");
+        assert_eq!(opening.key.0, Reverse(3), "one big copy and two small ones");
+    }
+
     #[test]
     fn assign_azs_prefers_balance_then_free_room() {
         let scenario = ScenarioBuilder::new(["a", "b", "c"])
