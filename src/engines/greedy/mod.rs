@@ -9,15 +9,21 @@
 //!    remaining copies fit.
 //! 3. **Repair** (`repair.rs`): a copy still missing is placed by relocating one or two of
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
-//!    AZ where the relocated component's balance gets worse); then instances the plan opened
-//!    whose copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
+//!    AZ where the relocated component's balance gets worse), or by trading one new copy for two
+//!    or more missing ones that fit the room it frees; then instances the plan opened whose
+//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Small problems run phases 1–4 several times (component orders × modes, within a work
-//! budget) and keep the best result by objective; large ones run them once. Phase 5 runs on the
+//! budget) and keep the best result by objective; large ones run them once. When the best
+//! result still leaves copies unplaced that fit some pool type, **rescue passes** run
+//! (`place::rescue_passes`): openings chosen by the copies one instance holds, counting the room
+//! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
+//! capacity binds, L1 is won by copies per instance), and AZs taking turns under a short
+//! budget. Plans that place every copy pay nothing for them. Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
