@@ -202,6 +202,11 @@ struct Mode {
     /// copies, the AZs take turns a copy at a time instead of the first AZ placing its whole
     /// share (which can spend the budget before the other AZs get a copy). Rescue passes only.
     az_turns: bool,
+    /// Scale-in trims excess copies from the holders with the most copies first instead of
+    /// emptying whole instances: the instances keep room for big copies of other components
+    /// (an emptied instance may not come back when the fleet is above MaxInstanceCount).
+    /// Rescue passes only.
+    trim_fullest: bool,
 }
 
 impl Mode {
@@ -214,6 +219,7 @@ impl Mode {
         az_by_opening: false,
         dense_azs: false,
         az_turns: false,
+        trim_fullest: false,
     };
 }
 
@@ -225,6 +231,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.az_by_opening = mode.az_by_opening;
     planner.dense_azs = mode.dense_azs;
     planner.az_turns = mode.az_turns;
+    planner.trim_fullest = mode.trim_fullest;
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
@@ -353,6 +360,8 @@ struct Greedy<'a> {
     dense_azs: bool,
     /// See [`Mode::az_turns`].
     az_turns: bool,
+    /// See [`Mode::trim_fullest`].
+    trim_fullest: bool,
     /// The component being placed (its copies do not count as room for others).
     placing: Option<usize>,
     /// Copies per `[component][az]` right now.
@@ -427,6 +436,7 @@ impl<'a> Greedy<'a> {
             az_by_opening: false,
             dense_azs: false,
             az_turns: false,
+            trim_fullest: false,
             placing: None,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),

@@ -142,13 +142,21 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
 /// components, AZs by the density of their next opening before balance (`dense_azs`). When the
 /// instances left (MaxInstanceCount, capacity) cannot hold every copy, L1 is won by how many
 /// copies each instance holds, at the expense of balance (L2) and preference (L3). Also the
-/// default modes with AZ turns (`az_turns`), where a short budget is shared between the AZs.
+/// default modes with AZ turns (`az_turns`), where a short budget is shared between the AZs, and
+/// (when some component scales in) trimming the fullest holders (`trim_fullest`).
 /// Hardest and easiest first, permissive and strict balance, within the work budget.
 pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
     let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
     let turns = Mode { az_turns: true, ..Mode::DEFAULT };
-    let modes = [dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
+    let mut modes = vec![dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
+    let existing = problem.existing_copies_per_component();
+    if problem.components.iter().zip(&existing).any(|(c, &have)| u64::from(c.copy_count) < have) {
+        modes.push(Mode { trim_fullest: true, ..Mode::DEFAULT });
+        if problem.scaling.max_instances.is_some() {
+            modes.push(Mode { trim_fullest: true, forbid_launches: true, ..Mode::DEFAULT });
+        }
+    }
     let mut out = Vec::new();
     for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
         for &mode in &modes {
