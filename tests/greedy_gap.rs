@@ -221,3 +221,12 @@ fn balance_excess_waits_for_other_components() {
 fn trading_one_copy_for_two_of_different_components() {
     assert_reaches_optimum("trade-med-L1-case9");
 }
+
+/// Six instances above MaxInstanceCount 4, a scaled-in component with two copies on one instance
+/// and one on another (medium diagnostic, 300 cases, case 122): emptying the single-copy
+/// instance leaves the other without room for a 3-accelerator copy; trimming the fuller holder
+/// (rescue pass, launch-free) fits one on all six: 8 placed, the optimum.
+#[test]
+fn scale_in_trims_the_fullest_holder_when_copies_stay_unplaced() {
+    assert_reaches_optimum("trim-med-L1-case122");
+}
