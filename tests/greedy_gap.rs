@@ -212,3 +212,21 @@ fn repaired_l1_misses_place_every_copy_the_optimum_places() {
 fn balance_excess_waits_for_other_components() {
     assert_reaches_optimum("L1-case457");
 }
+
+/// MaxInstanceCount 5, every accelerator taken, one copy of a 1-accelerator component missing
+/// (medium diagnostic, seed as above, case 9): no single-component repair exists, but giving up a
+/// new 3-accelerator copy frees room for it and a 2-accelerator copy of another component
+/// (multi-component trade after the repair pass): 27 placed, the optimum.
+#[test]
+fn trading_one_copy_for_two_of_different_components() {
+    assert_reaches_optimum("trade-med-L1-case9");
+}
+
+/// Six instances above MaxInstanceCount 4, a scaled-in component with two copies on one instance
+/// and one on another (medium diagnostic, 300 cases, case 122): emptying the single-copy
+/// instance leaves the other without room for a 3-accelerator copy; trimming the fuller holder
+/// (rescue pass, launch-free) fits one on all six: 8 placed, the optimum.
+#[test]
+fn scale_in_trims_the_fullest_holder_when_copies_stay_unplaced() {
+    assert_reaches_optimum("trim-med-L1-case122");
+}

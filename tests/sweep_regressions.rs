@@ -219,3 +219,66 @@ fn a_master_solution_that_does_not_pack_still_beats_greedy_with_a_spare_instance
     assert_eq!(exact.objective.placed_copies, greedy.objective.placed_copies);
     assert_eq!(exact.objective.balance_excess, greedy.objective.balance_excess);
 }
+
+/// Greedy's plan for a sweep scenario: verified, its objective returned.
+fn greedy_objective(problem: &Problem) -> Objective {
+    let plan = plan_greedy(problem);
+    let violations = verify(problem, &plan);
+    assert!(violations.is_empty(), "{violations:?}");
+    plan.objective
+}
+
+/// The exact planner's proven optimum of a small scenario.
+fn proven_optimum(problem: &Problem) -> Objective {
+    let exact = ExactPlanner::new().time_limit(std::time::Duration::from_secs(30)).plan(problem);
+    assert_eq!(exact.status, Status::Optimal, "the exact planner proves the optimum");
+    exact.objective
+}
+
+/// `sweep-2-018` in small form, one AZ: MaxInstanceCount 6; 6 copies needing 4 accelerators and
+/// 12 needing 1. The preferred `g4dn.12xlarge` (4 accelerators) holds one big copy and nothing
+/// else; the fallback `inf2.24xlarge` (6) holds one big copy and two small ones. Greedy used to
+/// take the preferred type (one big copy per instance either way) and place 16; its rescue pass
+/// (run because copies stayed unplaced) counts the room an opening leaves for other missing
+/// copies and places all 18, the optimum.
+#[test]
+fn greedy_places_every_copy_when_max_instances_binds_on_big_copies() {
+    let (_, problem) = load("max-instances-copies-per-instance.json");
+    let greedy = greedy_objective(&problem);
+    assert_eq!(greedy.placed_copies, 18);
+    assert_eq!(greedy.key(), proven_optimum(&problem).key());
+}
+
+/// The same with two AZs, MaxImbalance 0 and one `inf2.24xlarge` left in `eu-west-1a`:
+/// placing the big copies evenly takes `g4dn.12xlarge` in `eu-west-1a` and leaves copies out;
+/// the optimum places all 18 with balance excess 12 (L1 before L2). Greedy's dense pass chooses
+/// AZs by copies per opening before balance, as far as that opening type lasts in the AZ.
+#[test]
+fn greedy_trades_balance_for_copies_when_max_instances_binds() {
+    let (_, problem) = load("max-instances-copies-per-instance-azs.json");
+    let greedy = greedy_objective(&problem);
+    assert_eq!((greedy.placed_copies, greedy.balance_excess), (18, 12));
+    assert_eq!(greedy.key(), proven_optimum(&problem).key());
+}
+
+/// `sweep-2-018` itself (26 components, 2 AZs, MaxInstanceCount 42; `inf2.24xlarge` scarce in
+/// `eu-west-1a`): greedy placed 109 of 119, the exact planner's proven optimum places 119.
+#[test]
+fn greedy_reaches_the_l1_optimum_of_sweep_2_018() {
+    let text = include_str!("greedy_fixtures/sweep-2-018.json");
+    let problem = Problem::from_json(text).expect("sweep scenario is valid");
+    assert_eq!(greedy_objective(&problem).placed_copies, 119);
+}
+
+/// `sweep-2-023`: a single-model endpoint (MaxImbalance 1), 3 AZs, MaxInstanceCount 3 with one
+/// instance running in `eu-west-1c`. Greedy launched both remaining instances in `eu-west-1a`
+/// (its whole share first) and left `eu-west-1b` empty (balance excess 1). Copies stay unplaced
+/// (MaxInstanceCount), so the rescue passes run; in their AZ-turns mode the AZs take turns when
+/// the openings left cannot cover the round, which gives the optimum 1/1/1.
+#[test]
+fn greedy_azs_take_turns_when_the_instance_budget_is_short() {
+    let (_, problem) = load("sweep-2-023.json");
+    let greedy = greedy_objective(&problem);
+    assert_eq!((greedy.placed_copies, greedy.balance_excess), (3, 0));
+    assert_eq!(greedy.key(), proven_optimum(&problem).key());
+}

@@ -9,15 +9,21 @@
 //!    remaining copies fit.
 //! 3. **Repair** (`repair.rs`): a copy still missing is placed by relocating one or two of
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
-//!    AZ where the relocated component's balance gets worse); then instances the plan opened
-//!    whose copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
+//!    AZ where the relocated component's balance gets worse), or by trading one new copy for two
+//!    or more missing ones that fit the room it frees; then instances the plan opened whose
+//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Small problems run phases 1–4 several times (component orders × modes, within a work
-//! budget) and keep the best result by objective; large ones run them once. Phase 5 runs on the
+//! budget) and keep the best result by objective; large ones run them once. When the best
+//! result still leaves copies unplaced that fit some pool type, **rescue passes** run
+//! (`place::rescue_passes`): openings chosen by the copies one instance holds, counting the room
+//! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
+//! capacity binds, L1 is won by copies per instance), and AZs taking turns under a short
+//! budget. Plans that place every copy pay nothing for them. Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -95,37 +101,17 @@ impl GreedyPlanner {
         let mut stats = Stats::default();
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
-        let planner = match passes.as_slice() {
-            [(order, mode)] => {
-                stats.solves = 1;
-                plan_pass(problem, order, *mode)
-            }
-            _ => {
-                let mut best: Option<(Greedy<'_>, (bool, ObjectiveKey))> = None;
-                for (order, mode) in &passes {
-                    if best.is_some() {
-                        if let Some(reason) = self.limits.stop_now() {
-                            stop = reason;
-                            break;
-                        }
-                        if self.limits.nodes().is_some_and(|limit| stats.solves >= limit) {
-                            stop = StopReason::NodeLimit;
-                            break;
-                        }
-                    }
-                    stats.solves += 1;
-                    let planner = plan_pass(problem, order, *mode);
-                    // Reaching MinInstanceCount first, then the objective; the earlier pass wins ties.
-                    let rank = (!planner.min_reached, objective(problem, &planner.final_fleet()).key());
-                    if best.as_ref().is_none_or(|(_, current)| rank < *current) {
-                        best = Some((planner, rank));
-                    }
-                }
-                match best {
-                    Some((planner, _)) => planner,
-                    None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
-                }
-            }
+        let mut best: Option<(Greedy<'_>, Option<PassRank>)> = None;
+        self.run_passes(problem, &passes, &mut best, &mut stats, &mut stop);
+        if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
+            // Copies left behind: the passes that trade balance and preference for copies per
+            // instance run only now, so plans that place everything pay nothing for them.
+            let rescue = place::rescue_passes(problem);
+            self.run_passes(problem, &rescue, &mut best, &mut stats, &mut stop);
+        }
+        let planner = match best {
+            Some((planner, _)) => planner,
+            None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
         };
         stats.phase("passes", started);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
@@ -141,6 +127,52 @@ impl GreedyPlanner {
         stats.phase("SPREAD pass", phase);
         (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), stats)
     }
+}
+
+impl GreedyPlanner {
+    /// Runs `passes` in order, keeping in `best` the plan that reaches MinInstanceCount first,
+    /// then has the best objective (an earlier pass wins ties). The first pass of a planner
+    /// always runs (it is the plan); later ones stop at the limits (the node limit counts passes).
+    fn run_passes<'a>(
+        &self,
+        problem: &'a Problem,
+        passes: &[(Vec<usize>, Mode)],
+        best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+        stats: &mut Stats,
+        stop: &mut StopReason,
+    ) {
+        for (order, mode) in passes {
+            if best.is_some() {
+                if let Some(reason) = self.limits.stop_now() {
+                    *stop = reason;
+                    return;
+                }
+                if self.limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+                    *stop = StopReason::NodeLimit;
+                    return;
+                }
+            }
+            stats.solves += 1;
+            let planner = plan_pass(problem, order, *mode);
+            let Some((current, current_rank)) = best.as_mut() else {
+                // Ranked only once another pass competes: a single pass is the plan as it is.
+                *best = Some((planner, None));
+                continue;
+            };
+            let current_rank = current_rank.get_or_insert_with(|| pass_rank(problem, current));
+            let rank = pass_rank(problem, &planner);
+            if rank < *current_rank {
+                *best = Some((planner, Some(rank)));
+            }
+        }
+    }
+}
+
+/// How passes compare, smaller first: reaching MinInstanceCount, then the objective.
+type PassRank = (bool, ObjectiveKey);
+
+fn pass_rank(problem: &Problem, planner: &Greedy<'_>) -> PassRank {
+    (!planner.min_reached, objective(problem, &planner.final_fleet()).key())
 }
 
 /// How one greedy pass trades the levels off when MaxInstanceCount is short.
@@ -162,6 +194,19 @@ struct Mode {
     /// the one whose next opening is most preferred, then cheapest (instead of the one with the
     /// fewest copies).
     az_by_opening: bool,
+    /// Balanced components: an AZ without free room whose next opening holds more copies per
+    /// instance wins over balance (L1 before L2 when MaxInstanceCount binds: the instances
+    /// left must hold as many copies as they can). Used with `largest_first` by the rescue passes.
+    dense_azs: bool,
+    /// Balanced components: when the openings left (MaxInstanceCount) may not cover a round of
+    /// copies, the AZs take turns a copy at a time instead of the first AZ placing its whole
+    /// share (which can spend the budget before the other AZs get a copy). Rescue passes only.
+    az_turns: bool,
+    /// Scale-in trims excess copies from the holders with the most copies first instead of
+    /// emptying whole instances: the instances keep room for big copies of other components
+    /// (an emptied instance may not come back when the fleet is above MaxInstanceCount).
+    /// Rescue passes only.
+    trim_fullest: bool,
 }
 
 impl Mode {
@@ -172,6 +217,9 @@ impl Mode {
         forbid_launches: false,
         strict_balance: false,
         az_by_opening: false,
+        dense_azs: false,
+        az_turns: false,
+        trim_fullest: false,
     };
 }
 
@@ -181,6 +229,9 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.coverage_first = mode.coverage_first;
     planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
+    planner.dense_azs = mode.dense_azs;
+    planner.az_turns = mode.az_turns;
+    planner.trim_fullest = mode.trim_fullest;
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
@@ -305,6 +356,14 @@ struct Greedy<'a> {
     strict_balance: bool,
     /// See [`Mode::az_by_opening`].
     az_by_opening: bool,
+    /// See [`Mode::dense_azs`].
+    dense_azs: bool,
+    /// See [`Mode::az_turns`].
+    az_turns: bool,
+    /// See [`Mode::trim_fullest`].
+    trim_fullest: bool,
+    /// The component being placed (its copies do not count as room for others).
+    placing: Option<usize>,
     /// Copies per `[component][az]` right now.
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
@@ -375,6 +434,10 @@ impl<'a> Greedy<'a> {
             largest_first: false,
             strict_balance: false,
             az_by_opening: false,
+            dense_azs: false,
+            az_turns: false,
+            trim_fullest: false,
+            placing: None,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
@@ -425,6 +488,29 @@ impl<'a> Greedy<'a> {
         for list in self.idle.iter_mut().flatten() {
             list.sort_by_key(|&i| std::cmp::Reverse((!instances[i].reserved, instances[i].rank)));
         }
+    }
+
+    /// Copies still missing of components that may get new ones (no removals) and fit an
+    /// instance of some pool type: what another pass might still place.
+    fn missing_copies(&self) -> u64 {
+        let problem = self.problem;
+        problem
+            .components
+            .iter()
+            .enumerate()
+            .filter(|&(c, component)| {
+                !self.had_removals.get(c).copied().unwrap_or(true)
+                    && problem.pool_types().any(|t| {
+                        component.placement_requirement(problem, t).is_some_and(|requirement| {
+                            problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
+                        })
+                    })
+            })
+            .map(|(c, component)| {
+                let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
+                u64::from(component.copy_count).saturating_sub(have)
+            })
+            .sum()
     }
 
     /// Openings still allowed by MaxInstanceCount.

@@ -21,9 +21,19 @@ type Needs = [Option<Resources>];
 /// covered (more first), instances opened, cost, type name.
 pub(super) type OpeningKey = (Reverse<u64>, u8, Reverse<u64>, u64, i64, usize);
 
-/// Smaller is better: balance excess, no free room left, next opening's priority (when AZs are
-/// chosen by opening, else 0), copies already there, opening's price (likewise), AZ name.
-type AzKey = (u64, bool, u8, u64, i64, usize);
+/// Smaller is better: copies per instance of the next opening (when AZs are chosen by density and
+/// the AZ has no free room left, else the best), balance excess, no free room left, next
+/// opening's priority (when AZs are chosen by opening, else 0), copies already there, opening's
+/// price (likewise), AZ name.
+type AzKey = (Reverse<u64>, u64, bool, u8, u64, i64, usize);
+
+/// What a copy beyond an AZ's free room costs: the best opening's first key (copies per
+/// instance when openings go largest first), priority (L3), price (L4), and how many copies
+/// openings of that type can still take there (its key holds only that far).
+pub(super) type OpeningCost = (Reverse<u64>, u8, i64, u64);
+
+/// No opening left in an AZ: ranks last on every count.
+const NO_OPENING: OpeningCost = (Reverse(0), u8::MAX, i64::MAX, 0);
 
 /// The instances to open next in one AZ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +41,10 @@ pub(super) struct Opening {
     pub(super) key: OpeningKey,
     pub(super) type_index: usize,
     instances: u64,
+    /// Copies of the component one instance holds.
+    per_instance: u64,
+    /// Instances of the type that may still be opened in the AZ (capacity, MaxInstanceCount).
+    available: u64,
 }
 
 /// Components hardest first: the largest share of their most preferred type that can hold a
@@ -123,6 +137,37 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     out
 }
 
+/// The passes run only when the best of [`candidate_passes`] leaves copies unplaced that could
+/// fit somewhere: openings by copies per instance (`largest_first`) and, for balanced
+/// components, AZs by the density of their next opening before balance (`dense_azs`). When the
+/// instances left (MaxInstanceCount, capacity) cannot hold every copy, L1 is won by how many
+/// copies each instance holds, at the expense of balance (L2) and preference (L3). Also the
+/// default modes with AZ turns (`az_turns`), where a short budget is shared between the AZs, and
+/// (when some component scales in) trimming the fullest holders (`trim_fullest`).
+/// Hardest and easiest first, permissive and strict balance, within the work budget.
+pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
+    let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
+    let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
+    let turns = Mode { az_turns: true, ..Mode::DEFAULT };
+    let mut modes = vec![dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
+    let existing = problem.existing_copies_per_component();
+    if problem.components.iter().zip(&existing).any(|(c, &have)| u64::from(c.copy_count) < have) {
+        modes.push(Mode { trim_fullest: true, ..Mode::DEFAULT });
+        if problem.scaling.max_instances.is_some() {
+            modes.push(Mode { trim_fullest: true, forbid_launches: true, ..Mode::DEFAULT });
+        }
+    }
+    let mut out = Vec::new();
+    for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
+        for &mode in &modes {
+            if (out.len() as u64) < passes {
+                out.push((order.clone(), mode));
+            }
+        }
+    }
+    out
+}
+
 /// Component orders to try, best guess first, without duplicates. Every order is derived from
 /// [`component_order`] and intrinsic keys, so input order does not matter.
 ///
@@ -201,7 +246,7 @@ struct FreeSlot {
     rank: usize,
 }
 
-fn as_count(value: u64) -> u32 {
+pub(super) fn as_count(value: u64) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
@@ -231,10 +276,12 @@ impl Greedy<'_> {
         if needs.iter().all(Option::is_none) {
             return;
         }
+        self.placing = Some(c);
         match component.max_imbalance {
             Some(limit) => self.place_balanced(c, &needs, missing, limit),
             None => self.place_unbalanced(c, &needs, missing),
         }
+        self.placing = None;
     }
 
     /// Free room for copies of the component on fleet instances in `azs`: (instance, copies),
@@ -404,7 +451,9 @@ impl Greedy<'_> {
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
-            let first = if self.largest_first {
+            let first = if self.dense_azs {
+                Reverse(self.copies_per_opening(t, need, per_instance, remaining))
+            } else if self.largest_first {
                 Reverse(per_instance)
             } else if self.coverage_first {
                 Reverse(covered)
@@ -413,23 +462,58 @@ impl Greedy<'_> {
             };
             let key = (first, info.priority, Reverse(covered), instances, cost, self.type_rank[t]);
             if best.is_none_or(|current| key < current.key) {
-                best = Some(Opening { key, type_index: t, instances });
+                best = Some(Opening { key, type_index: t, instances, per_instance, available: available.min(budget) });
             }
         }
         best
     }
 
+    /// Copies one more instance of type `t` can hold under the dense mode: the copies of the
+    /// component being placed it takes (`per_instance`, at most `remaining`) plus the most copies
+    /// of one other component still missing that fit the room left on it. Two types holding one
+    /// big copy each are not equal when one of them keeps room for the small copies placed later.
+    fn copies_per_opening(&self, t: usize, need: &Resources, per_instance: u64, remaining: u64) -> u64 {
+        let problem = self.problem;
+        let taken = per_instance.min(remaining);
+        let Some(left) = problem.types.get(t).and_then(|info| info.capacity.minus(&need.times(taken))) else {
+            return taken;
+        };
+        let others = problem
+            .components
+            .iter()
+            .enumerate()
+            .filter(|&(c, _)| Some(c) != self.placing && !self.had_removals.get(c).copied().unwrap_or(true))
+            .filter_map(|(c, component)| {
+                let need = component.placement_requirement(problem, t)?.resources;
+                let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
+                let missing = u64::from(component.copy_count).saturating_sub(have);
+                (missing > 0).then(|| left.copies_of(&need).min(missing))
+            })
+            .max()
+            .unwrap_or(0);
+        taken.saturating_add(others)
+    }
+
     /// Places up to `wanted` copies in one AZ: free room first, then opened instances.
     /// `slots` is the AZ's free room for the component (from [`Self::free_slots`]); on return
     /// it holds the AZ's free room left, opened instances included.
-    fn place_in_az(&mut self, c: usize, needs: &Needs, az: usize, wanted: u64, slots: &mut Vec<FreeSlot>) -> u64 {
+    /// Openings are chosen for `sizing` copies (at least `wanted`; more when the AZ's share is
+    /// placed a few copies at a time) but only as many are opened as `wanted` needs.
+    fn place_in_az(
+        &mut self,
+        c: usize,
+        needs: &Needs,
+        az: usize,
+        (wanted, sizing): (u64, u64),
+        slots: &mut Vec<FreeSlot>,
+    ) -> u64 {
         let mut placed = self.fill(c, needs, slots, wanted);
         while placed < wanted {
-            let Some(opening) = self.best_opening(needs, az, wanted - placed) else {
+            let Some(opening) = self.best_opening(needs, az, sizing.max(wanted) - placed) else {
                 break;
             };
             let mut opened = Vec::new();
-            for _ in 0..opening.instances {
+            for _ in 0..opening.instances.min((wanted - placed).div_ceil(opening.per_instance.max(1))) {
                 let Some(index) = self.open(opening.type_index, az) else {
                     break;
                 };
@@ -458,7 +542,7 @@ impl Greedy<'_> {
         c: usize,
         full: &[bool],
         free: &[u64],
-        opening: &[(u8, i64)],
+        opening: &[OpeningCost],
         copies: u64,
         limit: u32,
     ) -> Vec<u64> {
@@ -474,18 +558,27 @@ impl Greedy<'_> {
                 let excess = extremes.spread_with_one_more(totals[z]).saturating_sub(u64::from(limit));
 
                 let no_room = free[z] <= adds[z];
-                let (priority, cost) = if no_room && self.az_by_opening {
-                    opening.get(z).copied().unwrap_or((u8::MAX, i64::MAX))
-                } else {
-                    (0, 0)
+                let next = opening.get(z).copied().unwrap_or(NO_OPENING);
+                let (priority, cost) = if no_room && self.az_by_opening { (next.1, next.2) } else { (0, 0) };
+                let density = match (self.dense_azs, no_room) {
+                    (true, true) => next.0,
+                    _ => Reverse(u64::MAX),
                 };
-                let key = (excess, no_room, priority, totals[z], cost, self.az_rank[z]);
+                let key = (density, excess, no_room, priority, totals[z], cost, self.az_rank[z]);
                 if best.is_none_or(|(current, _)| key < current) {
                     best = Some((key, z));
                 }
             }
             let Some((key, z)) = best else { break };
-            if self.strict_balance && key.0 > balance_excess(&totals, Some(limit)) {
+            if self.dense_azs && key.2 && adds[z] >= free[z].saturating_add(opening.get(z).map_or(0, |o| o.3)) {
+                // The AZ's next opening is of another type, with another density: the round
+                // ends and the caller asks again (a copy is always assigned first: the caller
+                // loops while copies are assigned).
+                if adds.iter().any(|&n| n > 0) {
+                    break;
+                }
+            }
+            if self.strict_balance && key.1 > balance_excess(&totals, Some(limit)) {
                 // Strict: a copy that adds balance excess waits for the permissive pass, so
                 // the room goes to other components first (L2 before this component's L1 share).
                 break;
@@ -520,27 +613,44 @@ impl Greedy<'_> {
             };
             // What a copy beyond the free room costs per AZ: the best opening's priority (L3)
             // and price (L4); nothing to open ranks last.
-            let opening: Vec<(u8, i64)> = (0..az_count)
-                .map(|z| self.best_opening(needs, z, 1).map_or((u8::MAX, i64::MAX), |o| (o.key.1, o.key.4)))
+            let opening: Vec<OpeningCost> = (0..az_count)
+                .map(|z| {
+                    self.best_opening(needs, z, 1)
+                        .map_or(NO_OPENING, |o| (o.key.0, o.key.1, o.key.4, o.available.saturating_mul(o.per_instance)))
+                })
                 .collect();
             let adds = self.assign_azs(c, &full, &free, &opening, batch, limit);
             if adds.iter().all(|&n| n == 0) {
                 break;
             }
             let mut newly_full = false;
-            for &z in &az_order {
-                if adds[z] == 0 {
-                    continue;
-                }
-                let placed = self.place_in_az(c, needs, z, adds[z], &mut slots_by_az[z]);
-                remaining -= placed;
-                if placed < adds[z] {
-                    full[z] = true;
-                    newly_full = true;
-                    slots_by_az[z].clear();
+            // AZ turns: when the openings left may not cover the round, the AZs take turns a copy at a
+            // time: the first AZ in name order must not spend the MaxInstanceCount budget on its
+            // whole share while the others get nothing (balance, and L3 when they open better
+            // types). Otherwise each AZ places its share at once (cheaper).
+            let scarce = self.az_turns && self.budget() < adds.iter().sum::<u64>();
+            let step = if scarce { 1 } else { u64::MAX };
+            let mut left = adds.clone();
+            while left.iter().any(|&n| n > 0) {
+                for &z in &az_order {
+                    if left[z] == 0 {
+                        continue;
+                    }
+                    let wanted = left[z].min(step);
+                    let placed = self.place_in_az(c, needs, z, (wanted, left[z]), &mut slots_by_az[z]);
+                    remaining -= placed;
+                    left[z] -= wanted;
+                    if placed < wanted {
+                        full[z] = true;
+                        newly_full = true;
+                        slots_by_az[z].clear();
+                        left[z] = 0;
+                    }
                 }
             }
-            if !newly_full && !self.strict_balance {
+            // A round cut short (dense AZs: an AZ's opening type ran out) continues.
+            let cut_short = adds.iter().sum::<u64>() < batch;
+            if !newly_full && !self.strict_balance && !cut_short {
                 break;
             }
         }
@@ -567,7 +677,7 @@ impl Greedy<'_> {
             }
             let Some((_, z)) = best else { break };
             // The free room everywhere is used up by now: only openings are left.
-            let got = self.place_in_az(c, needs, z, remaining, &mut Vec::new());
+            let got = self.place_in_az(c, needs, z, (remaining, remaining), &mut Vec::new());
             placed += got;
             if got < remaining {
                 full[z] = true;
@@ -692,6 +802,34 @@ mod tests {
         assert_eq!(opening_type(2, 1, 3), "ml.g6.48xlarge");
     }
 
+    /// One big copy per instance on either type; the dense mode counts the room the bigger
+    /// type keeps for the other component's missing copies (two per instance), the others do not.
+    #[test]
+    fn dense_openings_count_room_left_for_other_missing_copies() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(priced("ml.g6.12xlarge", 4.0, 4.6))
+            .instance_type(priced("ml.g6.24xlarge", 6.0, 9.0))
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g6.24xlarge", 2)
+            .component("big", 3, 4, 1.0, 1024)
+            .component("small", 6, 1, 1.0, 1024)
+            .build();
+        let problem = Problem::new(&scenario).unwrap();
+        let big = problem.components.iter().position(|c| c.name == "big").unwrap();
+        let needs: Vec<Option<Resources>> = (0..problem.types.len())
+            .map(|t| problem.components[big].placement_requirement(&problem, t).map(|r| r.resources))
+            .collect();
+        let mut planner = Greedy::new(&problem);
+        planner.placing = Some(big);
+        planner.largest_first = true;
+        let opening = planner.best_opening(&needs, 0, 3).unwrap();
+        assert_eq!(problem.types[opening.type_index].name, "ml.g6.12xlarge", "per instance ties: priority");
+        planner.dense_azs = true;
+        let opening = planner.best_opening(&needs, 0, 3).unwrap();
+        assert_eq!(problem.types[opening.type_index].name, "ml.g6.24xlarge");
+        assert_eq!(opening.key.0, Reverse(3), "one big copy and two small ones");
+    }
+
     #[test]
     fn assign_azs_prefers_balance_then_free_room() {
         let scenario = ScenarioBuilder::new(["a", "b", "c"])
@@ -702,10 +840,19 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 3, 1), vec![1, 1, 1]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 3, 1),
+            vec![1, 1, 1]
+        );
         // Two copies with MaxImbalance 2 may both use the free room in "a".
-        assert_eq!(planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(1, 0); 3], 2, 2), vec![2, 0, 0]);
+        assert_eq!(
+            planner.assign_azs(0, &[false; 3], &[10, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 2, 2),
+            vec![2, 0, 0]
+        );
         // A full AZ gets nothing.
-        assert_eq!(planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(1, 0); 3], 4, 0), vec![0, 2, 2]);
+        assert_eq!(
+            planner.assign_azs(0, &[true, false, false], &[0, 0, 0], &[(Reverse(0), 1, 0, u64::MAX); 3], 4, 0),
+            vec![0, 2, 2]
+        );
     }
 }

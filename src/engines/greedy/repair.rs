@@ -21,6 +21,7 @@
 
 use smallvec::SmallVec;
 
+use super::place::as_count;
 use super::Greedy;
 use crate::fleet::balance_excess;
 use crate::problem::Resources;
@@ -77,7 +78,37 @@ impl Greedy<'_> {
                 placed += self.az_copies.iter().flatten().sum::<u64>().saturating_sub(before);
             }
         }
+        // Then trades for several components' missing copies: only after every single-component
+        // repair, so a plan those reach is only ever improved (each trade places one copy more).
+        for &c in order {
+            if self.had_removals.get(c).copied().unwrap_or(true) {
+                continue;
+            }
+            while missing_of(self, c) > 0 && work > 0 {
+                let before: u64 = self.az_copies.iter().flatten().sum();
+                let azs = self.azs_by_balance(c);
+                if !self.trade(c, &azs, &mut new_copies, &mut work, true) {
+                    break;
+                }
+                placed += self.az_copies.iter().flatten().sum::<u64>().saturating_sub(before);
+            }
+        }
         placed
+    }
+
+    /// AZs best for component `c`'s balance with one more copy first (then fewest copies, then name).
+    fn azs_by_balance(&self, c: usize) -> Vec<usize> {
+        let limit = self.problem.components.get(c).and_then(|component| component.max_imbalance);
+        let mut azs: Vec<usize> = (0..self.problem.azs.len()).collect();
+        let totals = self.az_copies.get(c).cloned().unwrap_or_default();
+        azs.sort_by_key(|&z| {
+            let mut after = totals.clone();
+            if let Some(cell) = after.get_mut(z) {
+                *cell += 1;
+            }
+            (balance_excess(&after, limit), totals.get(z).copied().unwrap_or(0), self.az_rank[z])
+        });
+        azs
     }
 
     /// The final fleet's instances in AZ `z` by rank (id order for existing instances, launch
@@ -107,17 +138,10 @@ impl Greedy<'_> {
     /// Places one copy of `c` by relocating one or two new copies; false when no repair exists
     /// (or the work budget ran out).
     fn repair_one(&mut self, c: usize, new_copies: &mut Vec<NewCopies>, work: &mut u64) -> bool {
-        let problem = self.problem;
-        let Some(component) = problem.components.get(c) else { return false };
-        let limit = component.max_imbalance;
-        // AZs best for the component's balance first (then fewest copies, then name).
-        let mut azs: Vec<usize> = (0..problem.azs.len()).collect();
-        let totals = self.az_copies[c].clone();
-        azs.sort_by_key(|&z| {
-            let mut after = totals.clone();
-            after[z] += 1;
-            (balance_excess(&after, limit), totals[z], self.az_rank[z])
-        });
+        if self.problem.components.get(c).is_none() {
+            return false;
+        }
+        let azs = self.azs_by_balance(c);
         for &z in &azs {
             let candidates = self.instances_by_rank(z);
             for x in candidates {
@@ -179,18 +203,30 @@ impl Greedy<'_> {
                 }
             }
         }
-        self.trade(c, &azs, new_copies, work)
+        self.trade(c, &azs, new_copies, work, false)
     }
 
-    /// Places two copies of `c` where one new copy of another component was (that copy is
-    /// given up): one copy more placed, so L1 improves. Used when no relocation exists and room
-    /// is short, where L1 (a count of copies) favours small copies. The given-up component's
-    /// balance excess must not grow.
-    fn trade(&mut self, c: usize, azs: &[usize], new_copies: &mut [NewCopies], work: &mut u64) -> bool {
+    /// Places two copies of `c` where one new copy of another component was (that copy is given
+    /// up): one copy more placed, so L1 improves. Used when no relocation exists and room is
+    /// short, where L1 (a count of copies) favours small copies. The given-up component's
+    /// balance excess must not grow. With `others`, a copy of `c` and then any missing copies
+    /// that fit the freed room (of `c` or other components, smallest first), at least two.
+    fn trade(&mut self, c: usize, azs: &[usize], new_copies: &mut [NewCopies], work: &mut u64, others: bool) -> bool {
         let problem = self.problem;
-        let have: u64 = self.az_copies[c].iter().sum();
-        let missing = problem.components.get(c).map_or(0, |x| u64::from(x.copy_count)).saturating_sub(have);
-        if missing < 2 {
+        // Missing copies of every component that may get new ones (a trade places some of them).
+        let missing: Vec<u64> = problem
+            .components
+            .iter()
+            .enumerate()
+            .map(|(e, component)| {
+                if self.had_removals.get(e).copied().unwrap_or(true) {
+                    return 0;
+                }
+                let have: u64 = self.az_copies.get(e).map_or(0, |row| row.iter().sum());
+                u64::from(component.copy_count).saturating_sub(have)
+            })
+            .collect();
+        if missing.get(c).copied().unwrap_or(0) == 0 {
             return false;
         }
         for &z in azs {
@@ -211,12 +247,25 @@ impl Greedy<'_> {
                     .unwrap_or_default();
                 for (d, _) in movable {
                     let Some(need_d) = self.need_on(d, x) else { continue };
-                    let fits = used.minus(&need_d).is_some_and(|after| after.plus(&need_c.times(2)).fits_in(&capacity));
+                    let Some(room) = used.minus(&need_d).and_then(|after| capacity.minus(&after.plus(&need_c))) else {
+                        continue;
+                    };
                     let limit = problem.components.get(d).and_then(|x| x.max_imbalance);
                     let mut after = self.az_copies[d].clone();
                     let before = balance_excess(&after, limit);
                     after[z] = after[z].saturating_sub(1);
-                    if !fits || balance_excess(&after, limit) > before {
+                    if balance_excess(&after, limit) > before {
+                        continue;
+                    }
+                    let mut left = missing.clone();
+                    left[c] -= 1;
+                    left[d] = 0;
+                    if !others {
+                        // Exactly one more copy of `c`.
+                        left.iter_mut().enumerate().for_each(|(e, n)| *n = if e == c { (*n).min(1) } else { 0 });
+                    }
+                    let extras = self.fill_freed_room(x, room, &left);
+                    if extras.is_empty() {
                         continue;
                     }
                     self.instances[x].remove_one(d, &need_d);
@@ -226,14 +275,48 @@ impl Greedy<'_> {
                         entry.2 -= 1;
                     }
                     add_count(&mut new_copies[x], d, -1);
-                    self.place(c, x, 2, &need_c);
-                    add_count(&mut new_copies[x], c, 2);
+                    self.place(c, x, 1, &need_c);
+                    add_count(&mut new_copies[x], c, 1);
+                    for (e, count, need_e) in extras {
+                        self.place(e, x, as_count(count), &need_e);
+                        add_count(&mut new_copies[x], e, i64::from(as_count(count)));
+                    }
                     self.readmit_accelerated(x);
                     return true;
                 }
             }
         }
         false
+    }
+
+    /// Missing copies (`missing` per component) that fit `room` on instance `x`, smallest share
+    /// of the instance first (L1 counts copies), then component name: (component, copies, need).
+    fn fill_freed_room(&self, x: usize, room: Resources, missing: &[u64]) -> Vec<(usize, u64, Resources)> {
+        let problem = self.problem;
+        let Some(instance) = self.instances.get(x).filter(|instance| !instance.draining) else { return Vec::new() };
+        let Some(capacity) = problem.types.get(instance.type_index).map(|t| t.capacity) else { return Vec::new() };
+        let mut candidates: Vec<(f64, &str, usize, Resources)> = missing
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .filter_map(|(e, _)| {
+                let need = self.need_on(e, x)?;
+                let name = problem.components.get(e)?.name.as_str();
+                Some((need.dominant_share(&capacity), name, e, need))
+            })
+            .collect();
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+        let mut room = room;
+        let mut picks = Vec::new();
+        for (_, _, e, need) in candidates {
+            let count = room.copies_of(&need).min(missing[e]);
+            if count == 0 {
+                continue;
+            }
+            room = room.minus(&need.times(count)).unwrap_or(Resources::ZERO);
+            picks.push((e, count, need));
+        }
+        picks
     }
 
     /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the

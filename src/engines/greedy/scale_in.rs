@@ -125,8 +125,9 @@ impl Greedy<'_> {
             .collect();
 
         // Stage A: empty whole instances, least preferred first, where every copy on them is excess.
+        // (Not when trimming the fullest holders: see `Mode::trim_fullest`.)
         let mut order: Vec<usize> =
-            (0..self.instances.len()).filter(|&i| !self.instances[i].copies.is_empty()).collect();
+            (0..self.instances.len()).filter(|&i| !self.trim_fullest && !self.instances[i].copies.is_empty()).collect();
         order.sort_by_key(|&i| self.release_key(i));
         for index in order {
             let az = self.instances[index].az;
@@ -153,7 +154,11 @@ impl Greedy<'_> {
         for c in components {
             let mut holders: Vec<usize> =
                 (0..self.instances.len()).filter(|&i| self.instances[i].copies_of(c) > 0).collect();
-            holders.sort_by_key(|&i| self.release_key(i));
+            if self.trim_fullest {
+                holders.sort_by_key(|&i| (Reverse(self.instances[i].total_copies()), self.release_key(i)));
+            } else {
+                holders.sort_by_key(|&i| self.release_key(i));
+            }
             while excess[c] > 0 {
                 let allowed: Vec<bool> = (0..az_count)
                     .map(|z| self.removal_keeps_balance(&counts[c], c, z, 1, excess[c], targets[c]))
