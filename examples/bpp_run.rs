@@ -11,26 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use fleetplan::verify::verify;
-use fleetplan::{ExactPlanner, GreedyPlanner, Objective, Plan, Problem, Status};
+use fleetplan::{ExactPlanner, Problem, Status};
 
 #[path = "../benches/support/bpp.rs"]
 mod bpp;
-
-/// Instances of the final fleet (L3 summed over priorities).
-fn instance_count(objective: &Objective) -> u32 {
-    objective.instances_by_priority.values().sum()
-}
-
-/// The bound's instance count, if the bound has one; a proven plan is its own bound.
-fn bound_count(plan: &Plan) -> Option<u32> {
-    if plan.status == Status::Optimal {
-        return Some(instance_count(&plan.objective));
-    }
-    plan.bound.as_ref().filter(|bound| !bound.instances_by_priority.is_empty()).map(instance_count)
-}
+#[path = "../benches/support/literature.rs"]
+mod literature;
+use literature::{bound_count, instance_count};
 
 #[derive(Default)]
 struct FamilyTotals {
@@ -50,24 +38,10 @@ struct FamilyTotals {
 }
 
 fn main() {
-    let mut time_limit = Duration::from_secs(10);
-    let mut filters = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "--ms" {
-            let Some(ms) = args.next().and_then(|value| value.parse().ok()) else {
-                eprintln!("--ms needs a number of milliseconds");
-                std::process::exit(2);
-            };
-            time_limit = Duration::from_millis(ms);
-        } else {
-            filters.push(arg);
-        }
-    }
+    let (time_limit, filters) = literature::arguments();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let optima = bpp::known_optima(root).unwrap_or_else(|e| panic!("{e}"));
     let exact = ExactPlanner::new().time_limit(time_limit);
-    let greedy = GreedyPlanner::new();
     println!("exact time limit {} ms", time_limit.as_millis());
     println!(
         "{:<20} {:>5} {:>5} {:>6} {:>6} {:>6} {:<8} {:<9} {:>6} {:>8} {:>8}",
@@ -79,21 +53,12 @@ fn main() {
         let scenario = instance.scenario().unwrap_or_else(|e| panic!("{e}"));
         let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{}: {e}", known.name));
 
-        let started = Instant::now();
-        let greedy_plan = greedy.plan(&problem);
-        let greedy_seconds = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let exact_plan = exact.plan(&problem);
-        let exact_seconds = started.elapsed().as_secs_f64();
-
         let items = instance.sizes.len() as u64;
+        let literature::Runs { greedy: greedy_plan, greedy_seconds, exact: exact_plan, exact_seconds, invalid } =
+            literature::run(&problem, items, &exact);
         let greedy_count = instance_count(&greedy_plan.objective);
         let exact_count = instance_count(&exact_plan.objective);
         let bound = bound_count(&exact_plan);
-        let invalid = !verify(&problem, &greedy_plan).is_empty()
-            || !verify(&problem, &exact_plan).is_empty()
-            || greedy_plan.objective.placed_copies != items
-            || exact_plan.objective.placed_copies != items;
         let false_optimal = exact_plan.status == Status::Optimal && exact_count != known.optimum;
         let bound_above_optimum = bound.is_some_and(|b| b > known.optimum);
         let mut flags = Vec::new();
