@@ -11,6 +11,11 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use fleetplan::{ExactPlanner, Problem};
 
+#[path = "support/bpp.rs"]
+mod bpp;
+#[path = "support/vbp.rs"]
+mod vbp;
+
 fn scenario_text(name: &str) -> String {
     let path = format!("{}/scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -106,5 +111,28 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(exact, benches);
+/// Literature packing instances the exact planner proves optimal in well under a second (the
+/// whole families run through `examples/bpp_run.rs` and `examples/vbp_run.rs`, docs/benchmarks.md).
+fn literature(c: &mut Criterion) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let one_dimensional = ["Falkenauer_u120_00", "Falkenauer_t60_01", "Scholl_N1W1B1R0"].map(|name| {
+        let path = root.join(format!("benches/data/bpp/{name}.txt"));
+        let instance = bpp::BppInstance::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        (name.to_string(), instance.scenario().unwrap_or_else(|e| panic!("{e}")))
+    });
+    let vector = ["Panigrahy_class1_40_3_0", "Triplet_classF_60_3_0"].map(|name| {
+        let path = root.join(format!("benches/data/vbp/{name}.vbp"));
+        let instance = vbp::VbpInstance::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        (name.to_string(), instance.scenario().unwrap_or_else(|e| panic!("{e}")))
+    });
+    let mut group = c.benchmark_group("literature");
+    group.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(3));
+    for (name, scenario) in one_dimensional.iter().chain(&vector) {
+        let problem = Problem::new(scenario).unwrap_or_else(|e| panic!("{name}: {e}"));
+        group.bench_function(name.as_str(), |b| b.iter(|| ExactPlanner::new().plan(black_box(&problem))));
+    }
+    group.finish();
+}
+
+criterion_group!(exact, benches, literature);
 criterion_main!(exact);
