@@ -425,9 +425,15 @@ impl ExactPlanner {
         let mut fixed: Vec<(Goal, f64)> = Vec::new();
         let mut last: Option<MasterSolution> = None;
         for &goal in goals {
-            // The warm start already meets the level's combinatorial floor: that is its optimum.
-            if let Some(value) = hint.and_then(|(_, objective)| floor_met(problem, goal, objective, &fixed)) {
+            // The warm start meets every fixed level and already reaches this level's
+            // combinatorial floor: that is its optimum.
+            let consistent = matches!(warm_start(hint, &fixed, None), Warm::Plan(_));
+            if let Some(value) =
+                hint.filter(|_| consistent).and_then(|(_, objective)| floor_met(problem, goal, objective, &fixed))
+            {
                 fixed.push((goal, value));
+                // An earlier level's solution need not meet this level: the warm start does.
+                last = None;
                 continue;
             }
             let warm = warm_start(hint, &fixed, last.as_ref());
@@ -745,8 +751,9 @@ fn probe_level(
 /// The level's value when `objective` (the warm start's, which meets every `fixed` level)
 /// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed; L2, once
 /// every copy is placed, at the sum of each balanced component's most even split (each then
-/// holds exactly its copy count; `master::least_balance_excess`). On large inputs these are the
-/// two most expensive solves (10,000 copies: 3.5 s for L1's alone).
+/// holds exactly its copy count; `master::least_balance_excess`); an L3 level at no instance of
+/// its priority. On large inputs these are the most expensive solves (10,000 copies: 3.5 s for
+/// L1's alone).
 fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goal, f64)]) -> Option<f64> {
     let wanted: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
     let all_placed = objective.placed_copies == wanted;
@@ -764,6 +771,7 @@ fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goa
                 .sum();
             (objective.balance_excess == floor).then_some(floor as f64)
         }
+        Goal::Priority(priority) if objective.instances_of_priority(priority) == 0 => Some(0.0),
         _ => None,
     }
 }
