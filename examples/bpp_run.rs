@@ -61,16 +61,7 @@ fn main() {
         let bound = bound_count(&exact_plan);
         let false_optimal = exact_plan.status == Status::Optimal && exact_count != known.optimum;
         let bound_above_optimum = bound.is_some_and(|b| b > known.optimum);
-        let mut flags = Vec::new();
-        if false_optimal {
-            flags.push("FALSE-OPTIMAL");
-        }
-        if bound_above_optimum {
-            flags.push("BOUND-ABOVE-OPTIMUM");
-        }
-        if invalid {
-            flags.push("INVALID-OR-UNPLACED");
-        }
+        let flags = literature::flags(false_optimal, false, bound_above_optimum, invalid);
         println!(
             "{:<20} {:>5} {:>5} {:>6} {:>6} {:>6} {:<8} {:<9} {:>6} {:>8.3} {:>8.3} {}",
             known.name,

@@ -91,19 +91,7 @@ fn main() {
             };
         let below_optimum = run.kind == vbp::ValueKind::Optimum && exact_count.min(greedy_count) < run.value;
         let bound_above_optimum = run.kind == vbp::ValueKind::Optimum && bound.is_some_and(|b| b > run.value);
-        let mut flags = Vec::new();
-        if false_optimal {
-            flags.push("FALSE-OPTIMAL");
-        }
-        if below_optimum {
-            flags.push("BELOW-OPTIMUM");
-        }
-        if bound_above_optimum {
-            flags.push("BOUND-ABOVE-OPTIMUM");
-        }
-        if invalid {
-            flags.push("INVALID-OR-UNPLACED");
-        }
+        let flags = literature::flags(false_optimal, below_optimum, bound_above_optimum, invalid);
         println!(
             "{:<28} {:>4} {:>5} {:>5} {:>6} {:>6} {:>6} {:<8} {:<9} {:>6} {:>8.3} {:>8.3} {}",
             run.name,

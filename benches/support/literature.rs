@@ -62,3 +62,16 @@ pub fn run(problem: &Problem, items: u64, exact: &ExactPlanner) -> Runs {
         || exact.objective.placed_copies != items;
     Runs { greedy, greedy_seconds, exact, exact_seconds, invalid }
 }
+
+/// The problems a run shows, as flags for its line of the table.
+pub fn flags(false_optimal: bool, below_optimum: bool, bound_above_optimum: bool, invalid: bool) -> Vec<&'static str> {
+    [
+        (false_optimal, "FALSE-OPTIMAL"),
+        (below_optimum, "BELOW-OPTIMUM"),
+        (bound_above_optimum, "BOUND-ABOVE-OPTIMUM"),
+        (invalid, "INVALID-OR-UNPLACED"),
+    ]
+    .into_iter()
+    .filter_map(|(shown, flag)| shown.then_some(flag))
+    .collect()
+}

@@ -576,6 +576,17 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
 mod tests {
     use super::*;
 
+    /// A deterministic stream of numbers below the argument (xorshift), one stream per seed.
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        move |below| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        }
+    }
+
     fn capacity(size: u64) -> Resources {
         Resources { accelerators: 0, milli_cpus: 1_000_000, memory_mib: size }
     }
@@ -695,13 +706,7 @@ mod tests {
         // exactly the enumerated maximum.
         let capacity = Resources { accelerators: 8, milli_cpus: 4_000, memory_mib: 100 };
         for seed in 0..80u64 {
-            let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut next = |below: u64| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state % below
-            };
+            let mut next = numbers(seed);
             let demands: Vec<Demand> = (0..3 + next(4))
                 .map(|_| Demand {
                     copies: 1 + next(3),
@@ -724,13 +729,7 @@ mod tests {
         // one and two resources, converged or stopped after a few rounds.
         let mut checked = 0;
         for seed in 0..60u64 {
-            let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut next = |below: u64| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state % below
-            };
+            let mut next = numbers(seed);
             let two_resources = seed % 2 == 0;
             let capacity = Resources { accelerators: if two_resources { 8 } else { 0 }, milli_cpus: 0, memory_mib: 20 };
             let demands: Vec<Demand> = (0..2 + next(3))
