@@ -214,6 +214,15 @@ const SCENARIO: &str = r#"{"AvailabilityZones": ["a", "b"], "Endpoint": {"Instan
     {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 1024}},
     "RuntimeConfig": {"CopyCount": 2}}]}"#;
 
+/// Fuzz finding (simulate_script): the key "" was reported without a path.
+#[test]
+fn an_empty_key_is_named_by_a_quoted_path() {
+    let text = format!(r#"{{"Scenario": {SCENARIO}, "Ticks": 2, "": 1}}"#);
+    let known = "Scenario, Ticks, TickSeconds, Planner, ExactNodeLimit, ConsolidateEvery, RebalanceEvery, \
+                 ConsolidateNodeLimit, RebalanceNodeLimit, CloudCapacity, ScaleEvents, LaunchFailures, AzOutages";
+    assert_eq!(errors(&text), format!("\"\": unknown key; known keys: {known}"));
+}
+
 #[test]
 fn bad_scripts_get_every_problem_with_its_path() {
     let text = format!(

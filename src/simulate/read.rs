@@ -213,6 +213,9 @@ impl Reader {
 }
 
 fn join(path: &str, key: &str) -> String {
+    // An empty key is shown quoted, so an issue about it still has a path (fuzz finding: a
+    // script with the key "" got an unknown-key error without one).
+    let key = if key.is_empty() { "\"\"" } else { key };
     if path.is_empty() {
         key.to_string()
     } else {
