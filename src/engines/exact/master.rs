@@ -562,6 +562,13 @@ pub(crate) fn least_balance_excess(total: u64, zones: u64, limit: u64) -> u64 {
     u64::from(zones > 0 && total % zones != 0).saturating_sub(limit)
 }
 
+/// The least balance excess of `component` with `total` final copies over `zones` AZs (`None`
+/// when its balance does not count: no MaxImbalance, or a single AZ).
+pub(crate) fn least_excess_of(component: &Component, total: u64, zones: usize) -> Option<u64> {
+    let limit = component.max_imbalance.filter(|_| zones > 1)?;
+    Some(least_balance_excess(total, zones as u64, u64::from(limit)))
+}
+
 /// The fewest and most copies one AZ can hold when `total` integer copies are split over
 /// `zones` AZs with max − min ≤ `spread`. If one AZ holds `h`, every other holds at least
 /// `h − spread`, so `h + (zones − 1)(h − spread) ≤ total`; symmetrically for the fewest.
@@ -768,7 +775,7 @@ impl<'a> MasterBuilder<'a> {
         } else {
             y
         };
-        self.priced.add(paid, price_in_micros_precision(info));
+        self.priced.add(paid, price_in_micros_precision(self.problem, t));
         self.units.add(paid, 1.0);
         y
     }
@@ -918,7 +925,7 @@ impl<'a> MasterBuilder<'a> {
             }
         }
         if !instance.reserved {
-            self.priced.add(keep, price_in_micros_precision(info));
+            self.priced.add(keep, price_in_micros_precision(self.problem, instance.type_index));
             self.units.add(keep, 1.0);
         }
         keep
@@ -1053,11 +1060,7 @@ impl<'a> MasterBuilder<'a> {
             .components()
             .iter()
             .enumerate()
-            .map(|(c, component)| {
-                let limit = component.max_imbalance.filter(|_| zones > 1)?;
-                let total = known_totals.as_ref()?.get(c).copied()?;
-                Some(least_balance_excess(total, zones as u64, u64::from(limit)))
-            })
+            .map(|(c, component)| least_excess_of(component, known_totals.as_ref()?.get(c).copied()?, zones))
             .collect();
         let excess_cap = fixed
             .iter()
@@ -1156,8 +1159,7 @@ impl<'a> MasterBuilder<'a> {
         if !row.is_empty() {
             self.model.constrain(&row, Sense::Equal, total as f64 - constant);
         }
-        let uneven = u64::from(total % zones as u64 != 0);
-        let floor = uneven.saturating_sub(u64::from(limit));
+        let floor = least_balance_excess(total, zones as u64, u64::from(limit));
         self.model.constrain(&[(excess, 1.0)], Sense::AtLeast, floor as f64);
         self.model.constrain(&[(high, 1.0)], Sense::AtLeast, total.div_ceil(zones as u64) as f64);
         self.model.constrain(&[(low, 1.0)], Sense::AtMost, (total / zones as u64) as f64);
@@ -1450,8 +1452,8 @@ impl<'a> MasterBuilder<'a> {
 /// A type's hourly price as the plan's objective counts it (whole millionths, `fleet::price_micros`),
 /// so the master's cost and the reported cost agree to the micro and a master solution at the
 /// cost floor is a plan at the floor.
-fn price_in_micros_precision(info: &InstanceTypeInfo) -> f64 {
-    info.hourly_price.map_or(0.0, |price| crate::plan::from_micros(crate::plan::to_micros(price)))
+fn price_in_micros_precision(problem: &Problem, type_index: usize) -> f64 {
+    crate::fleet::price_micros(problem, type_index).map_or(0.0, |micros| crate::plan::from_micros(i128::from(micros)))
 }
 
 /// How the planner proves a solution optimal besides the solver's own word.

@@ -373,35 +373,34 @@ impl ExactPlanner {
                 return self.stopped(problem, &facts, full.deadline, Some(solution), stop, bound.or(best_bound));
             }
             best_bound = bound;
-            match realize(problem, &facts, &solution, full.deadline) {
-                Ok(actions) => {
+            // One packing: groups that pack only with spare instances give the loose plan and
+            // are modelled instance by instance in the next round, like groups that do not pack.
+            let failed = match realize_with(problem, &facts, &solution, full.deadline, LOOSE_SPARE) {
+                Ok(Realized { actions, loosened }) if loosened.is_empty() => {
                     return Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None }
                 }
-                Err(failed) => {
+                Ok(Realized { actions, loosened }) => {
                     if loose.is_none() {
-                        *loose = loose_plan(problem, &facts, &solution, full.deadline);
+                        *loose = loose_plan(problem, actions);
                     }
-                    if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                        return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
-                    }
-                    // A slot group has one variable per (slot, component): refuse huge ones.
-                    let slot_variables: u64 = failed
-                        .iter()
-                        .map(|group| {
-                            facts
-                                .groups
-                                .get(group)
-                                .copied()
-                                .unwrap_or(0)
-                                .saturating_mul(problem.components().len() as u64 + 1)
-                        })
-                        .sum();
-                    if slot_variables > MAX_SLOT_VARIABLES {
-                        return Outcome::NoPlan { stop: StopReason::TooLarge, bound: best_bound };
-                    }
-                    layout.slot_groups.extend(failed);
+                    loosened
                 }
+                Err(failed) => failed,
+            };
+            if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
             }
+            // A slot group has one variable per (slot, component): refuse huge ones.
+            let slot_variables: u64 = failed
+                .iter()
+                .map(|group| {
+                    facts.groups.get(group).copied().unwrap_or(0).saturating_mul(problem.components().len() as u64 + 1)
+                })
+                .sum();
+            if slot_variables > MAX_SLOT_VARIABLES {
+                return Outcome::NoPlan { stop: StopReason::TooLarge, bound: best_bound };
+            }
+            layout.slot_groups.extend(failed);
         }
         Outcome::NoPlan { stop: StopReason::NodeLimit, bound: best_bound }
     }
@@ -427,7 +426,8 @@ impl ExactPlanner {
         for &goal in goals {
             // The warm start meets every fixed level and already reaches this level's
             // combinatorial floor: that is its optimum.
-            let consistent = matches!(warm_start(hint, &fixed, None), Warm::Plan(_));
+            let warm = warm_start(hint, &fixed, last.as_ref());
+            let consistent = matches!(warm, Warm::Plan(_));
             if let Some(value) =
                 hint.filter(|_| consistent).and_then(|(_, objective)| floor_met(problem, goal, objective, &fixed))
             {
@@ -436,7 +436,6 @@ impl ExactPlanner {
                 last = None;
                 continue;
             }
-            let warm = warm_start(hint, &fixed, last.as_ref());
             let mut at_least = None;
             if goal != Goal::Unplaced {
                 match probe_level(problem, facts, layout, goal, &fixed, limits, warm, last.as_ref(), probes) {
@@ -760,14 +759,11 @@ fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goa
     match goal {
         Goal::Unplaced if all_placed && fixed.is_empty() => Some(-(wanted as f64)),
         Goal::Balance if all_placed && fixed == [(Goal::Unplaced, -(wanted as f64))] => {
-            let zones = problem.azs().len() as u64;
+            let zones = problem.azs().len();
             let floor: u64 = problem
                 .components()
                 .iter()
-                .filter_map(|component| {
-                    let limit = component.max_imbalance.filter(|_| zones > 1)?;
-                    Some(master::least_balance_excess(u64::from(component.copy_count), zones, u64::from(limit)))
-                })
+                .filter_map(|component| master::least_excess_of(component, u64::from(component.copy_count), zones))
                 .sum();
             (objective.balance_excess == floor).then_some(floor as f64)
         }
@@ -940,11 +936,18 @@ fn realize(
     solution: &MasterSolution,
     deadline: Option<Instant>,
 ) -> Result<Vec<Action>, Vec<(usize, usize)>> {
-    realize_with(problem, facts, solution, deadline, 0)
+    realize_with(problem, facts, solution, deadline, 0).map(|realized| realized.actions)
+}
+
+/// The actions of a packed master solution, and the groups that took spare instances to pack
+/// (then the plan is feasible, not the master's optimum).
+struct Realized {
+    actions: Vec<Action>,
+    loosened: Vec<(usize, usize)>,
 }
 
 /// A plan from a master solution that does not pack exactly, with up to [`LOOSE_SPARE`] more
-/// instances for each group that does not pack in the master's count.
+/// instances for each group that does not pack in the master's count (verified).
 struct Loose {
     actions: Vec<Action>,
     objective: Objective,
@@ -957,13 +960,7 @@ const LOOSE_SPARE: u32 = 2;
 /// packing fits into its instance count. The search then models the group instance by instance
 /// (much larger), which may run out of time; this plan, packed with a spare instance or two and
 /// verified, is what the planner returns then instead of the greedy plan, when it is better.
-fn loose_plan(
-    problem: &Problem,
-    facts: &Facts<'_>,
-    solution: &MasterSolution,
-    deadline: Option<Instant>,
-) -> Option<Loose> {
-    let actions = realize_with(problem, facts, solution, deadline, LOOSE_SPARE).ok()?;
+fn loose_plan(problem: &Problem, actions: Vec<Action>) -> Option<Loose> {
     let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::Completed, actions.clone(), None);
     verify(problem, &plan).is_empty().then_some(Loose { actions, objective: plan.objective })
 }
@@ -976,8 +973,9 @@ fn realize_with(
     solution: &MasterSolution,
     deadline: Option<Instant>,
     spare: u32,
-) -> Result<Vec<Action>, Vec<(usize, usize)>> {
+) -> Result<Realized, Vec<(usize, usize)>> {
     let types = problem.instance_types();
+    let mut loosened = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
     for (i, instance) in problem.fleet().iter().enumerate() {
         if !solution.keep.get(i).copied().unwrap_or(true) {
@@ -1028,12 +1026,15 @@ fn realize_with(
                 .unwrap_or_default();
             let packed = (0..=spare).find_map(|more| {
                 match pack_group(&items, (launches + more) as usize, info.capacity, PACKING_BUDGET, deadline) {
-                    Packing::Packed(bins) => Some(bins),
+                    Packing::Packed(bins) => Some((more, bins)),
                     Packing::Impossible | Packing::Unknown => None,
                 }
             });
+            if packed.as_ref().is_some_and(|&(more, _)| more > 0) {
+                loosened.push((t, z));
+            }
             match packed {
-                Some(bins) => bins
+                Some((_, bins)) => bins
                     .into_iter()
                     .map(|bin| {
                         let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
@@ -1070,13 +1071,15 @@ fn realize_with(
         }
     }
     if !failed.is_empty() {
+        // Every group that does not pack into the master's count, spare or not.
+        failed.extend(loosened);
         failed.sort_unstable();
         failed.dedup();
         return Err(failed);
     }
     let _ = facts;
     spread_repair(problem, &mut drafts);
-    Ok(actions_of(problem, &drafts))
+    Ok(Realized { actions: actions_of(problem, &drafts), loosened })
 }
 
 /// Moves new copies of SPREAD components within an AZ from an instance holding two or more
