@@ -490,6 +490,16 @@ impl<'a> Greedy<'a> {
         }
     }
 
+    /// Copies of component `c` still missing that it may get: none when it scales in (it had
+    /// removals and gets no new copies), else its copy count minus the copies it has now.
+    fn missing_new_copies(&self, c: usize) -> u64 {
+        if self.had_removals.get(c).copied().unwrap_or(true) {
+            return 0;
+        }
+        let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
+        self.problem.components.get(c).map_or(0, |component| u64::from(component.copy_count).saturating_sub(have))
+    }
+
     /// Copies still missing of components that may get new ones (no removals) and fit an
     /// instance of some pool type: what another pass might still place.
     fn missing_copies(&self) -> u64 {
@@ -498,18 +508,14 @@ impl<'a> Greedy<'a> {
             .components
             .iter()
             .enumerate()
-            .filter(|&(c, component)| {
-                !self.had_removals.get(c).copied().unwrap_or(true)
-                    && problem.pool_types().any(|t| {
-                        component.placement_requirement(problem, t).is_some_and(|requirement| {
-                            problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
-                        })
+            .filter(|&(_, component)| {
+                problem.pool_types().any(|t| {
+                    component.placement_requirement(problem, t).is_some_and(|requirement| {
+                        problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
                     })
+                })
             })
-            .map(|(c, component)| {
-                let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
-                u64::from(component.copy_count).saturating_sub(have)
-            })
+            .map(|(c, _)| self.missing_new_copies(c))
             .sum()
     }
 

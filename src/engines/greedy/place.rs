@@ -262,11 +262,7 @@ impl Greedy<'_> {
         let Some(component) = problem.components.get(c) else {
             return;
         };
-        if self.had_removals[c] {
-            return;
-        }
-        let have: u64 = self.az_copies[c].iter().sum();
-        let missing = u64::from(component.copy_count).saturating_sub(have);
+        let missing = self.missing_new_copies(c);
         if missing == 0 {
             return;
         }
@@ -482,11 +478,10 @@ impl Greedy<'_> {
             .components
             .iter()
             .enumerate()
-            .filter(|&(c, _)| Some(c) != self.placing && !self.had_removals.get(c).copied().unwrap_or(true))
+            .filter(|&(c, _)| Some(c) != self.placing)
             .filter_map(|(c, component)| {
+                let missing = self.missing_new_copies(c);
                 let need = component.placement_requirement(problem, t)?.resources;
-                let have: u64 = self.az_copies.get(c).map_or(0, |row| row.iter().sum());
-                let missing = u64::from(component.copy_count).saturating_sub(have);
                 (missing > 0).then(|| left.copies_of(&need).min(missing))
             })
             .max()

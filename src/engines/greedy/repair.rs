@@ -50,12 +50,7 @@ impl Greedy<'_> {
     /// Places missing copies of the components in `order` by relocating up to two of this
     /// plan's new copies per placed copy. Returns the copies placed.
     pub(super) fn repair(&mut self, order: &[usize]) -> u64 {
-        let problem = self.problem;
-        let missing_of = |planner: &Self, c: usize| {
-            let have: u64 = planner.az_copies.get(c).map_or(0, |row| row.iter().sum());
-            problem.components.get(c).map_or(0, |component| u64::from(component.copy_count).saturating_sub(have))
-        };
-        if order.iter().all(|&c| self.had_removals.get(c).copied().unwrap_or(true) || missing_of(self, c) == 0) {
+        if order.iter().all(|&c| self.missing_new_copies(c) == 0) {
             return 0;
         }
         let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
@@ -67,10 +62,7 @@ impl Greedy<'_> {
         let mut work = REPAIR_WORK;
         let mut placed = 0;
         for &c in order {
-            if self.had_removals.get(c).copied().unwrap_or(true) {
-                continue;
-            }
-            while missing_of(self, c) > 0 && work > 0 {
+            while self.missing_new_copies(c) > 0 && work > 0 {
                 let before: u64 = self.az_copies.iter().flatten().sum();
                 if !self.repair_one(c, &mut new_copies, &mut work) {
                     break;
@@ -81,10 +73,7 @@ impl Greedy<'_> {
         // Then trades for several components' missing copies: only after every single-component
         // repair, so a plan those reach is only ever improved (each trade places one copy more).
         for &c in order {
-            if self.had_removals.get(c).copied().unwrap_or(true) {
-                continue;
-            }
-            while missing_of(self, c) > 0 && work > 0 {
+            while self.missing_new_copies(c) > 0 && work > 0 {
                 let before: u64 = self.az_copies.iter().flatten().sum();
                 let azs = self.azs_by_balance(c);
                 if !self.trade(c, &azs, &mut new_copies, &mut work, true) {
@@ -214,18 +203,7 @@ impl Greedy<'_> {
     fn trade(&mut self, c: usize, azs: &[usize], new_copies: &mut [NewCopies], work: &mut u64, others: bool) -> bool {
         let problem = self.problem;
         // Missing copies of every component that may get new ones (a trade places some of them).
-        let missing: Vec<u64> = problem
-            .components
-            .iter()
-            .enumerate()
-            .map(|(e, component)| {
-                if self.had_removals.get(e).copied().unwrap_or(true) {
-                    return 0;
-                }
-                let have: u64 = self.az_copies.get(e).map_or(0, |row| row.iter().sum());
-                u64::from(component.copy_count).saturating_sub(have)
-            })
-            .collect();
+        let missing: Vec<u64> = (0..problem.components.len()).map(|e| self.missing_new_copies(e)).collect();
         if missing.get(c).copied().unwrap_or(0) == 0 {
             return false;
         }
