@@ -333,3 +333,98 @@ fn a_plan_read_back_from_its_json_equals_the_plan_causes_and_all() {
     let serde_reread: fleetplan::Plan = serde_json::from_str(&plan.to_json()).unwrap();
     assert_eq!(serde_reread, plan);
 }
+
+/// Whether the grouped `reasons` (what the plan JSON carries) state `cause`: the wording of both
+/// comes from `explain`'s one formatter, so a cause the reasons do not mention is a drift.
+fn stated(cause: &UnplacedCause, reasons: &[String]) -> bool {
+    let any = |test: &dyn Fn(&str) -> bool| reasons.iter().any(|reason| test(reason));
+    match cause {
+        UnplacedCause::CapacityExhausted { instance_type, availability_zone, available, .. } => any(&|reason| {
+            reason.starts_with(&format!("{instance_type} has no capacity"))
+                && reason.contains(availability_zone.as_str())
+                && reason.contains(&format!("(Available {available}"))
+        }),
+        UnplacedCause::CapacityBlocked { instance_type, availability_zone, event, time, until } => any(&|reason| {
+            reason.starts_with(&format!("{instance_type} in "))
+                && reason.contains(availability_zone.as_str())
+                && reason.ends_with(&format!("blocked by {event} at {time} until {until}"))
+        }),
+        UnplacedCause::TooLarge { .. } => any(&|reason| reason.starts_with(&format!("{cause} in "))),
+        UnplacedCause::InstancesFull { instances, .. } => {
+            // The cause says `(N instances)`, the reason `(N instances in <AZs>)`.
+            let text = cause.to_string();
+            let head = text.rsplit_once(" (").map_or(text.as_str(), |(head, _)| head);
+            let count = format!("({instances} instance");
+            any(&|reason| reason.starts_with(head) && reason.contains(&count))
+        }
+        UnplacedCause::MaxInstanceCount { .. } => reasons.contains(&cause.to_string()),
+        UnplacedCause::NoEligibleType { .. } => {
+            reasons.first().is_some_and(|header| header.contains(", 0/"))
+                && !any(&|reason| reason.contains("could still launch"))
+        }
+        UnplacedCause::Imbalance { copies_per_az, max_imbalance, excess } => {
+            let counts: Vec<String> = copies_per_az.iter().map(u64::to_string).collect();
+            any(&|reason| {
+                reason.starts_with(&format!("placed copies {} over ", counts.join("/")))
+                    && reason.ends_with(&format!("exceed MaxImbalance {max_imbalance} by {excess}"))
+            })
+        }
+        UnplacedCause::NotPlacedByPlanner { instances_with_room, open_launches } => {
+            reasons.first().is_some_and(|header| {
+                header.starts_with(&format!("{instances_with_room}/"))
+                    && header.contains(&format!(" instances have room, {open_launches}/"))
+            })
+        }
+        other => panic!("a new cause kind needs a rule here: {other:?}"),
+    }
+}
+
+/// `0/N instances have room, 0/M launch options open` exactly when no cause says
+/// "not placed by this planner".
+fn header_agrees(unplaced: &Unplaced) -> bool {
+    let header = unplaced.reasons.first().map(String::as_str).unwrap_or_default();
+    let nothing_open = header.starts_with("0/") && header.contains(" instances have room, 0/");
+    let not_placed = unplaced.causes.iter().any(|cause| matches!(cause, UnplacedCause::NotPlacedByPlanner { .. }));
+    nothing_open != not_placed
+}
+
+mod reasons_and_causes_agree {
+    use super::*;
+    use crate::common;
+    use proptest::prelude::*;
+
+    fn check(problem: &Problem, fleet: &FinalFleet) -> Result<(), TestCaseError> {
+        for unplaced in explain::unplaced(problem, fleet) {
+            prop_assert!(!unplaced.causes.is_empty(), "{unplaced:?}");
+            prop_assert!(header_agrees(&unplaced), "{unplaced:?}");
+            for cause in &unplaced.causes {
+                prop_assert!(stated(cause, &unplaced.reasons), "{cause} not in {:?}", unplaced.reasons);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Before planning (every launch open) and after greedy (capacity used up, instances
+        /// full, `MaxInstanceCount` reached): each cause is stated in the reasons.
+        #[test]
+        fn on_generated_fleets(problem in common::problem(common::Size::MEDIUM)) {
+            let (before, _) = FinalFleet::apply(&problem, &[]);
+            check(&problem, &before)?;
+            let plan = plan_greedy(&problem);
+            let (after, _) = FinalFleet::apply(&problem, &plan.actions);
+            check(&problem, &after)?;
+        }
+    }
+}
+
+#[test]
+fn a_cause_missing_from_the_reasons_is_caught() {
+    let cause = exhausted("us-east-1b", 0, 0, 0);
+    let reasons = ["0/0 instances have room, 0/2 launch options open".to_string()];
+    assert!(!stated(&cause, &reasons));
+    let with = [reasons[0].clone(), "ml.g6.12xlarge has no capacity in us-east-1a, us-east-1b (Available 0)".into()];
+    assert!(stated(&cause, &with));
+}
