@@ -284,3 +284,54 @@ fn greedy_azs_take_turns_when_the_instance_budget_is_short() {
     assert_eq!((greedy.placed_copies, greedy.balance_excess), (3, 0));
     assert_eq!(greedy.key(), proven_optimum(&problem).key());
 }
+
+fn phase_names(stats: &fleetplan::Stats) -> Vec<&str> {
+    stats.phases.iter().map(|phase| phase.name.as_str()).collect()
+}
+
+/// Under a deadline the exact planner first tries a cheap warm start (greedy with a few passes)
+/// and a short search. Greedy's plan here is worse than the optimum on L3, so the proof takes a
+/// search; what the quick attempt proves is the optimum the node-limited run (deterministic, no
+/// quick attempt) proves. The slice is set long so that a loaded machine cannot cut it short.
+#[test]
+fn the_quick_attempt_proves_the_optimum_the_full_search_proves() {
+    let problem = Problem::from_json(include_str!("fixtures/quick-attempt.json")).expect("valid scenario");
+    let greedy = plan_greedy(&problem);
+    let (quick, stats) = ExactPlanner::new()
+        .time_limit(std::time::Duration::from_secs(600))
+        .quick_slice(std::time::Duration::from_secs(30))
+        .plan_with_stats(&problem);
+    assert_eq!(phase_names(&stats), ["quick attempt"]);
+    assert_eq!(quick.status, Status::Optimal);
+    assert!(verify(&problem, &quick).is_empty());
+    assert!(quick.objective.better_than(&greedy.objective), "{:?} vs {:?}", quick.objective, greedy.objective);
+    let (full, stats) = ExactPlanner::new().node_limit(100_000).plan_with_stats(&problem);
+    assert!(!phase_names(&stats).contains(&"quick attempt"), "{:?}", phase_names(&stats));
+    assert_eq!(full.status, Status::Optimal);
+    assert_eq!(quick.objective, full.objective);
+}
+
+/// A quick attempt that proves nothing is followed by the full search from greedy's full warm
+/// start, so the cheap warm start never makes the result worse than greedy's plan.
+#[test]
+fn a_quick_attempt_that_proves_nothing_leaves_the_result_no_worse_than_greedy() {
+    let problem = Problem::from_json(include_str!("fixtures/loose-packing.json")).expect("valid scenario");
+    let greedy = plan_greedy(&problem);
+    // One node per solve: the quick attempt cannot prove this endpoint (it takes thousands).
+    let (exact, stats) = ExactPlanner::new()
+        .time_limit(std::time::Duration::from_secs(600))
+        .node_limit(1)
+        .max_rounds(1)
+        .plan_with_stats(&problem);
+    assert_eq!(phase_names(&stats)[..2], ["quick attempt", "warm start (greedy)"]);
+    assert!(verify(&problem, &exact).is_empty());
+    assert!(!greedy.objective.better_than(&exact.objective), "{:?} vs {:?}", exact.objective, greedy.objective);
+    // Turned off, the run starts with greedy's full warm start.
+    let (_, stats) = ExactPlanner::new()
+        .time_limit(std::time::Duration::from_secs(600))
+        .node_limit(1)
+        .max_rounds(1)
+        .quick_slice(std::time::Duration::ZERO)
+        .plan_with_stats(&problem);
+    assert_eq!(phase_names(&stats)[0], "warm start (greedy)");
+}

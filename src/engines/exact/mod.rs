@@ -49,6 +49,17 @@ const MAX_SLOT_VARIABLES: u64 = 50_000;
 /// simplex on models this size already takes seconds per solve.
 const MAX_MASTER_VARIABLES: u64 = 20_000;
 
+/// Greedy passes of the quick attempt's warm start ([`ExactPlanner::quick_proof`]).
+const QUICK_WARM_PASSES: u64 = 24;
+
+/// The quick attempt takes this fraction (1/n) of the time left, at most [`QUICK_SLICE`]
+/// (by default).
+const QUICK_SHARE: f64 = 20.0;
+
+/// Longest quick attempt (by default): most small and mid-sized endpoints are proven within it
+/// (measured in `docs/sweep.md`), and a harder one loses no more than this.
+const QUICK_SLICE: Duration = Duration::from_millis(100);
+
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
@@ -70,6 +81,7 @@ pub struct ExactPlanner {
     limits: EngineLimits,
     max_rounds: usize,
     slot_model: bool,
+    quick_slice: Duration,
     backend: Arc<dyn MipBackend>,
 }
 
@@ -81,6 +93,7 @@ impl Default for ExactPlanner {
             limits: EngineLimits::new(),
             max_rounds: 16,
             slot_model: false,
+            quick_slice: QUICK_SLICE,
             backend: Arc::new(Microlp),
         }
     }
@@ -166,6 +179,15 @@ impl ExactPlanner {
         self
     }
 
+    /// The longest quick attempt under a deadline (a cheap warm start and a short search,
+    /// taking a twentieth of the time left at most this long; see `docs/formulation.md`);
+    /// `Duration::ZERO` turns it off. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn quick_slice(mut self, slice: Duration) -> Self {
+        self.quick_slice = slice;
+        self
+    }
+
     /// Plans; falls back to the greedy plan when the solver cannot do better. The result is
     /// never worse than the greedy plan and always passes [`verify`] when the greedy plan does.
     pub fn plan(&self, problem: &Problem) -> Plan {
@@ -177,9 +199,13 @@ impl ExactPlanner {
         let started = Instant::now();
         let limits = self.effective_limits(started);
         let mut stats = Stats::default();
-        let greedy = warm_plan(problem, &limits);
+        if let Some(plan) = self.quick_proof(problem, &limits, &mut stats) {
+            return (plan, stats);
+        }
+        let phase = Instant::now();
+        let greedy = warm_plan(problem, &limits, None);
         stats.solves += 1;
-        stats.phase("warm start (greedy)", started);
+        stats.phase("warm start (greedy)", phase);
         if let Some(stop) = limits.stop_now() {
             // Out of time (or cancelled) before the search could start: the greedy plan, valid
             // by construction, is the answer, with the packing bound (which may prove it).
@@ -275,6 +301,49 @@ impl ExactPlanner {
         };
         stats.phase("verify result", phase);
         (plan, stats)
+    }
+
+    /// A short first attempt, only under a deadline: a cheap warm start (greedy with a few
+    /// passes) and the search for a slice of the time. Most small and mid-sized endpoints are
+    /// proven this way in a fraction of the time the full greedy warm start alone takes; the
+    /// others go on as if it had not happened (the full greedy plan is the floor of every
+    /// unproven result, so the cheap warm start can never make a result worse than greedy's).
+    /// Node-limited runs without a deadline skip it and stay deterministic.
+    fn quick_proof(&self, problem: &Problem, limits: &EngineLimits, stats: &mut Stats) -> Option<Plan> {
+        let deadline = limits.deadline_at()?;
+        if self.slot_model || self.quick_slice.is_zero() || limits.stop_now().is_some() {
+            return None;
+        }
+        let started = Instant::now();
+        let slice = deadline.saturating_duration_since(started).div_f64(QUICK_SHARE).min(self.quick_slice);
+        let quick = limits.clone().deadline(started + slice);
+        let warm = warm_plan(problem, &quick, Some(QUICK_WARM_PASSES));
+        stats.solves += 1;
+        let plan = (warm.status != Status::Infeasible && verify(problem, &warm).is_empty())
+            .then(|| self.quick_search(problem, &quick, warm, stats))
+            .flatten();
+        stats.phase("quick attempt", started);
+        plan
+    }
+
+    /// The search of [`Self::quick_proof`] from a verified warm start: a proven plan or nothing.
+    fn quick_search(&self, problem: &Problem, quick: &EngineLimits, warm: Plan, stats: &mut Stats) -> Option<Plan> {
+        let proven = |actions: Vec<Action>| {
+            let plan = finish(problem, SolverKind::Exact, Status::Optimal, StopReason::Completed, actions, None);
+            (verify(problem, &plan).is_empty() && !warm.objective.better_than(&plan.objective)).then_some(plan)
+        };
+        if bounds::complete(problem, None).key() == warm.objective.key() {
+            return proven(warm.actions.clone());
+        }
+        let hint = (Hint::from_actions(problem, &warm.actions), warm.objective.clone());
+        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: quick, solves: AtomicU64::new(0) };
+        let search_limits = Limits { deadline: quick.deadline_at(), node_limit: quick.nodes() };
+        let outcome = self.search(problem, &backend, search_limits, Some(&hint));
+        stats.solves += backend.solves.load(Ordering::Relaxed);
+        match outcome {
+            Outcome::Plan { actions, proven: true, .. } => proven(actions),
+            _ => None,
+        }
     }
 
     /// The shared limits tightened by this planner's own time and node limits.
@@ -822,9 +891,14 @@ fn relax_and_fix(
 /// first pass always runs), but not the node limit, which counts solver nodes: so the exact plan
 /// is never worse than the greedy planner's under the same limits, and never worse than
 /// [`crate::plan_greedy`] unless a deadline or cancellation cut the warm start short. The flat
-/// run is an extra and is skipped once a limit is hit.
-fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
-    let greedy = crate::GreedyPlanner::new().limits(limits.without_node_limit()).plan(problem);
+/// run is an extra and is skipped once a limit is hit. `passes` caps greedy's passes (each
+/// run's), for the quick attempt's cheap warm start.
+fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> Plan {
+    let limits = match passes {
+        Some(passes) => limits.without_node_limit().node_limit(passes),
+        None => limits.without_node_limit(),
+    };
+    let greedy = crate::GreedyPlanner::new().limits(limits.clone()).plan(problem);
     let pool_priorities: std::collections::BTreeSet<u8> =
         problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
     if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {
@@ -836,7 +910,7 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits) -> Plan {
             info.priority = 1;
         }
     }
-    let flat_plan = crate::GreedyPlanner::new().limits(limits.without_node_limit()).plan(&flat);
+    let flat_plan = crate::GreedyPlanner::new().limits(limits).plan(&flat);
     let candidate =
         finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
     if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {
