@@ -14,6 +14,7 @@ use super::backend::{
     Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
 };
 use super::patterns::{pattern_prices, Demand};
+use crate::index::{AzIndex, TypeIndex};
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// A (type index, AZ index) group of new instances.
@@ -272,7 +273,7 @@ impl<'a> Facts<'a> {
             }
             for z in 0..problem.azs().len() {
                 let mut bound = upper;
-                if let Some(total) = problem.launch_limit(t, z).total() {
+                if let Some(total) = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).total() {
                     bound = bound.min(u64::from(total));
                 }
                 let bound = bound.min(INTEGER_CAP);
@@ -356,7 +357,7 @@ impl<'a> Facts<'a> {
         if self.unpriced_possible || problem.fleet().iter().any(|instance| instance.reserved) {
             return false;
         }
-        if self.groups.keys().any(|&(t, z)| problem.launch_limit(t, z).reserved > 0) {
+        if self.groups.keys().any(|&(t, z)| problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved > 0) {
             return false;
         }
         let used = self.groups.keys().map(|&(t, _)| t).chain(problem.fleet().iter().map(|i| i.type_index));
@@ -767,7 +768,7 @@ impl<'a> MasterBuilder<'a> {
             self.unpriced.add(y, 1.0);
         }
         // Paid launches: the first `reserved` launches are prepaid.
-        let reserved = self.problem.launch_limit(t, z).reserved;
+        let reserved = self.problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved;
         let paid = if reserved > 0 {
             let paid = self.model.lp.add_var(0.0, (0.0, f64::INFINITY));
             self.model.constrain(&[(paid, 1.0), (y, -1.0)], Sense::AtLeast, -f64::from(reserved));

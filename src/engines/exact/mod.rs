@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::fleet::{objective, FinalFleet};
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, CostUnit, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
@@ -1050,7 +1051,7 @@ fn realize_with(
                 }
             }
         };
-        let reserved = problem.launch_limit(t, z).reserved;
+        let reserved = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved;
         for index in 0..(launches as usize).max(bins.len()) {
             let copies: BTreeMap<usize, u32> =
                 bins.get(index).map(|bin| bin.iter().copied().collect()).unwrap_or_default();

@@ -33,6 +33,7 @@ pub use summary::{
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -380,7 +381,7 @@ struct Unit {
 }
 
 /// A launch option: (type, AZ).
-type LaunchOption = Option<(usize, usize)>;
+type LaunchOption = Option<(TypeIndex, AzIndex)>;
 
 struct Planner<'p> {
     problem: &'p Problem,
@@ -544,7 +545,7 @@ impl<'p> Planner<'p> {
     /// Launch options for a candidate, best first: pool types by priority, then price, the
     /// candidate's AZ first; only where capacity is left, and (unless the candidate is draining)
     /// never a worse tier than the candidate's.
-    fn launch_options(&self, candidate: usize) -> Vec<(usize, usize)> {
+    fn launch_options(&self, candidate: usize) -> Vec<(TypeIndex, AzIndex)> {
         let problem = self.problem;
         let node = &self.nodes[candidate];
         let candidate_priority = self.priority(node.type_index);
@@ -556,7 +557,7 @@ impl<'p> Planner<'p> {
                 continue;
             }
             for az_index in 0..problem.azs().len() {
-                if !self.capacity_left(type_index, az_index) {
+                if !self.capacity_left(TypeIndex::new(type_index), AzIndex::new(az_index)) {
                     continue;
                 }
                 let price = price_micros(problem, type_index).unwrap_or(i64::MAX);
@@ -564,18 +565,23 @@ impl<'p> Planner<'p> {
             }
         }
         options.sort();
-        options.into_iter().map(|(.., type_index, az_index)| (type_index, az_index)).collect()
+        options
+            .into_iter()
+            .map(|(.., type_index, az_index)| (TypeIndex::new(type_index), AzIndex::new(az_index)))
+            .collect()
     }
 
-    fn capacity_left(&self, type_index: usize, az_index: usize) -> bool {
-        let done = self.launched.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or(0);
+    fn capacity_left(&self, type_index: TypeIndex, az_index: AzIndex) -> bool {
+        let done =
+            self.launched.get(type_index.index()).and_then(|row| row.get(az_index.index())).copied().unwrap_or(0);
         self.problem.launch_limit(type_index, az_index).total().is_none_or(|total| done < total)
     }
 
     /// Launches a node (journaled). Reservation slots are used first.
-    fn launch(&mut self, type_index: usize, az_index: usize) -> usize {
-        let done = self.launched[type_index][az_index];
-        let reserved = done < self.problem.launch_limit(type_index, az_index).reserved;
+    fn launch(&mut self, type_index: TypeIndex, az_index: AzIndex) -> usize {
+        let slots = self.problem.launch_limit(type_index, az_index).reserved;
+        let (type_index, az_index) = (type_index.index(), az_index.index());
+        let reserved = self.launched[type_index][az_index] < slots;
         self.launched[type_index][az_index] += 1;
         let index = self.nodes.len();
         self.nodes.push(Node {
@@ -823,10 +829,10 @@ impl<'p> Planner<'p> {
             Some((type_index, az_index)) => {
                 // The empty newcomer can make heavy instances of its AZ break SPREAD.
                 for component in 0..problem.components().len() {
-                    if self.heavy[component][az_index] > 0
-                        && problem.components()[component].placement_requirement(problem, type_index).is_some()
+                    if self.heavy[component][az_index.index()] > 0
+                        && problem.components()[component].placement_requirement(problem, type_index.index()).is_some()
                     {
-                        self.touch(&mut guard, component, az_index);
+                        self.touch(&mut guard, component, az_index.index());
                     }
                 }
                 Some(self.launch(type_index, az_index))
@@ -1079,9 +1085,10 @@ impl<'p> Planner<'p> {
 
     fn final_fleet(&self) -> FinalFleet {
         let existing = self.problem.fleet().len();
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)> = BTreeMap::new();
         for node in self.nodes.iter().skip(existing) {
-            let entry = launches.entry((node.type_index, node.az_index)).or_insert((0, 0));
+            let entry =
+                launches.entry((TypeIndex::new(node.type_index), AzIndex::new(node.az_index))).or_insert((0, 0));
             entry.0 += 1;
             entry.1 += u32::from(node.reserved);
         }
