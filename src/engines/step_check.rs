@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::consolidate::{copy_resources, spread_offenders, Move, SpreadView};
 use super::rebalance::Launch;
 use crate::fleet::{imbalance, FinalFleet, FinalInstance};
-use crate::index::{AzIndex, TypeIndex};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
 
@@ -236,7 +236,10 @@ impl<'p> CheckedFleet<'p> {
         for (&target, arriving) in &moves.incoming {
             let instance = &self.instances[target];
             let during = arriving.iter().fold(instance.used(problem), |used, (&component, &count)| {
-                used.plus(&copy_resources(problem, component, instance.type_index).times(u64::from(count)))
+                used.plus(
+                    &copy_resources(problem, ComponentIndex::new(component), TypeIndex::new(instance.type_index))
+                        .times(u64::from(count)),
+                )
             });
             let capacity = problem.instance_types()[instance.type_index].capacity;
             if !during.fits_in(&capacity) {

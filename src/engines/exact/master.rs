@@ -14,7 +14,7 @@ use super::backend::{
     Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
 };
 use super::patterns::{pattern_prices, Demand};
-use crate::index::{AzIndex, TypeIndex};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// A (type index, AZ index) group of new instances.
@@ -190,12 +190,15 @@ pub(crate) struct Extra<'a> {
     pub relax_copies: bool,
     /// Relax-and-fix, stage 2: every component's final copies per AZ fixed to these counts
     /// (a restriction: a solution is feasible for the master, infeasibility proves nothing).
-    pub counts: Option<&'a BTreeMap<(usize, usize), u64>>,
+    pub counts: Option<&'a BTreeMap<(ComponentIndex, AzIndex), u64>>,
 }
 
 /// The per-(component, AZ) counts of a stage-1 (`relax_copies`) solution: the last
 /// `components × AZs` integers, component-major.
-pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BTreeMap<(usize, usize), u64>> {
+pub(crate) fn counts_from_tail(
+    problem: &Problem,
+    integers: &[f64],
+) -> Option<BTreeMap<(ComponentIndex, AzIndex), u64>> {
     let zones = problem.azs().len();
     let cells = problem.components().len() * zones;
     let tail = integers.get(integers.len().checked_sub(cells)?..)?;
@@ -203,7 +206,9 @@ pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BT
         tail.iter()
             .enumerate()
             .filter(|(_, &value)| value > 0.5)
-            .map(|(index, &value)| ((index / zones, index % zones), value.round() as u64))
+            .map(|(index, &value)| {
+                ((ComponentIndex::new(index / zones), AzIndex::new(index % zones)), value.round() as u64)
+            })
             .collect(),
     )
 }
@@ -1211,7 +1216,7 @@ impl<'a> MasterBuilder<'a> {
         };
         for (c, per_zone) in self.per_az.iter().enumerate() {
             for (z, expr) in per_zone.iter().enumerate() {
-                let count = counts.get(&(c, z)).copied().unwrap_or(0) as f64;
+                let count = counts.get(&(ComponentIndex::new(c), AzIndex::new(z))).copied().unwrap_or(0) as f64;
                 if expr.terms.is_empty() {
                     if (count - expr.constant).abs() > 0.5 {
                         return false;

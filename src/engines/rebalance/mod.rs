@@ -33,7 +33,7 @@ pub use summary::{
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
-use crate::index::{AzIndex, TypeIndex};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -617,14 +617,20 @@ impl<'p> Planner<'p> {
         for (&component, &count) in &copies {
             units.extend(std::iter::repeat_n(component, count as usize));
         }
-        units.sort_by_key(|&component| (Reverse(copy_resources(self.problem, component, type_index)), component));
+        units.sort_by_key(|&component| {
+            (
+                Reverse(copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(type_index))),
+                component,
+            )
+        });
         self.journal.push(Change::Kill { node: index, copies, used });
         units
     }
 
     /// Puts one copy of `component` (leaving a node in `from_az`) onto `target` (journaled).
     fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
-        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+        let resources =
+            copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
         let count = node.copies.entry(component).or_insert(0);
         *count += 1;
@@ -645,7 +651,11 @@ impl<'p> Planner<'p> {
             let Some(change) = self.journal.pop() else { break };
             match change {
                 Change::Copy { target, component, from_az } => {
-                    let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+                    let resources = copy_resources(
+                        self.problem,
+                        ComponentIndex::new(component),
+                        TypeIndex::new(self.nodes[target].type_index),
+                    );
                     let node = &mut self.nodes[target];
                     let to_az = node.az_index;
                     if let Some(count) = node.copies.get_mut(&component) {
