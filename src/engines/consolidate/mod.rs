@@ -23,7 +23,7 @@ pub use check::verify_consolidation;
 
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
-use crate::index::{ComponentIndex, TypeIndex};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -533,7 +533,7 @@ impl<'p> Planner<'p> {
         spread_offenders(self.problem, component, &views)
     }
 
-    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
+    fn add_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
         let resources =
             copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
@@ -541,7 +541,7 @@ impl<'p> Planner<'p> {
         node.used = node.used.plus(&resources);
         let to_az = node.az_index;
         if let Some(row) = self.per_az.get_mut(component) {
-            if let Some(slot) = row.get_mut(from_az) {
+            if let Some(slot) = row.get_mut(from_az.index()) {
                 *slot = slot.saturating_sub(1);
             }
             if let Some(slot) = row.get_mut(to_az) {
@@ -550,7 +550,7 @@ impl<'p> Planner<'p> {
         }
     }
 
-    fn undo_copy(&mut self, target: usize, component: usize, from_az: usize) {
+    fn undo_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
         let resources =
             copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
@@ -566,7 +566,7 @@ impl<'p> Planner<'p> {
             if let Some(slot) = row.get_mut(to_az) {
                 *slot = slot.saturating_sub(1);
             }
-            if let Some(slot) = row.get_mut(from_az) {
+            if let Some(slot) = row.get_mut(from_az.index()) {
                 *slot += 1;
             }
         }
@@ -588,7 +588,7 @@ impl<'p> Planner<'p> {
     /// Tries to re-home every copy of `candidate` and release it. On success the state is
     /// committed and the moves `(component, target)` are returned; on failure nothing changes.
     fn try_release(&mut self, candidate: usize) -> Option<Vec<(usize, usize)>> {
-        let source_az = self.nodes[candidate].az_index;
+        let source_az = AzIndex::new(self.nodes[candidate].az_index);
         let source_type = self.nodes[candidate].type_index;
         let (balance_before, spread_before) = self.guards_before_release(candidate);
 

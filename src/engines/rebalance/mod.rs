@@ -360,7 +360,7 @@ enum Change {
 /// A unit under construction in [`Planner::simulate`]: SPREAD offenders before the unit per
 /// touched (component, AZ), the moves, the instances released, the instances receiving copies.
 struct UnitDraft {
-    guard: BTreeMap<(usize, usize), u64>,
+    guard: BTreeMap<(ComponentIndex, AzIndex), u64>,
     moves: Vec<(usize, usize, usize)>,
     victims: Vec<usize>,
     targets: BTreeSet<usize>,
@@ -628,7 +628,8 @@ impl<'p> Planner<'p> {
     }
 
     /// Puts one copy of `component` (leaving a node in `from_az`) onto `target` (journaled).
-    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
+    fn add_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
+        let from_az = from_az.index();
         let resources =
             copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
@@ -694,7 +695,8 @@ impl<'p> Planner<'p> {
     }
 
     /// Number of alive instances in `az` breaking the SPREAD rule for `component`.
-    fn spread_offenders_in(&self, component: usize, az: usize) -> u64 {
+    fn spread_offenders_in(&self, component: ComponentIndex, az: AzIndex) -> u64 {
+        let (component, az) = (component.index(), az.index());
         if self.heavy[component][az] == 0 {
             return 0;
         }
@@ -721,13 +723,13 @@ impl<'p> Planner<'p> {
     }
 
     /// Records the SPREAD measure of (component, az) before the unit first changes it.
-    fn touch(&self, guard: &mut BTreeMap<(usize, usize), u64>, component: usize, az: usize) {
-        if self.problem.components()[component].strategy == PlacementStrategy::Spread {
+    fn touch(&self, guard: &mut BTreeMap<(ComponentIndex, AzIndex), u64>, component: ComponentIndex, az: AzIndex) {
+        if self.problem.components()[component.index()].strategy == PlacementStrategy::Spread {
             guard.entry((component, az)).or_insert_with(|| self.spread_offenders_in(component, az));
         }
     }
 
-    fn spread_kept(&self, guard: &BTreeMap<(usize, usize), u64>) -> bool {
+    fn spread_kept(&self, guard: &BTreeMap<(ComponentIndex, AzIndex), u64>) -> bool {
         guard.iter().all(|(&(component, az), &before)| self.spread_offenders_in(component, az) <= before)
     }
 
@@ -830,7 +832,7 @@ impl<'p> Planner<'p> {
         let key_before = self.key();
         let mark = self.journal.len();
         let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
-        let mut guard: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        let mut guard: BTreeMap<(ComponentIndex, AzIndex), u64> = BTreeMap::new();
         let mut moves: Vec<(usize, usize, usize)> = Vec::new();
         let mut victims: Vec<usize> = vec![candidate];
         let mut targets: BTreeSet<usize> = BTreeSet::new();
@@ -842,7 +844,7 @@ impl<'p> Planner<'p> {
                     if self.heavy[component][az_index.index()] > 0
                         && problem.components()[component].placement_requirement(problem, type_index.index()).is_some()
                     {
-                        self.touch(&mut guard, component, az_index.index());
+                        self.touch(&mut guard, ComponentIndex::new(component), az_index);
                     }
                 }
                 Some(self.launch(type_index, az_index))
@@ -862,8 +864,8 @@ impl<'p> Planner<'p> {
                 failed = true;
                 break;
             };
-            self.touch(&mut guard, component, self.nodes[target].az_index);
-            self.add_copy(target, component, from_az);
+            self.touch(&mut guard, ComponentIndex::new(component), AzIndex::new(self.nodes[target].az_index));
+            self.add_copy(target, component, AzIndex::new(from_az));
             targets.insert(target);
             moves.push((component, candidate, target));
         }
@@ -934,7 +936,7 @@ impl<'p> Planner<'p> {
             let victim_moves = draft.moves.len();
             // The releases may land in a later step than the ones before: SPREAD must not
             // get worse from one victim to the next, not only over the whole unit.
-            let mut local: BTreeMap<(usize, usize), u64> = draft
+            let mut local: BTreeMap<(ComponentIndex, AzIndex), u64> = draft
                 .guard
                 .keys()
                 .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
@@ -946,8 +948,8 @@ impl<'p> Planner<'p> {
                     fits = false;
                     break;
                 }
-                self.touch(&mut local, component, az);
-                self.add_copy(new, component, az);
+                self.touch(&mut local, ComponentIndex::new(component), AzIndex::new(az));
+                self.add_copy(new, component, AzIndex::new(az));
                 draft.moves.push((component, other, new));
             }
             if fits && self.spread_kept(&local) {
