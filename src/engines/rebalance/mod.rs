@@ -736,7 +736,7 @@ impl<'p> Planner<'p> {
     /// Whether `target` may receive one copy of `component` leaving a node in `from_az`: alive,
     /// not draining, eligible, room with the target type's requirement, and (across AZs) the
     /// component's imbalance no larger than at the unit's start.
-    fn may_receive(&self, target: usize, component: usize, from_az: usize, balance_before: &[u64]) -> bool {
+    fn may_receive(&self, target: usize, component: usize, from_az: AzIndex, balance_before: &[u64]) -> bool {
         let problem = self.problem;
         let node = &self.nodes[target];
         if !node.alive || node.draining {
@@ -748,35 +748,35 @@ impl<'p> Planner<'p> {
         if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
             return false;
         }
-        node.az_index == from_az
+        node.az_index == from_az.index()
             || info.max_imbalance.is_none()
-            || self.balance_allows(component, from_az, node.az_index, balance_before)
+            || self.balance_allows(component, from_az, AzIndex::new(node.az_index), balance_before)
     }
 
-    fn balance_allows(&self, component: usize, from_az: usize, to_az: usize, balance_before: &[u64]) -> bool {
+    fn balance_allows(&self, component: usize, from_az: AzIndex, to_az: AzIndex, balance_before: &[u64]) -> bool {
         let mut after = self.per_az[component].clone();
-        after[from_az] = after[from_az].saturating_sub(1);
-        after[to_az] += 1;
+        after[from_az.index()] = after[from_az.index()].saturating_sub(1);
+        after[to_az.index()] += 1;
         imbalance(&after) <= balance_before[component]
     }
 
     /// The best instance that stays to receive one copy of `component` from a node in
     /// `from_az` (consolidation's preference: same AZ, thinnest AZ, fewest copies for SPREAD,
     /// best tier, best fit, cheapest, last).
-    fn best_existing_target(&self, component: usize, from_az: usize, balance_before: &[u64]) -> Option<usize> {
+    fn best_existing_target(&self, component: usize, from_az: AzIndex, balance_before: &[u64]) -> Option<usize> {
         let problem = self.problem;
         let info = &problem.components()[component];
         let spread = info.strategy == PlacementStrategy::Spread;
         let row = &self.per_az[component];
         let mut best: Option<(_, usize)> = None;
         for (az, (members, &copies_there)) in self.by_az.iter().zip(row).enumerate() {
-            if az != from_az
+            let cross_az = az != from_az.index();
+            if cross_az
                 && info.max_imbalance.is_some()
-                && !self.balance_allows(component, from_az, az, balance_before)
+                && !self.balance_allows(component, from_az, AzIndex::new(az), balance_before)
             {
                 continue;
             }
-            let cross_az = az != from_az;
             for &index in members {
                 let node = &self.nodes[index];
                 if !node.alive || node.draining {
@@ -852,7 +852,7 @@ impl<'p> Planner<'p> {
             None => None,
         };
 
-        let from_az = self.nodes[candidate].az_index;
+        let from_az = AzIndex::new(self.nodes[candidate].az_index);
         let copies = self.kill(candidate);
         let mut failed = false;
         for component in copies {
@@ -865,7 +865,7 @@ impl<'p> Planner<'p> {
                 break;
             };
             self.touch(&mut guard, ComponentIndex::new(component), AzIndex::new(self.nodes[target].az_index));
-            self.add_copy(target, component, AzIndex::new(from_az));
+            self.add_copy(target, component, from_az);
             targets.insert(target);
             moves.push((component, candidate, target));
         }
@@ -944,7 +944,7 @@ impl<'p> Planner<'p> {
             let copies = self.kill(other);
             let mut fits = true;
             for component in copies {
-                if !self.may_receive(new, component, az, balance_before) {
+                if !self.may_receive(new, component, AzIndex::new(az), balance_before) {
                     fits = false;
                     break;
                 }
