@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
@@ -47,7 +48,7 @@ pub struct FinalFleet {
     /// Kept existing instances (fleet order), then launches (launch order).
     pub instances: Vec<FinalInstance>,
     /// Launches per (type, AZ): (total, reserved-flagged).
-    pub launches: BTreeMap<(usize, usize), (u32, u32)>,
+    pub launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)>,
     /// Existing copies removed per component.
     pub removed: BTreeMap<usize, u32>,
 }
@@ -93,7 +94,7 @@ struct ActionReplay<'p> {
     /// Name lookups in logarithmic time: plans carry one action per copy.
     component_by_name: BTreeMap<&'p str, usize>,
     terminated: Vec<bool>,
-    launches: BTreeMap<(usize, usize), (u32, u32)>,
+    launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)>,
     removed: BTreeMap<usize, u32>,
     violations: Vec<Violation>,
 }
@@ -164,7 +165,7 @@ impl<'p> ActionReplay<'p> {
                 format!("LaunchInstance {instance_id}: {instance_type} is not in Endpoint.InstancePools"),
             );
         }
-        let entry = self.launches.entry((type_index, az_index)).or_insert((0, 0));
+        let entry = self.launches.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_insert((0, 0));
         entry.0 += 1;
         entry.1 += u32::from(reserved);
         self.by_id.insert(instance_id.to_string(), self.instances.len());

@@ -8,6 +8,7 @@ pub mod engines;
 pub mod error;
 pub mod explain;
 pub mod fleet;
+mod index;
 #[cfg(feature = "json")]
 pub mod json;
 pub mod metrics;
@@ -35,6 +36,7 @@ pub use engines::rebalance::{rebalance, verify_rebalance, Launch, RebalancePlan,
 pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::{Explanation, Infeasibility, UnplacedCause};
 pub use fleet::{objective, FinalFleet, FinalInstance};
+pub use index::{AzIndex, ComponentIndex, TypeIndex};
 #[cfg(feature = "json")]
 pub use json::ReadOptions;
 pub use metrics::MetricsError;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalogue::builtin_instance_types;
 use crate::error::{Issue, ValidationError, Warning, WarningKind};
+use crate::index::{AzIndex, TypeIndex};
 use crate::model::*;
 
 // Size limits (docs/contract.md §1.4). Within them every command returns within its
@@ -338,7 +339,7 @@ pub struct Problem {
     /// `Now` of the scenario, when given.
     pub(crate) now: Option<i64>,
     /// Live capacity errors per (type, AZ); their launch limits are zero in `limits`.
-    pub(crate) capacity_blocks: BTreeMap<(usize, usize), CapacityBlock>,
+    pub(crate) capacity_blocks: BTreeMap<(TypeIndex, AzIndex), CapacityBlock>,
 }
 
 impl Problem {
@@ -383,16 +384,16 @@ impl Problem {
         &self.components
     }
     /// Launch limit of (type, AZ).
-    pub fn launch_limit(&self, type_index: usize, az_index: usize) -> LaunchLimit {
-        self.limits.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or_default()
+    pub fn launch_limit(&self, type_index: TypeIndex, az_index: AzIndex) -> LaunchLimit {
+        self.limits.get(type_index.index()).and_then(|row| row.get(az_index.index())).copied().unwrap_or_default()
     }
     /// The live capacity error that blocks launches of (type, AZ) in this plan, if any
     /// (contract §6). [`Self::launch_limit`] is already zero there.
-    pub fn capacity_block(&self, type_index: usize, az_index: usize) -> Option<&CapacityBlock> {
+    pub fn capacity_block(&self, type_index: TypeIndex, az_index: AzIndex) -> Option<&CapacityBlock> {
         self.capacity_blocks.get(&(type_index, az_index))
     }
     /// Every live capacity block, by (type index, AZ index).
-    pub fn capacity_blocks(&self) -> &BTreeMap<(usize, usize), CapacityBlock> {
+    pub fn capacity_blocks(&self) -> &BTreeMap<(TypeIndex, AzIndex), CapacityBlock> {
         &self.capacity_blocks
     }
     /// `Now` of the scenario (the caller's clock), when given.
@@ -638,7 +639,7 @@ impl Validator {
         // Capacity feedback (contract §6), after the warnings above: those are about `Capacity`.
         let (now, capacity_blocks) = self.capacity_events(scenario, &catalogue, &types, &azs);
         for &(t, z) in capacity_blocks.keys() {
-            if let Some(limit) = limits.get_mut(t).and_then(|row| row.get_mut(z)) {
+            if let Some(limit) = limits.get_mut(t.index()).and_then(|row| row.get_mut(z.index())) {
                 *limit = LaunchLimit { reserved: 0, available: Some(0) };
             }
         }
@@ -1368,7 +1369,7 @@ impl Validator {
         catalogue: &BTreeMap<String, (InstanceTypeSpec, String)>,
         types: &[InstanceTypeInfo],
         azs: &[String],
-    ) -> (Option<i64>, BTreeMap<(usize, usize), CapacityBlock>) {
+    ) -> (Option<i64>, BTreeMap<(TypeIndex, AzIndex), CapacityBlock>) {
         let time_range = (-(MAX_TIME_SECONDS as f64), MAX_TIME_SECONDS as f64);
         let now = scenario.now.and_then(|value| self.number("Now", value, Kind::Integer, time_range.0, time_range.1));
         let now = now.map(|value| value as i64);
@@ -1382,7 +1383,7 @@ impl Validator {
             self.error("Now", "is required when CapacityEvents is given");
         }
         // (type, AZ) → (kind, time) of the latest event so far.
-        let mut latest: BTreeMap<(usize, usize), (CapacityEventKind, i64)> = BTreeMap::new();
+        let mut latest: BTreeMap<(TypeIndex, AzIndex), (CapacityEventKind, i64)> = BTreeMap::new();
         for (index, event) in scenario.capacity_events.iter().enumerate() {
             let path = format!("CapacityEvents[{index}]");
             let kind = CapacityEventKind::parse(&event.event);
@@ -1406,7 +1407,7 @@ impl Validator {
                     format!("{} is not in the instance type catalogue", quoted(&event.instance_type)),
                 );
             }
-            let az = azs.iter().position(|name| name == &event.availability_zone);
+            let az = azs.iter().position(|name| name == &event.availability_zone).map(AzIndex::new);
             if az.is_none() {
                 self.error(
                     format!("{path}.AvailabilityZone"),
@@ -1414,7 +1415,7 @@ impl Validator {
                 );
             }
             // A catalogue type that is neither in the pool nor in the fleet is never launched.
-            let type_index = types.iter().position(|info| info.name == event.instance_type);
+            let type_index = types.iter().position(|info| info.name == event.instance_type).map(TypeIndex::new);
             if let (Some(kind), Some(time), Some(t), Some(z)) = (kind, time, type_index, az) {
                 if latest.get(&(t, z)).is_none_or(|&(_, seen)| time >= seen) {
                     latest.insert((t, z), (kind, time));

@@ -167,8 +167,8 @@ fn check_packing_and_draining(problem: &Problem, fleet: &FinalFleet, push: &mut 
 fn check_capacity(problem: &Problem, fleet: &FinalFleet, push: &mut impl FnMut(ViolationKind, String)) {
     for (&(type_index, az_index), &(total, reserved)) in &fleet.launches {
         let limit = problem.launch_limit(type_index, az_index);
-        let name = &problem.types[type_index].name;
-        let az = &problem.azs[az_index];
+        let name = &problem.types[type_index.index()].name;
+        let az = &problem.azs[az_index.index()];
         if let Some(block) = problem.capacity_block(type_index, az_index) {
             push(
                 ViolationKind::Capacity,

@@ -72,7 +72,7 @@ fn a_live_capacity_error_blocks_its_type_and_az_in_every_engine() {
     use CapacityEventKind::*;
     let scenario = with_events(two_tier(), 1_010, &[(P5, AZ_B, InsufficientCapacity, 1_000)]);
     let problem = Problem::new(&scenario).unwrap();
-    let block = problem.capacity_block(0, 1).copied();
+    let block = problem.capacity_block(TypeIndex::new(0), AzIndex::new(1)).copied();
     assert_eq!(block, Some(CapacityBlock { event: InsufficientCapacity, time: 1_000, until: 1_180 }));
     for plan in both_plans(&problem) {
         assert!(verify(&problem, &plan).is_empty(), "{:?}", verify(&problem, &plan));
@@ -168,7 +168,7 @@ fn events_read_from_json_block_like_the_builder_ones() {
     ]);
     let problem = Problem::from_json(&live.to_string()).unwrap();
     assert_eq!(
-        problem.capacity_block(0, 1).copied(),
+        problem.capacity_block(TypeIndex::new(0), AzIndex::new(1)).copied(),
         Some(CapacityBlock { event: CapacityEventKind::InsufficientCapacity, time: 1_000, until: 1_060 })
     );
     live["Now"] = serde_json::json!(1_060);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use fleetplan::fleet::{objective, FinalFleet};
 use fleetplan::verify::check_fleet;
-use fleetplan::{verify, Action, ExactPlanner, Objective, Problem, Status, ViolationKind};
+use fleetplan::{verify, Action, AzIndex, ExactPlanner, Objective, Problem, Status, TypeIndex, ViolationKind};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -52,7 +52,7 @@ impl Oracle<'_> {
     }
 
     fn can_launch(&self, bins: &[Bin], type_index: usize, az_index: usize) -> bool {
-        match self.problem.launch_limit(type_index, az_index).total() {
+        match self.problem.launch_limit(TypeIndex::new(type_index), AzIndex::new(az_index)).total() {
             Some(total) => Self::launches(bins, type_index, az_index) < total,
             None => true,
         }
@@ -191,7 +191,10 @@ impl Oracle<'_> {
                         instance_id: id.clone(),
                         instance_type: problem.instance_types()[bin.type_index].name.clone(),
                         availability_zone: problem.azs()[bin.az_index].clone(),
-                        reserved: *launched <= problem.launch_limit(bin.type_index, bin.az_index).reserved,
+                        reserved: *launched
+                            <= problem
+                                .launch_limit(TypeIndex::new(bin.type_index), AzIndex::new(bin.az_index))
+                                .reserved,
                     });
                     ids.push(id);
                 }

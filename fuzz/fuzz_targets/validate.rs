@@ -8,8 +8,8 @@ fuzz_target!(|data: &[u8]| {
     match fleetplan::Problem::from_json(text) {
         Ok(problem) => {
             // Touch what engines rely on, so inconsistent indices would show up here.
-            for (type_index, _) in problem.instance_types().iter().enumerate() {
-                for az_index in 0..problem.azs().len() {
+            for type_index in (0..problem.instance_types().len()).map(fleetplan::TypeIndex::new) {
+                for az_index in (0..problem.azs().len()).map(fleetplan::AzIndex::new) {
                     let _ = problem.launch_limit(type_index, az_index);
                 }
             }

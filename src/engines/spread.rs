@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use itertools::Itertools;
 use smallvec::SmallVec;
 
+use crate::index::{ComponentIndex, TypeIndex};
 use crate::plan::Action;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -59,8 +60,8 @@ impl Slot {
 }
 
 /// What one copy of `component` uses on `type_index` (its own type's requirement).
-fn need(problem: &Problem, component: usize, type_index: usize) -> Option<Resources> {
-    problem.components.get(component)?.requirements.get(type_index)?.as_ref().map(|r| r.resources)
+fn need(problem: &Problem, component: ComponentIndex, type_index: TypeIndex) -> Option<Resources> {
+    problem.components.get(component.index())?.requirements.get(type_index.index())?.as_ref().map(|r| r.resources)
 }
 
 /// Moves new copies of SPREAD components between instances of the same AZ until no instance
@@ -178,7 +179,11 @@ fn balance(
 ) -> Vec<Action> {
     for slot in &mut slots {
         slot.used = slot.copies.iter().fold(Resources::ZERO, |used, &(c, n)| {
-            used.plus(&need(problem, c, slot.type_index).unwrap_or(Resources::ZERO).times(u64::from(n)))
+            used.plus(
+                &need(problem, ComponentIndex::new(c), TypeIndex::new(slot.type_index))
+                    .unwrap_or(Resources::ZERO)
+                    .times(u64::from(n)),
+            )
         });
     }
     // Stable: positions stay in action order within each (component, slot).
@@ -259,8 +264,8 @@ impl<'a> Balancer<'a> {
     }
 
     /// What one copy of `c` needs on type `t`, if it may run there.
-    fn need_on(&self, t: usize, c: usize) -> Option<&Resources> {
-        self.need_on.get(t)?.get(c)?.as_ref()
+    fn need_on(&self, t: TypeIndex, c: ComponentIndex) -> Option<&Resources> {
+        self.need_on.get(t.index())?.get(c.index())?.as_ref()
     }
 
     /// The heaviest holder of new copies of `c` in `az`, if it holds two or more.
@@ -274,7 +279,7 @@ impl<'a> Balancer<'a> {
         let problem = self.problem;
         let mut best: Option<(u32, usize)> = None;
         for t in 0..problem.types.len() {
-            let Some(need) = self.need_on(t, c) else {
+            let Some(need) = self.need_on(TypeIndex::new(t), ComponentIndex::new(c)) else {
                 continue;
             };
             let Some(set) = self.by_room.get(az).and_then(|row| row.get(t)) else {
@@ -414,8 +419,8 @@ fn move_copy(
     };
     let heavy_type = slots[heavy].type_index;
     let light_type = slots[light].type_index;
-    let heavy_need = need(problem, c, heavy_type).unwrap_or(Resources::ZERO);
-    let light_need = need(problem, c, light_type).unwrap_or(Resources::ZERO);
+    let heavy_need = need(problem, ComponentIndex::new(c), TypeIndex::new(heavy_type)).unwrap_or(Resources::ZERO);
+    let light_need = need(problem, ComponentIndex::new(c), TypeIndex::new(light_type)).unwrap_or(Resources::ZERO);
     slots[heavy].change(c, -1);
     slots[heavy].used = slots[heavy].used.minus(&heavy_need).unwrap_or(Resources::ZERO);
     slots[light].change(c, 1);

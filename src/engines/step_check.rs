@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::consolidate::{copy_resources, spread_offenders, Move, SpreadView};
 use super::rebalance::Launch;
 use crate::fleet::{imbalance, FinalFleet, FinalInstance};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
 
@@ -235,7 +236,10 @@ impl<'p> CheckedFleet<'p> {
         for (&target, arriving) in &moves.incoming {
             let instance = &self.instances[target];
             let during = arriving.iter().fold(instance.used(problem), |used, (&component, &count)| {
-                used.plus(&copy_resources(problem, component, instance.type_index).times(u64::from(count)))
+                used.plus(
+                    &copy_resources(problem, ComponentIndex::new(component), TypeIndex::new(instance.type_index))
+                        .times(u64::from(count)),
+                )
             });
             let capacity = problem.instance_types()[instance.type_index].capacity;
             if !during.fits_in(&capacity) {
@@ -381,7 +385,7 @@ pub(crate) struct Replay<'p> {
     instances: Vec<(FinalInstance, bool)>,
     by_id: BTreeMap<String, usize>,
     /// Per (type, AZ): launches and reserved launches.
-    launches: BTreeMap<(usize, usize), (u32, u32)>,
+    launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)>,
 }
 
 impl<'p> Replay<'p> {
@@ -419,7 +423,7 @@ impl<'p> Replay<'p> {
         if self.by_id.contains_key(&launch.instance_id) {
             return;
         }
-        let entry = self.launches.entry((type_index, az_index)).or_insert((0, 0));
+        let entry = self.launches.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_insert((0, 0));
         entry.0 += 1;
         entry.1 += u32::from(launch.reserved);
         self.by_id.insert(launch.instance_id.clone(), self.instances.len());

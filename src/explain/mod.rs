@@ -32,6 +32,7 @@ mod wording;
 use serde::Serialize;
 
 use crate::fleet::{balance_excess, FinalFleet};
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Unplaced;
 use crate::problem::{CapacityEventKind, Problem, Resources};
 
@@ -322,16 +323,17 @@ fn explain_index(
     for &type_index in &pool {
         let info = &problem.types[type_index];
         for az in 0..problem.azs.len() {
+            let group = (TypeIndex::new(type_index), AzIndex::new(az));
             let verdict = match component.placement_requirement(problem, type_index) {
                 None => LaunchVerdict::NoSpecification,
                 Some(requirement) => {
                     let need = &requirement.resources;
-                    let launched = fleet.launches.get(&(type_index, az)).map_or(0, |&(total, _)| total);
-                    let limit = problem.launch_limit(type_index, az);
+                    let launched = fleet.launches.get(&group).map_or(0, |&(total, _)| total);
+                    let limit = problem.launch_limit(group.0, group.1);
                     let remaining = limit.total().map(|total| total.saturating_sub(launched));
                     if let Some(resource) = Resource::ALL.into_iter().find(|r| r.of(need) > r.of(&info.capacity)) {
                         LaunchVerdict::TooLarge { resource, need: resource.of(need), has: resource.of(&info.capacity) }
-                    } else if let Some(block) = problem.capacity_block(type_index, az) {
+                    } else if let Some(block) = problem.capacity_block(group.0, group.1) {
                         LaunchVerdict::Blocked { event: block.event, time: block.time, until: block.until }
                     } else if remaining == Some(0) {
                         LaunchVerdict::NoCapacity {
@@ -607,7 +609,8 @@ pub fn infeasibility(problem: &Problem) -> Option<Infeasibility> {
     let mut launchable: u64 = 0;
     let mut blocked: u64 = 0;
     for type_index in problem.pool_types() {
-        for az in 0..problem.azs.len() {
+        let type_index = TypeIndex::new(type_index);
+        for az in (0..problem.azs.len()).map(AzIndex::new) {
             if problem.capacity_block(type_index, az).is_some() {
                 blocked += 1;
                 continue;

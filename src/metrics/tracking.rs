@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::{non_negative, MetricsError};
 use crate::fleet::price_micros;
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Action;
 use crate::problem::Problem;
 
@@ -381,7 +382,7 @@ pub fn instance_changes(problem: &Problem, delta: i64) -> InstanceChanges {
             let choice = pool.iter().find_map(|&t| {
                 let open = (0..zones).filter(|&z| {
                     let used = launched.get(t).and_then(|row| row.get(z)).copied().unwrap_or(0);
-                    problem.launch_limit(t, z).total().is_none_or(|total| used < total)
+                    problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).total().is_none_or(|total| used < total)
                 });
                 open.min_by_key(|&z| (per_az.get(z).copied().unwrap_or(0), z)).map(|z| (t, z))
             });
@@ -391,7 +392,7 @@ pub fn instance_changes(problem: &Problem, delta: i64) -> InstanceChanges {
                 break;
             };
             let Some(used) = launched.get_mut(t).and_then(|row| row.get_mut(z)) else { break };
-            let reserved = *used < problem.launch_limit(t, z).reserved;
+            let reserved = *used < problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved;
             *used += 1;
             if let Some(count) = per_az.get_mut(z) {
                 *count += 1;

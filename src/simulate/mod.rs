@@ -35,6 +35,7 @@ use crate::engines::limits::{Limits, Stats};
 use crate::engines::rebalance::{verify_rebalance, Rebalancer};
 use crate::error::ValidationError;
 use crate::fleet::{imbalance, objective, FinalFleet};
+use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, FleetCopy, FleetInstance, Scenario};
 use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
 use crate::problem::{CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
@@ -507,7 +508,8 @@ impl<'s> Run<'s> {
                 }
                 Action::TerminateInstance { instance_id } => {
                     if let Some(existing) = problem.existing_index(instance_id).and_then(|i| problem.fleet().get(i)) {
-                        let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
+                        let (instance_type, az) =
+                            type_and_az(problem, TypeIndex::new(existing.type_index), AzIndex::new(existing.az_index));
                         self.cloud.give_back(&instance_type, &az);
                     }
                 }
@@ -574,7 +576,8 @@ impl<'s> Run<'s> {
         }
         for id in plan.released() {
             if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
-                let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
+                let (instance_type, az) =
+                    type_and_az(problem, TypeIndex::new(existing.type_index), AzIndex::new(existing.az_index));
                 self.cloud.give_back(&instance_type, &az);
             }
         }
@@ -659,7 +662,8 @@ impl<'s> Run<'s> {
                 plan.steps.iter().take(done).flat_map(|step| step.release.iter()).map(String::as_str).collect();
             for id in &released {
                 if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
-                    let (instance_type, az) = type_and_az(problem, existing.type_index, existing.az_index);
+                    let (instance_type, az) =
+                        type_and_az(problem, TypeIndex::new(existing.type_index), AzIndex::new(existing.az_index));
                     self.cloud.give_back(&instance_type, &az);
                 } else if let Some(launch) = plan.launches().find(|launch| launch.instance_id == *id) {
                     self.cloud.give_back(&launch.instance_type, &launch.availability_zone);
@@ -765,10 +769,10 @@ fn problem_ttl(scenario: &Scenario) -> u32 {
         .map_or(DEFAULT_CAPACITY_ERROR_TTL_SECONDS, |ttl| ttl as u32)
 }
 
-fn type_and_az(problem: &Problem, type_index: usize, az_index: usize) -> (String, String) {
+fn type_and_az(problem: &Problem, type_index: TypeIndex, az_index: AzIndex) -> (String, String) {
     (
-        problem.instance_types().get(type_index).map(|info| info.name.clone()).unwrap_or_default(),
-        problem.azs().get(az_index).cloned().unwrap_or_default(),
+        problem.instance_types().get(type_index.index()).map(|info| info.name.clone()).unwrap_or_default(),
+        problem.azs().get(az_index.index()).cloned().unwrap_or_default(),
     )
 }
 
@@ -804,7 +808,8 @@ fn fleet_of(problem: &Problem, fleet: &FinalFleet, ids: &BTreeMap<String, String
     for instance in &fleet.instances {
         let id = ids.get(&instance.id).cloned().unwrap_or_else(|| instance.id.clone());
         let draining = instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining);
-        let (instance_type, availability_zone) = type_and_az(problem, instance.type_index, instance.az_index);
+        let (instance_type, availability_zone) =
+            type_and_az(problem, TypeIndex::new(instance.type_index), AzIndex::new(instance.az_index));
         out.instances.push(FleetInstance {
             instance_id: id.clone(),
             instance_type,

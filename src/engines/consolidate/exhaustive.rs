@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::{ConsolidationScore, Planner};
 use crate::fleet::objective;
+use crate::index::AzIndex;
 use crate::plan::StopReason;
 
 /// A release and the moves `(component, target)` that empty it.
@@ -125,7 +126,7 @@ impl Planner<'_> {
             search.stopped.get_or_insert(StopReason::NodeLimit);
             return;
         }
-        let source_az = self.nodes[candidate].az_index;
+        let source_az = AzIndex::new(self.nodes[candidate].az_index);
         let Some(&component) = units.get(moves.len()) else {
             if spread_before.iter().any(|&(component, before)| self.spread_offenders_now(component) > before) {
                 return;

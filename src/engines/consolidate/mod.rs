@@ -23,6 +23,7 @@ pub use check::verify_consolidation;
 
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -361,11 +362,11 @@ pub fn spread_offender_total(problem: &Problem, fleet: &FinalFleet) -> u64 {
 
 /// Resources one copy of `component` uses on `type_index` as the fleet measures it (zero when the
 /// component has no requirement there).
-pub(crate) fn copy_resources(problem: &Problem, component: usize, type_index: usize) -> Resources {
+pub(crate) fn copy_resources(problem: &Problem, component: ComponentIndex, type_index: TypeIndex) -> Resources {
     problem
         .components()
-        .get(component)
-        .and_then(|info| info.requirements.get(type_index))
+        .get(component.index())
+        .and_then(|info| info.requirements.get(type_index.index()))
         .and_then(Option::as_ref)
         .map_or(Resources::ZERO, |requirement| requirement.resources)
 }
@@ -419,7 +420,10 @@ impl<'p> Planner<'p> {
             .map(|existing| {
                 let mut used = Resources::ZERO;
                 for &(component, count) in &existing.copies {
-                    used = used.plus(&copy_resources(problem, component, existing.type_index).times(u64::from(count)));
+                    used = used.plus(
+                        &copy_resources(problem, ComponentIndex::new(component), TypeIndex::new(existing.type_index))
+                            .times(u64::from(count)),
+                    );
                     if let Some(slot) = per_az.get_mut(component).and_then(|row| row.get_mut(existing.az_index)) {
                         *slot += u64::from(count);
                     }
@@ -529,14 +533,15 @@ impl<'p> Planner<'p> {
         spread_offenders(self.problem, component, &views)
     }
 
-    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
-        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+    fn add_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
+        let resources =
+            copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
         *node.copies.entry(component).or_insert(0) += 1;
         node.used = node.used.plus(&resources);
         let to_az = node.az_index;
         if let Some(row) = self.per_az.get_mut(component) {
-            if let Some(slot) = row.get_mut(from_az) {
+            if let Some(slot) = row.get_mut(from_az.index()) {
                 *slot = slot.saturating_sub(1);
             }
             if let Some(slot) = row.get_mut(to_az) {
@@ -545,8 +550,9 @@ impl<'p> Planner<'p> {
         }
     }
 
-    fn undo_copy(&mut self, target: usize, component: usize, from_az: usize) {
-        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+    fn undo_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
+        let resources =
+            copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
         if let Some(count) = node.copies.get_mut(&component) {
             *count -= 1;
@@ -560,7 +566,7 @@ impl<'p> Planner<'p> {
             if let Some(slot) = row.get_mut(to_az) {
                 *slot = slot.saturating_sub(1);
             }
-            if let Some(slot) = row.get_mut(from_az) {
+            if let Some(slot) = row.get_mut(from_az.index()) {
                 *slot += 1;
             }
         }
@@ -582,7 +588,7 @@ impl<'p> Planner<'p> {
     /// Tries to re-home every copy of `candidate` and release it. On success the state is
     /// committed and the moves `(component, target)` are returned; on failure nothing changes.
     fn try_release(&mut self, candidate: usize) -> Option<Vec<(usize, usize)>> {
-        let source_az = self.nodes[candidate].az_index;
+        let source_az = AzIndex::new(self.nodes[candidate].az_index);
         let source_type = self.nodes[candidate].type_index;
         let (balance_before, spread_before) = self.guards_before_release(candidate);
 
@@ -591,7 +597,12 @@ impl<'p> Planner<'p> {
         for (&component, &count) in &self.nodes[candidate].copies {
             units.extend(std::iter::repeat_n(component, count as usize));
         }
-        units.sort_by_key(|&component| (Reverse(copy_resources(self.problem, component, source_type)), component));
+        units.sort_by_key(|&component| {
+            (
+                Reverse(copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(source_type))),
+                component,
+            )
+        });
 
         let saved_copies = std::mem::take(&mut self.nodes[candidate].copies);
         let saved_used = self.nodes[candidate].used;

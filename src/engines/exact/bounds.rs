@@ -24,6 +24,7 @@
 //! already strictly above the bound.)
 
 use crate::fleet::{price_micros, UNIT_COST_MICROS};
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 
@@ -289,7 +290,7 @@ pub(crate) fn cost_floor(problem: &Problem, bound: &Objective) -> Option<(i128, 
             .count() as u64;
         let reserved_slots: u64 = of_priority()
             .flat_map(|t| (0..problem.azs().len()).map(move |z| (t, z)))
-            .map(|(t, z)| u64::from(problem.launch_limit(t, z).reserved))
+            .map(|(t, z)| u64::from(problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved))
             .sum();
         let paying = u64::from(count).saturating_sub(reserved_fleet.saturating_add(reserved_slots));
         if paying == 0 {

@@ -14,10 +14,11 @@ use super::backend::{
     Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
 };
 use super::patterns::{pattern_prices, Demand};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// A (type index, AZ index) group of new instances.
-pub(crate) type Group = (usize, usize);
+pub(crate) type Group = (TypeIndex, AzIndex);
 
 /// Largest integer bound handed to the solver (microlp integers are `i32`).
 const INTEGER_CAP: u64 = 1_000_000;
@@ -132,7 +133,7 @@ impl Hint {
                     }
                 }
                 None => {
-                    let group = (instance.type_index, instance.az_index);
+                    let group = (TypeIndex::new(instance.type_index), AzIndex::new(instance.az_index));
                     *hint.launches.entry(group).or_insert(0) += 1;
                     if !instance.copies.is_empty() {
                         hint.bins.entry(group).or_default().push(instance.copies.clone());
@@ -189,12 +190,15 @@ pub(crate) struct Extra<'a> {
     pub relax_copies: bool,
     /// Relax-and-fix, stage 2: every component's final copies per AZ fixed to these counts
     /// (a restriction: a solution is feasible for the master, infeasibility proves nothing).
-    pub counts: Option<&'a BTreeMap<(usize, usize), u64>>,
+    pub counts: Option<&'a BTreeMap<(ComponentIndex, AzIndex), u64>>,
 }
 
 /// The per-(component, AZ) counts of a stage-1 (`relax_copies`) solution: the last
 /// `components × AZs` integers, component-major.
-pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BTreeMap<(usize, usize), u64>> {
+pub(crate) fn counts_from_tail(
+    problem: &Problem,
+    integers: &[f64],
+) -> Option<BTreeMap<(ComponentIndex, AzIndex), u64>> {
     let zones = problem.azs().len();
     let cells = problem.components().len() * zones;
     let tail = integers.get(integers.len().checked_sub(cells)?..)?;
@@ -202,7 +206,9 @@ pub(crate) fn counts_from_tail(problem: &Problem, integers: &[f64]) -> Option<BT
         tail.iter()
             .enumerate()
             .filter(|(_, &value)| value > 0.5)
-            .map(|(index, &value)| ((index / zones, index % zones), value.round() as u64))
+            .map(|(index, &value)| {
+                ((ComponentIndex::new(index / zones), AzIndex::new(index % zones)), value.round() as u64)
+            })
             .collect(),
     )
 }
@@ -272,19 +278,20 @@ impl<'a> Facts<'a> {
             }
             for z in 0..problem.azs().len() {
                 let mut bound = upper;
-                if let Some(total) = problem.launch_limit(t, z).total() {
+                let group = (TypeIndex::new(t), AzIndex::new(z));
+                if let Some(total) = problem.launch_limit(group.0, group.1).total() {
                     bound = bound.min(u64::from(total));
                 }
                 let bound = bound.min(INTEGER_CAP);
                 if bound > 0 {
-                    groups.insert((t, z), bound);
+                    groups.insert(group, bound);
                 }
             }
         }
         let types = problem.instance_types();
         let unpriced_possible = groups
             .keys()
-            .any(|&(t, _)| types.get(t).is_some_and(|info| info.hourly_price.is_none()))
+            .any(|&(t, _)| types.get(t.index()).is_some_and(|info| info.hourly_price.is_none()))
             || problem.fleet().iter().any(|i| types.get(i.type_index).is_some_and(|info| info.hourly_price.is_none()));
         Facts { problem, backend, need, excess, groups, unpriced_possible, pattern_prices: BTreeMap::new() }
     }
@@ -296,7 +303,7 @@ impl<'a> Facts<'a> {
         let problem = self.problem;
         for t in problem.pool_types() {
             let Some(info) = problem.instance_types().get(t) else { continue };
-            if !self.groups.keys().any(|&(group_type, _)| group_type == t) {
+            if !self.groups.keys().any(|&(group_type, _)| group_type.index() == t) {
                 continue;
             }
             let demands: Vec<Demand> = problem
@@ -335,7 +342,7 @@ impl<'a> Facts<'a> {
         let types = self.problem.instance_types();
         let mut set = BTreeSet::new();
         for &(t, _) in self.groups.keys() {
-            if let Some(info) = types.get(t) {
+            if let Some(info) = types.get(t.index()) {
                 set.insert(info.priority);
             }
         }
@@ -359,7 +366,7 @@ impl<'a> Facts<'a> {
         if self.groups.keys().any(|&(t, z)| problem.launch_limit(t, z).reserved > 0) {
             return false;
         }
-        let used = self.groups.keys().map(|&(t, _)| t).chain(problem.fleet().iter().map(|i| i.type_index));
+        let used = self.groups.keys().map(|&(t, _)| t.index()).chain(problem.fleet().iter().map(|i| i.type_index));
         let mut price_of: BTreeMap<u8, i128> = BTreeMap::new();
         for t in used {
             let Some(info) = types.get(t) else {
@@ -407,7 +414,7 @@ pub(crate) fn master_size_estimate(facts: &Facts<'_>) -> u64 {
         })
         .collect();
     let eligible = |t: usize| eligible_per_type.get(t).copied().unwrap_or(0);
-    let launched: u64 = facts.groups.keys().map(|&(t, _)| 1 + eligible(t)).sum();
+    let launched: u64 = facts.groups.keys().map(|&(t, _)| 1 + eligible(t.index())).sum();
     let existing: u64 =
         problem.fleet().iter().map(|instance| 1 + instance.copies.len() as u64 + eligible(instance.type_index)).sum();
     launched.saturating_add(existing)
@@ -736,7 +743,7 @@ impl<'a> MasterBuilder<'a> {
     fn new_instances(&mut self) {
         let (facts, problem) = (self.facts, self.problem);
         for (&(t, z), &upper) in &facts.groups {
-            let Some(info) = problem.instance_types().get(t) else { continue };
+            let Some(info) = problem.instance_types().get(t.index()) else { continue };
             let capacity = info.capacity;
             let upper = if self.cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
             let y = self.launches(t, z, info, upper);
@@ -745,7 +752,9 @@ impl<'a> MasterBuilder<'a> {
                 .iter()
                 .enumerate()
                 .filter(|&(c, _)| facts.need.get(c).copied().unwrap_or(0) > 0)
-                .filter_map(|(c, component)| eligible_need(problem, component, t, &capacity).map(|need| (c, need)))
+                .filter_map(|(c, component)| {
+                    eligible_need(problem, component, t.index(), &capacity).map(|need| (c, need))
+                })
                 .collect();
             if self.layout.slot_groups.contains(&(t, z)) {
                 self.slot_group((t, z), y, upper, &capacity, &eligible);
@@ -757,7 +766,7 @@ impl<'a> MasterBuilder<'a> {
 
     /// `y[t,z]` (new instances of a group) and `paid[t,z] ≥ y − Reserved` ("Variables"), added
     /// to the instance counts, L3 and L4.
-    fn launches(&mut self, t: usize, z: usize, info: &InstanceTypeInfo, upper: u64) -> Variable {
+    fn launches(&mut self, t: TypeIndex, z: AzIndex, info: &InstanceTypeInfo, upper: u64) -> Variable {
         let y = self.model.int_costing(upper, if self.priority_goal == Some(info.priority) { 1.0 } else { 0.0 });
         self.hint(y, self.plan_hint.map(|h| u64::from(h.launches.get(&(t, z)).copied().unwrap_or(0))));
         self.vars.launches.insert((t, z), y);
@@ -775,7 +784,7 @@ impl<'a> MasterBuilder<'a> {
         } else {
             y
         };
-        self.priced.add(paid, price_in_micros_precision(self.problem, t));
+        self.priced.add(paid, price_in_micros_precision(self.problem, t.index()));
         self.units.add(paid, 1.0);
         y
     }
@@ -813,7 +822,7 @@ impl<'a> MasterBuilder<'a> {
                 let copies = self.model.int(facts.need[c].min(capacity.copies_of(&need)));
                 self.hint(copies, self.plan_hint.map(|_| u64::from(bin.and_then(|b| b.get(&c)).copied().unwrap_or(0))));
                 contents.push((c, copies));
-                self.per_az[c][z].add(copies, 1.0);
+                self.per_az[c][z.index()].add(copies, 1.0);
                 self.new_per_component[c].push((copies, 1.0));
             }
             for r in 0..3 {
@@ -858,7 +867,7 @@ impl<'a> MasterBuilder<'a> {
                 }),
             );
             self.model.constrain(&[(x, 1.0), (y, -(per_instance.min(INTEGER_CAP) as f64))], Sense::AtMost, 0.0);
-            self.per_az[c][z].add(x, 1.0);
+            self.per_az[c][z.index()].add(x, 1.0);
             self.new_per_component[c].push((x, 1.0));
             copies.push((c, x, need));
         }
@@ -874,7 +883,7 @@ impl<'a> MasterBuilder<'a> {
         }
         if self.layout.cuts {
             conflict_cuts(&mut self.model, y, capacity, &copies);
-            if let Some(prices) = facts.pattern_prices.get(&group.0) {
+            if let Some(prices) = facts.pattern_prices.get(&group.0.index()) {
                 // Pattern-LP cut: every instance holds copies worth at most 1 (prices below 1e-9
                 // dropped, which only weakens it).
                 let mut row: Vec<(Variable, f64)> = copies
@@ -1210,7 +1219,7 @@ impl<'a> MasterBuilder<'a> {
         };
         for (c, per_zone) in self.per_az.iter().enumerate() {
             for (z, expr) in per_zone.iter().enumerate() {
-                let count = counts.get(&(c, z)).copied().unwrap_or(0) as f64;
+                let count = counts.get(&(ComponentIndex::new(c), AzIndex::new(z))).copied().unwrap_or(0) as f64;
                 if expr.terms.is_empty() {
                     if (count - expr.constant).abs() > 0.5 {
                         return false;

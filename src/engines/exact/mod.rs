@@ -32,7 +32,7 @@ use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::verify::verify;
 
 use backend::{Microlp, MipBackend};
-use master::{CostMode, Extra, Facts, Goal, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
+use master::{CostMode, Extra, Facts, Goal, Group, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
 use packing::{pack_group, Packing};
 
 /// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
@@ -665,8 +665,12 @@ pub fn packing_bound(problem: &Problem) -> Objective {
 fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority: u8) -> u64 {
     let types = problem.instance_types();
     let is_priority = |t: usize| types.get(t).is_some_and(|info| info.priority == priority);
-    let launched: u64 =
-        solution.launches.iter().filter(|(&(t, _), _)| is_priority(t)).map(|(_, &count)| u64::from(count)).sum();
+    let launched: u64 = solution
+        .launches
+        .iter()
+        .filter(|(&(t, _), _)| is_priority(t.index()))
+        .map(|(_, &count)| u64::from(count))
+        .sum();
     let kept = problem
         .fleet()
         .iter()
@@ -1009,7 +1013,7 @@ fn realize(
     facts: &Facts<'_>,
     solution: &MasterSolution,
     deadline: Option<Instant>,
-) -> Result<Vec<Action>, Vec<(usize, usize)>> {
+) -> Result<Vec<Action>, Vec<Group>> {
     realize_with(problem, facts, solution, deadline, 0).map(|realized| realized.actions)
 }
 
@@ -1017,7 +1021,7 @@ fn realize(
 /// (then the plan is feasible, not the master's optimum).
 struct Realized {
     actions: Vec<Action>,
-    loosened: Vec<(usize, usize)>,
+    loosened: Vec<Group>,
 }
 
 /// A plan from a master solution that does not pack exactly, with up to [`LOOSE_SPARE`] more
@@ -1047,7 +1051,7 @@ fn realize_with(
     solution: &MasterSolution,
     deadline: Option<Instant>,
     spare: u32,
-) -> Result<Realized, Vec<(usize, usize)>> {
+) -> Result<Realized, Vec<Group>> {
     let types = problem.instance_types();
     let mut loosened = Vec::new();
     let mut drafts: Vec<Draft> = Vec::new();
@@ -1082,7 +1086,7 @@ fn realize_with(
     }
     let mut failed = Vec::new();
     for (&(t, z), &launches) in &solution.launches {
-        let Some(info) = types.get(t) else { continue };
+        let Some(info) = types.get(t.index()) else { continue };
         let bins: Vec<Vec<(usize, u32)>> = if let Some(bins) = solution.slot_bins.get(&(t, z)) {
             bins.clone()
         } else {
@@ -1093,7 +1097,8 @@ fn realize_with(
                     list.iter()
                         .filter_map(|&(c, n)| {
                             let component = problem.components().get(c)?;
-                            master::eligible_need(problem, component, t, &info.capacity).map(|need| (c, n, need))
+                            master::eligible_need(problem, component, t.index(), &info.capacity)
+                                .map(|need| (c, n, need))
                         })
                         .collect()
                 })
@@ -1129,8 +1134,8 @@ fn realize_with(
             let copies: BTreeMap<usize, u32> =
                 bins.get(index).map(|bin| bin.iter().copied().collect()).unwrap_or_default();
             drafts.push(Draft {
-                type_index: t,
-                az_index: z,
+                type_index: t.index(),
+                az_index: z.index(),
                 existing: None,
                 reserved: (index as u64) < u64::from(reserved),
                 new_copies: copies.clone(),

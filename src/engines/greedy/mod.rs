@@ -42,6 +42,7 @@ use std::time::Instant;
 
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
 
@@ -530,11 +531,11 @@ impl<'a> Greedy<'a> {
     }
 
     /// Launches still allowed in (type, AZ) (`u64::MAX` when unlimited).
-    fn launches_left(&self, type_index: usize, az: usize) -> u64 {
+    fn launches_left(&self, type_index: TypeIndex, az: AzIndex) -> u64 {
         if self.no_launches {
             return 0;
         }
-        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+        let done = self.launched.get(type_index.index()).and_then(|row| row.get(az.index())).copied().unwrap_or(0);
         match self.problem.launch_limit(type_index, az).total() {
             Some(total) => u64::from(total.saturating_sub(done)),
             None => u64::MAX,
@@ -542,14 +543,14 @@ impl<'a> Greedy<'a> {
     }
 
     /// Reservation slots still unused in (type, AZ).
-    fn reserved_left(&self, type_index: usize, az: usize) -> u64 {
-        let done = self.launched.get(type_index).and_then(|row| row.get(az)).copied().unwrap_or(0);
+    fn reserved_left(&self, type_index: TypeIndex, az: AzIndex) -> u64 {
+        let done = self.launched.get(type_index.index()).and_then(|row| row.get(az.index())).copied().unwrap_or(0);
         u64::from(self.problem.launch_limit(type_index, az).reserved.saturating_sub(done))
             .min(self.launches_left(type_index, az))
     }
 
     /// Launches a new instance (reservation slots first); returns its index.
-    fn launch(&mut self, type_index: usize, az: usize) -> usize {
+    fn launch(&mut self, type_index: TypeIndex, az: AzIndex) -> usize {
         let reserved = self.reserved_left(type_index, az) > 0;
         let id = loop {
             let candidate = format!("new-{}", self.next_launch_number);
@@ -562,8 +563,8 @@ impl<'a> Greedy<'a> {
         let index = self.instances.len();
         self.instances.push(Instance {
             id,
-            type_index,
-            az,
+            type_index: type_index.index(),
+            az: az.index(),
             existing: None,
             reserved,
             draining: false,
@@ -573,13 +574,13 @@ impl<'a> Greedy<'a> {
             in_fleet: true,
             released: false,
         });
-        if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
+        if let Some(cell) = self.launched.get_mut(type_index.index()).and_then(|row| row.get_mut(az.index())) {
             *cell += 1;
         }
         self.launch_order.push(index);
         self.fleet_size += 1;
         for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
-            if let Some(list) = lists.get_mut(az) {
+            if let Some(list) = lists.get_mut(az.index()) {
                 list.push(index);
             }
         }
@@ -613,8 +614,9 @@ impl<'a> Greedy<'a> {
 
     /// Opens one more instance of (type, AZ), cheapest first: an idle reserved instance, a
     /// reservation slot, an idle paid instance, an on-demand launch. `None` when none is left.
-    fn open(&mut self, type_index: usize, az: usize) -> Option<usize> {
-        let idle_best = self.idle.get(type_index).and_then(|row| row.get(az)).and_then(|list| list.last()).copied();
+    fn open(&mut self, type_index: TypeIndex, az: AzIndex) -> Option<usize> {
+        let idle_best =
+            self.idle.get(type_index.index()).and_then(|row| row.get(az.index())).and_then(|list| list.last()).copied();
         let idle_reserved = idle_best.filter(|&i| self.instances[i].reserved);
         if let Some(index) = idle_reserved {
             self.reuse(index);
@@ -695,10 +697,11 @@ impl<'a> Greedy<'a> {
             if self.budget() > 0 {
                 for t in self.problem.pool_types() {
                     for z in 0..self.problem.azs.len() {
-                        if self.launches_left(t, z) == 0 {
+                        let (type_index, az) = (TypeIndex::new(t), AzIndex::new(z));
+                        if self.launches_left(type_index, az) == 0 {
                             continue;
                         }
-                        let reserved = self.reserved_left(t, z) > 0;
+                        let reserved = self.reserved_left(type_index, az) > 0;
                         let load = self.fleet_by_az.get(z).map_or(0, Vec::len);
                         let key = (
                             false,
@@ -716,7 +719,7 @@ impl<'a> Greedy<'a> {
             match best {
                 Some((_, Some(index), _, _)) => self.reuse(index),
                 Some((_, None, t, z)) => {
-                    self.launch(t, z);
+                    self.launch(TypeIndex::new(t), AzIndex::new(z));
                 }
                 None => break,
             }
@@ -756,10 +759,11 @@ impl<'a> Greedy<'a> {
                 *map.entry(component).or_insert(0) += count;
             }
         }
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)> = BTreeMap::new();
         for &index in &self.launch_order {
             let instance = &self.instances[index];
-            let entry = launches.entry((instance.type_index, instance.az)).or_insert((0, 0));
+            let group = (TypeIndex::new(instance.type_index), AzIndex::new(instance.az));
+            let entry = launches.entry(group).or_insert((0, 0));
             entry.0 += 1;
             entry.1 += u32::from(instance.reserved);
         }

@@ -12,6 +12,7 @@ use itertools::Itertools;
 
 use super::{instance_cost, Greedy, Mode};
 use crate::fleet::balance_excess;
+use crate::index::{AzIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// What one copy of the component being placed needs, per type (`None` where it may not run).
@@ -438,12 +439,13 @@ impl Greedy<'_> {
             }
             let idle = self.idle.get(t).and_then(|row| row.get(az)).map_or(&[][..], Vec::as_slice);
             let idle_reserved = idle.iter().filter(|&&i| self.instances[i].reserved).count() as u64;
-            let available = (idle.len() as u64).saturating_add(self.launches_left(t, az));
+            let (type_index, az_index) = (TypeIndex::new(t), AzIndex::new(az));
+            let available = (idle.len() as u64).saturating_add(self.launches_left(type_index, az_index));
             let instances = remaining.div_ceil(per_instance).min(available).min(budget);
             if instances == 0 {
                 continue;
             }
-            let free = idle_reserved.saturating_add(self.reserved_left(t, az));
+            let free = idle_reserved.saturating_add(self.reserved_left(type_index, az_index));
             let paid = i64::try_from(instances.saturating_sub(free)).unwrap_or(i64::MAX);
             let cost = instance_cost(self.problem, t, false).saturating_mul(paid);
             let covered = remaining.min(instances.saturating_mul(per_instance));
@@ -509,7 +511,7 @@ impl Greedy<'_> {
             };
             let mut opened = Vec::new();
             for _ in 0..opening.instances.min((wanted - placed).div_ceil(opening.per_instance.max(1))) {
-                let Some(index) = self.open(opening.type_index, az) else {
+                let Some(index) = self.open(TypeIndex::new(opening.type_index), AzIndex::new(az)) else {
                     break;
                 };
                 opened.push(index);

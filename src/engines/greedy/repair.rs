@@ -24,6 +24,7 @@ use smallvec::SmallVec;
 use super::place::as_count;
 use super::Greedy;
 use crate::fleet::balance_excess;
+use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
 /// Most instance checks one repair pass may do (a check: one room test for one instance).
@@ -43,7 +44,7 @@ enum Target {
     /// An instance already in the fleet.
     Instance(usize),
     /// A new opening of (type, AZ).
-    Open(usize, usize),
+    Open(TypeIndex, AzIndex),
 }
 
 impl Greedy<'_> {
@@ -368,7 +369,7 @@ impl Greedy<'_> {
                     if let (Some(need), Some(capacity), true) = (need, capacity, azs.contains(z)) {
                         if load.plus(&need).fits_in(&capacity) {
                             *load = load.plus(&need);
-                            found = Some((Target::Open(*t, *z), *z));
+                            found = Some((Target::Open(TypeIndex::new(*t), AzIndex::new(*z)), *z));
                         }
                     }
                 } else if let Some(worst) = open_better_than {
@@ -379,7 +380,7 @@ impl Greedy<'_> {
                         };
                         if let Some(Some(need)) = needs.get(best.type_index).copied() {
                             opening = Some((best.type_index, z, need));
-                            found = Some((Target::Open(best.type_index, z), z));
+                            found = Some((Target::Open(TypeIndex::new(best.type_index), AzIndex::new(z)), z));
                             break;
                         }
                     }
@@ -471,7 +472,7 @@ impl Greedy<'_> {
             *cell = cell.saturating_sub(1);
         }
         // The first `Reserved` launches of (type, AZ) are the prepaid ones.
-        let reserved = u64::from(self.problem.launch_limit(type_index, az).reserved);
+        let reserved = u64::from(self.problem.launch_limit(TypeIndex::new(type_index), AzIndex::new(az)).reserved);
         let mut seen = 0u64;
         for &i in &self.launch_order {
             let launch = &mut self.instances[i];
@@ -599,8 +600,8 @@ mod tests {
         let mut planner = Greedy::new(problem);
         planner.index_fleet();
         let (x, y) = (0, 1);
-        let first = planner.open(0, 0).unwrap();
-        let second = planner.open(0, 0).unwrap();
+        let first = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
+        let second = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
         for (component, instance) in [(x, first), (y, first), (x, second)] {
             let need = planner.need_on(component, instance).unwrap();
             planner.place(component, instance, 1, &need);
@@ -652,8 +653,8 @@ mod tests {
         let mut planner = Greedy::new(&problem);
         planner.index_fleet();
         // Two launches holding one y each: one instance holds both.
-        let first = planner.open(0, 0).unwrap();
-        let second = planner.open(0, 0).unwrap();
+        let first = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
+        let second = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
         for instance in [first, second] {
             let need = planner.need_on(1, instance).unwrap();
             planner.place(1, instance, 1, &need);

@@ -8,6 +8,7 @@
 use std::cmp::Reverse;
 
 use super::{instance_cost, Greedy};
+use crate::index::{ComponentIndex, TypeIndex};
 use crate::problem::Resources;
 
 /// Smallest balance excess reachable by removing `remove` copies from `counts` (copies per AZ,
@@ -46,11 +47,11 @@ pub(super) fn drained_excess(counts: &[u64], remove: u64, max_imbalance: u32) ->
 }
 
 impl Greedy<'_> {
-    fn own_need(&self, component: usize, type_index: usize) -> Resources {
+    fn own_need(&self, component: ComponentIndex, type_index: TypeIndex) -> Resources {
         self.problem
             .components
-            .get(component)
-            .and_then(|c| c.requirements.get(type_index))
+            .get(component.index())
+            .and_then(|c| c.requirements.get(type_index.index()))
             .and_then(|r| r.as_ref())
             .map_or(Resources::ZERO, |r| r.resources)
     }
@@ -77,7 +78,7 @@ impl Greedy<'_> {
     }
 
     fn remove_copy(&mut self, component: usize, instance: usize) {
-        let need = self.own_need(component, self.instances[instance].type_index);
+        let need = self.own_need(ComponentIndex::new(component), TypeIndex::new(self.instances[instance].type_index));
         self.instances[instance].remove_one(component, &need);
         self.removals.push((component, instance));
         self.had_removals[component] = true;

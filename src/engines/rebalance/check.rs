@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::RebalancePlan;
 use crate::engines::step_check::{CheckedFleet, CheckedInstance, Findings, MoveWording};
 use crate::fleet::objective;
+use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Problem;
 use crate::verify::{Violation, ViolationKind};
 
@@ -178,7 +179,7 @@ impl LaunchTally {
                     format!("{what}: {} is not in Endpoint.InstancePools", launch.instance_type),
                 );
             }
-            let limit = problem.launch_limit(type_index, az_index);
+            let limit = problem.launch_limit(TypeIndex::new(type_index), AzIndex::new(az_index));
             let so_far = self.so_far.entry((type_index, az_index)).or_insert((0, 0));
             let slot_left = so_far.1 < limit.reserved;
             so_far.0 += 1;

@@ -33,6 +33,7 @@ pub use summary::{
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
+use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -359,7 +360,7 @@ enum Change {
 /// A unit under construction in [`Planner::simulate`]: SPREAD offenders before the unit per
 /// touched (component, AZ), the moves, the instances released, the instances receiving copies.
 struct UnitDraft {
-    guard: BTreeMap<(usize, usize), u64>,
+    guard: BTreeMap<(ComponentIndex, AzIndex), u64>,
     moves: Vec<(usize, usize, usize)>,
     victims: Vec<usize>,
     targets: BTreeSet<usize>,
@@ -380,7 +381,7 @@ struct Unit {
 }
 
 /// A launch option: (type, AZ).
-type LaunchOption = Option<(usize, usize)>;
+type LaunchOption = Option<(TypeIndex, AzIndex)>;
 
 struct Planner<'p> {
     problem: &'p Problem,
@@ -544,7 +545,7 @@ impl<'p> Planner<'p> {
     /// Launch options for a candidate, best first: pool types by priority, then price, the
     /// candidate's AZ first; only where capacity is left, and (unless the candidate is draining)
     /// never a worse tier than the candidate's.
-    fn launch_options(&self, candidate: usize) -> Vec<(usize, usize)> {
+    fn launch_options(&self, candidate: usize) -> Vec<(TypeIndex, AzIndex)> {
         let problem = self.problem;
         let node = &self.nodes[candidate];
         let candidate_priority = self.priority(node.type_index);
@@ -556,7 +557,7 @@ impl<'p> Planner<'p> {
                 continue;
             }
             for az_index in 0..problem.azs().len() {
-                if !self.capacity_left(type_index, az_index) {
+                if !self.capacity_left(TypeIndex::new(type_index), AzIndex::new(az_index)) {
                     continue;
                 }
                 let price = price_micros(problem, type_index).unwrap_or(i64::MAX);
@@ -564,18 +565,23 @@ impl<'p> Planner<'p> {
             }
         }
         options.sort();
-        options.into_iter().map(|(.., type_index, az_index)| (type_index, az_index)).collect()
+        options
+            .into_iter()
+            .map(|(.., type_index, az_index)| (TypeIndex::new(type_index), AzIndex::new(az_index)))
+            .collect()
     }
 
-    fn capacity_left(&self, type_index: usize, az_index: usize) -> bool {
-        let done = self.launched.get(type_index).and_then(|row| row.get(az_index)).copied().unwrap_or(0);
+    fn capacity_left(&self, type_index: TypeIndex, az_index: AzIndex) -> bool {
+        let done =
+            self.launched.get(type_index.index()).and_then(|row| row.get(az_index.index())).copied().unwrap_or(0);
         self.problem.launch_limit(type_index, az_index).total().is_none_or(|total| done < total)
     }
 
     /// Launches a node (journaled). Reservation slots are used first.
-    fn launch(&mut self, type_index: usize, az_index: usize) -> usize {
-        let done = self.launched[type_index][az_index];
-        let reserved = done < self.problem.launch_limit(type_index, az_index).reserved;
+    fn launch(&mut self, type_index: TypeIndex, az_index: AzIndex) -> usize {
+        let slots = self.problem.launch_limit(type_index, az_index).reserved;
+        let (type_index, az_index) = (type_index.index(), az_index.index());
+        let reserved = self.launched[type_index][az_index] < slots;
         self.launched[type_index][az_index] += 1;
         let index = self.nodes.len();
         self.nodes.push(Node {
@@ -611,14 +617,21 @@ impl<'p> Planner<'p> {
         for (&component, &count) in &copies {
             units.extend(std::iter::repeat_n(component, count as usize));
         }
-        units.sort_by_key(|&component| (Reverse(copy_resources(self.problem, component, type_index)), component));
+        units.sort_by_key(|&component| {
+            (
+                Reverse(copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(type_index))),
+                component,
+            )
+        });
         self.journal.push(Change::Kill { node: index, copies, used });
         units
     }
 
     /// Puts one copy of `component` (leaving a node in `from_az`) onto `target` (journaled).
-    fn add_copy(&mut self, target: usize, component: usize, from_az: usize) {
-        let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+    fn add_copy(&mut self, target: usize, component: usize, from_az: AzIndex) {
+        let from_az = from_az.index();
+        let resources =
+            copy_resources(self.problem, ComponentIndex::new(component), TypeIndex::new(self.nodes[target].type_index));
         let node = &mut self.nodes[target];
         let count = node.copies.entry(component).or_insert(0);
         *count += 1;
@@ -639,7 +652,11 @@ impl<'p> Planner<'p> {
             let Some(change) = self.journal.pop() else { break };
             match change {
                 Change::Copy { target, component, from_az } => {
-                    let resources = copy_resources(self.problem, component, self.nodes[target].type_index);
+                    let resources = copy_resources(
+                        self.problem,
+                        ComponentIndex::new(component),
+                        TypeIndex::new(self.nodes[target].type_index),
+                    );
                     let node = &mut self.nodes[target];
                     let to_az = node.az_index;
                     if let Some(count) = node.copies.get_mut(&component) {
@@ -678,7 +695,8 @@ impl<'p> Planner<'p> {
     }
 
     /// Number of alive instances in `az` breaking the SPREAD rule for `component`.
-    fn spread_offenders_in(&self, component: usize, az: usize) -> u64 {
+    fn spread_offenders_in(&self, component: ComponentIndex, az: AzIndex) -> u64 {
+        let (component, az) = (component.index(), az.index());
         if self.heavy[component][az] == 0 {
             return 0;
         }
@@ -705,20 +723,20 @@ impl<'p> Planner<'p> {
     }
 
     /// Records the SPREAD measure of (component, az) before the unit first changes it.
-    fn touch(&self, guard: &mut BTreeMap<(usize, usize), u64>, component: usize, az: usize) {
-        if self.problem.components()[component].strategy == PlacementStrategy::Spread {
+    fn touch(&self, guard: &mut BTreeMap<(ComponentIndex, AzIndex), u64>, component: ComponentIndex, az: AzIndex) {
+        if self.problem.components()[component.index()].strategy == PlacementStrategy::Spread {
             guard.entry((component, az)).or_insert_with(|| self.spread_offenders_in(component, az));
         }
     }
 
-    fn spread_kept(&self, guard: &BTreeMap<(usize, usize), u64>) -> bool {
+    fn spread_kept(&self, guard: &BTreeMap<(ComponentIndex, AzIndex), u64>) -> bool {
         guard.iter().all(|(&(component, az), &before)| self.spread_offenders_in(component, az) <= before)
     }
 
     /// Whether `target` may receive one copy of `component` leaving a node in `from_az`: alive,
     /// not draining, eligible, room with the target type's requirement, and (across AZs) the
     /// component's imbalance no larger than at the unit's start.
-    fn may_receive(&self, target: usize, component: usize, from_az: usize, balance_before: &[u64]) -> bool {
+    fn may_receive(&self, target: usize, component: usize, from_az: AzIndex, balance_before: &[u64]) -> bool {
         let problem = self.problem;
         let node = &self.nodes[target];
         if !node.alive || node.draining {
@@ -730,35 +748,35 @@ impl<'p> Planner<'p> {
         if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
             return false;
         }
-        node.az_index == from_az
+        node.az_index == from_az.index()
             || info.max_imbalance.is_none()
-            || self.balance_allows(component, from_az, node.az_index, balance_before)
+            || self.balance_allows(component, from_az, AzIndex::new(node.az_index), balance_before)
     }
 
-    fn balance_allows(&self, component: usize, from_az: usize, to_az: usize, balance_before: &[u64]) -> bool {
+    fn balance_allows(&self, component: usize, from_az: AzIndex, to_az: AzIndex, balance_before: &[u64]) -> bool {
         let mut after = self.per_az[component].clone();
-        after[from_az] = after[from_az].saturating_sub(1);
-        after[to_az] += 1;
+        after[from_az.index()] = after[from_az.index()].saturating_sub(1);
+        after[to_az.index()] += 1;
         imbalance(&after) <= balance_before[component]
     }
 
     /// The best instance that stays to receive one copy of `component` from a node in
     /// `from_az` (consolidation's preference: same AZ, thinnest AZ, fewest copies for SPREAD,
     /// best tier, best fit, cheapest, last).
-    fn best_existing_target(&self, component: usize, from_az: usize, balance_before: &[u64]) -> Option<usize> {
+    fn best_existing_target(&self, component: usize, from_az: AzIndex, balance_before: &[u64]) -> Option<usize> {
         let problem = self.problem;
         let info = &problem.components()[component];
         let spread = info.strategy == PlacementStrategy::Spread;
         let row = &self.per_az[component];
         let mut best: Option<(_, usize)> = None;
         for (az, (members, &copies_there)) in self.by_az.iter().zip(row).enumerate() {
-            if az != from_az
+            let cross_az = az != from_az.index();
+            if cross_az
                 && info.max_imbalance.is_some()
-                && !self.balance_allows(component, from_az, az, balance_before)
+                && !self.balance_allows(component, from_az, AzIndex::new(az), balance_before)
             {
                 continue;
             }
-            let cross_az = az != from_az;
             for &index in members {
                 let node = &self.nodes[index];
                 if !node.alive || node.draining {
@@ -814,7 +832,7 @@ impl<'p> Planner<'p> {
         let key_before = self.key();
         let mark = self.journal.len();
         let balance_before: Vec<u64> = self.per_az.iter().map(|row| imbalance(row)).collect();
-        let mut guard: BTreeMap<(usize, usize), u64> = BTreeMap::new();
+        let mut guard: BTreeMap<(ComponentIndex, AzIndex), u64> = BTreeMap::new();
         let mut moves: Vec<(usize, usize, usize)> = Vec::new();
         let mut victims: Vec<usize> = vec![candidate];
         let mut targets: BTreeSet<usize> = BTreeSet::new();
@@ -823,10 +841,10 @@ impl<'p> Planner<'p> {
             Some((type_index, az_index)) => {
                 // The empty newcomer can make heavy instances of its AZ break SPREAD.
                 for component in 0..problem.components().len() {
-                    if self.heavy[component][az_index] > 0
-                        && problem.components()[component].placement_requirement(problem, type_index).is_some()
+                    if self.heavy[component][az_index.index()] > 0
+                        && problem.components()[component].placement_requirement(problem, type_index.index()).is_some()
                     {
-                        self.touch(&mut guard, component, az_index);
+                        self.touch(&mut guard, ComponentIndex::new(component), az_index);
                     }
                 }
                 Some(self.launch(type_index, az_index))
@@ -834,7 +852,7 @@ impl<'p> Planner<'p> {
             None => None,
         };
 
-        let from_az = self.nodes[candidate].az_index;
+        let from_az = AzIndex::new(self.nodes[candidate].az_index);
         let copies = self.kill(candidate);
         let mut failed = false;
         for component in copies {
@@ -846,7 +864,7 @@ impl<'p> Planner<'p> {
                 failed = true;
                 break;
             };
-            self.touch(&mut guard, component, self.nodes[target].az_index);
+            self.touch(&mut guard, ComponentIndex::new(component), AzIndex::new(self.nodes[target].az_index));
             self.add_copy(target, component, from_az);
             targets.insert(target);
             moves.push((component, candidate, target));
@@ -918,7 +936,7 @@ impl<'p> Planner<'p> {
             let victim_moves = draft.moves.len();
             // The releases may land in a later step than the ones before: SPREAD must not
             // get worse from one victim to the next, not only over the whole unit.
-            let mut local: BTreeMap<(usize, usize), u64> = draft
+            let mut local: BTreeMap<(ComponentIndex, AzIndex), u64> = draft
                 .guard
                 .keys()
                 .map(|&(component, az)| ((component, az), self.spread_offenders_in(component, az)))
@@ -926,12 +944,12 @@ impl<'p> Planner<'p> {
             let copies = self.kill(other);
             let mut fits = true;
             for component in copies {
-                if !self.may_receive(new, component, az, balance_before) {
+                if !self.may_receive(new, component, AzIndex::new(az), balance_before) {
                     fits = false;
                     break;
                 }
-                self.touch(&mut local, component, az);
-                self.add_copy(new, component, az);
+                self.touch(&mut local, ComponentIndex::new(component), AzIndex::new(az));
+                self.add_copy(new, component, AzIndex::new(az));
                 draft.moves.push((component, other, new));
             }
             if fits && self.spread_kept(&local) {
@@ -1079,9 +1097,10 @@ impl<'p> Planner<'p> {
 
     fn final_fleet(&self) -> FinalFleet {
         let existing = self.problem.fleet().len();
-        let mut launches: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+        let mut launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)> = BTreeMap::new();
         for node in self.nodes.iter().skip(existing) {
-            let entry = launches.entry((node.type_index, node.az_index)).or_insert((0, 0));
+            let entry =
+                launches.entry((TypeIndex::new(node.type_index), AzIndex::new(node.az_index))).or_insert((0, 0));
             entry.0 += 1;
             entry.1 += u32::from(node.reserved);
         }
