@@ -34,7 +34,7 @@ use serde::Serialize;
 use crate::fleet::{balance_excess, FinalFleet};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Unplaced;
-use crate::problem::{CapacityEventKind, Problem, Resources};
+use crate::problem::{CapacityEventKind, Component, Problem, Resources};
 
 /// A resource a copy needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -284,9 +284,36 @@ fn explain_index(
     let placed: u64 = copies_per_az.iter().sum();
     let copy_count = u64::from(component.copy_count);
     let missing = copy_count.saturating_sub(placed);
-    let az_name = |az: usize| problem.azs.get(az).cloned().unwrap_or_default();
+    let instances = instance_verdicts(problem, fleet, shared, component);
+    let launches = launch_verdicts(problem, fleet, component);
 
-    let instances: Vec<InstanceExplanation> = fleet
+    let mut explanation = Explanation {
+        inference_component_name: component.name.clone(),
+        copy_count,
+        placed,
+        missing,
+        balance_excess: balance_excess(&copies_per_az, component.max_imbalance),
+        copies_per_az,
+        max_imbalance: component.max_imbalance,
+        instances,
+        launches,
+        reasons: Vec::new(),
+    };
+    if missing > 0 {
+        explanation.reasons = wording::reasons(problem, &explanation, fleet.instances.len());
+    }
+    Some(explanation)
+}
+
+/// One verdict per instance of the final fleet: what it offers one more copy of `component`.
+fn instance_verdicts(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    shared: &Shared,
+    component: &Component,
+) -> Vec<InstanceExplanation> {
+    let az_name = |az: usize| problem.azs.get(az).cloned().unwrap_or_default();
+    fleet
         .instances
         .iter()
         .zip(&shared.used)
@@ -314,8 +341,13 @@ fn explain_index(
                 verdict,
             })
         })
-        .collect();
+        .collect()
+}
 
+/// One verdict per (pool type, AZ), by priority then pool order, then AZ order: whether a new
+/// instance there could take a copy of `component`.
+fn launch_verdicts(problem: &Problem, fleet: &FinalFleet, component: &Component) -> Vec<LaunchExplanation> {
+    let az_name = |az: usize| problem.azs.get(az).cloned().unwrap_or_default();
     let max_reached = problem.scaling.max_instances.filter(|&max| fleet.instances.len() >= max as usize);
     let mut pool: Vec<usize> = problem.pool_types().collect();
     pool.sort_by_key(|&t| (problem.types[t].priority, t));
@@ -356,23 +388,7 @@ fn explain_index(
             });
         }
     }
-
-    let mut explanation = Explanation {
-        inference_component_name: component.name.clone(),
-        copy_count,
-        placed,
-        missing,
-        balance_excess: balance_excess(&copies_per_az, component.max_imbalance),
-        copies_per_az,
-        max_imbalance: component.max_imbalance,
-        instances,
-        launches,
-        reasons: Vec::new(),
-    };
-    if missing > 0 {
-        explanation.reasons = wording::reasons(problem, &explanation, fleet.instances.len());
-    }
-    Some(explanation)
+    launches
 }
 
 /// One structured cause of missing copies, derived from an [`Explanation`] (what

@@ -322,17 +322,18 @@ fn solve_with_retries(
 }
 
 impl Microlp {
-    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> Attempt {
-        use microlp::{ComparisonOp, LinearExpr, OptimizationDirection, SolutionStatus, TerminationReason};
+    /// The program as microlp's, with one microlp variable per [`Var`] (in order).
+    fn build(mip: &Mip) -> Result<(microlp::Problem, Vec<microlp::Variable>), Attempt> {
+        use microlp::{ComparisonOp, LinearExpr, OptimizationDirection};
         let mut lp = microlp::Problem::new(OptimizationDirection::Minimize);
         let mut handles = Vec::with_capacity(mip.variables.len());
         for variable in &mip.variables {
             let handle = if variable.integer {
                 let Some(bounds) = integer_bounds(variable) else {
-                    return Attempt::Done(MipOutcome::Error(format!(
+                    return Err(Attempt::Done(MipOutcome::Error(format!(
                         "integer bounds [{}, {}] outside microlp's i32 range",
                         variable.lower, variable.upper
-                    )));
+                    ))));
                 };
                 lp.add_integer_var(variable.cost, bounds)
             } else {
@@ -350,6 +351,15 @@ impl Microlp {
             };
             lp.add_constraint(expr, op, row.rhs);
         }
+        Ok((lp, handles))
+    }
+
+    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> Attempt {
+        use microlp::TerminationReason;
+        let (lp, handles) = match Self::build(mip) {
+            Ok(built) => built,
+            Err(attempt) => return attempt,
+        };
         let mut options = microlp::SolveOptions::default();
         options.time_limit = request.time_limit;
         options.node_limit = request.node_limit;
@@ -365,13 +375,6 @@ impl Microlp {
                 request.warm_start.iter().filter_map(|&(var, value)| handles.get(var.0).map(|&h| (h, value))).collect(),
             );
         }
-        let termination_of = |reason: TerminationReason| match reason {
-            TerminationReason::ProvenOptimal => Termination::Optimal,
-            TerminationReason::MipGap => Termination::Gap,
-            TerminationReason::NodeLimit => Termination::NodeLimit,
-            // A time limit, or a reason added by a later microlp: never a proof.
-            _ => Termination::TimeLimit,
-        };
         let integral = request.integral_objective_bound.is_some_and(f64::is_finite);
         // With an integral objective the search runs in node chunks: between chunks, an
         // incumbent within less than one unit of the best bound is optimal (microlp would keep
@@ -422,7 +425,25 @@ impl Microlp {
                 Err(error) => return Attempt::Done(MipOutcome::Error(error.to_string())),
             };
         }
-        Attempt::Done(match outcome.into_solution() {
+        Attempt::Done(Self::outcome_of(outcome, &handles, proven_by_integrality))
+    }
+
+    /// What microlp's last answer means: a solution (a proof only when microlp or the
+    /// integrality check says so), or an interruption with its bound.
+    fn outcome_of(
+        outcome: microlp::SolveOutcome,
+        handles: &[microlp::Variable],
+        proven_by_integrality: bool,
+    ) -> MipOutcome {
+        use microlp::{SolutionStatus, TerminationReason};
+        let termination_of = |reason: TerminationReason| match reason {
+            TerminationReason::ProvenOptimal => Termination::Optimal,
+            TerminationReason::MipGap => Termination::Gap,
+            TerminationReason::NodeLimit => Termination::NodeLimit,
+            // A time limit, or a reason added by a later microlp: never a proof.
+            _ => Termination::TimeLimit,
+        };
+        match outcome.into_solution() {
             Err(interrupted) => MipOutcome::Interrupted {
                 termination: termination_of(interrupted.termination_reason()),
                 best_bound: interrupted.stats().best_bound,
@@ -444,7 +465,7 @@ impl Microlp {
                     best_bound: if optimal { Some(solution.objective()) } else { solution.stats().best_bound },
                 })
             }
-        })
+        }
     }
 }
 

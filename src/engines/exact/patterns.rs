@@ -448,110 +448,6 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
         list.sort_by(|&a, &b| density[b].total_cmp(&density[a]).then(a.cmp(&b)));
         Surrogate { shares: shares.clone(), weights, list }
     });
-    /// The summed-shares relaxation of [`price_several`]'s knapsack.
-    struct Surrogate {
-        /// The resources added up.
-        shares: Vec<usize>,
-        /// Per demand: `Σ_r need_r / capacity_r`.
-        weights: Vec<f64>,
-        /// Candidates by price per unit of weight, most first.
-        list: Vec<usize>,
-    }
-    struct Search<'a> {
-        demands: &'a [Demand],
-        prices: &'a [f64],
-        capacity: Resources,
-        order: Vec<usize>,
-        position: Vec<usize>,
-        by_density: Vec<(usize, Vec<usize>)>,
-        surrogate: Option<Surrogate>,
-        current: Vec<u64>,
-        best: (Vec<u64>, f64),
-        /// Earlier incumbents worth more than 1.
-        improving: Vec<Vec<u64>>,
-        nodes: u64,
-    }
-    impl Search<'_> {
-        /// An upper bound on what the components from `depth` on can add within `room`.
-        fn bound(&self, depth: usize, room: &Resources) -> f64 {
-            let most = |c: usize| self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
-            let mut best: f64 = self.order[depth..].iter().map(|&c| self.prices[c] * most(c) as f64).sum();
-            for (r, list) in &self.by_density {
-                let mut left = resource(room, *r) as f64;
-                let mut total = 0.0;
-                for &c in list {
-                    if self.position[c] < depth {
-                        continue;
-                    }
-                    let copies = most(c) as f64;
-                    let need = resource(&self.demands[c].need, *r) as f64;
-                    if need == 0.0 {
-                        total += self.prices[c] * copies;
-                    } else if left > 0.0 {
-                        let taken = copies.min(left / need);
-                        total += self.prices[c] * taken;
-                        left -= taken * need;
-                    }
-                }
-                best = best.min(total);
-            }
-            if let Some(surrogate) = &self.surrogate {
-                let room_weight: f64 = surrogate
-                    .shares
-                    .iter()
-                    .map(|&r| resource(room, r) as f64 / resource(&self.capacity, r) as f64)
-                    .sum();
-                // Margins for the rounded float weights: a bound below the true maximum could cut
-                // the best pattern off, and a "converged" LP would then give an invalid bound.
-                let mut left = room_weight * (1.0 + 1e-9) + 1e-12;
-                let mut total = 0.0;
-                for &c in &surrogate.list {
-                    if self.position[c] < depth {
-                        continue;
-                    }
-                    let copies = most(c) as f64;
-                    let weight = surrogate.weights[c];
-                    if weight == 0.0 {
-                        total += self.prices[c] * copies;
-                    } else if left > 0.0 {
-                        let taken = copies.min(left / weight);
-                        total += self.prices[c] * taken;
-                        left -= taken * weight;
-                    }
-                }
-                best = best.min(total * (1.0 + 1e-9) + 1e-12);
-            }
-            best
-        }
-
-        fn go(&mut self, depth: usize, room: Resources, value: f64) -> bool {
-            self.nodes += 1;
-            if self.nodes > PRICING_NODES {
-                return false;
-            }
-            if value > self.best.1 {
-                if self.best.1 > 1.0 + 1e-9 {
-                    self.improving.push(self.best.0.clone());
-                }
-                self.best = (self.current.clone(), value);
-            }
-            let Some(&c) = self.order.get(depth) else { return true };
-            if value + self.bound(depth, &room) <= self.best.1 + 1e-12 {
-                return true;
-            }
-            let most = self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
-            for count in (0..=most).rev() {
-                let used = self.demands[c].need.times(count);
-                let Some(left) = room.minus(&used) else { continue };
-                self.current[c] = count;
-                if !self.go(depth + 1, left, value + self.prices[c] * count as f64) {
-                    return false;
-                }
-            }
-            self.current[c] = 0;
-            true
-        }
-    }
     let mut search = Search {
         demands,
         prices,
@@ -570,6 +466,109 @@ fn price_several(demands: &[Demand], prices: &[f64], capacity: Resources) -> Opt
     let keep = search.improving.len().saturating_sub(EXTRA_COLUMNS);
     let extra = search.improving.split_off(keep);
     complete.then_some((search.best, extra))
+}
+
+/// The summed-shares relaxation of [`price_several`]'s knapsack.
+struct Surrogate {
+    /// The resources added up.
+    shares: Vec<usize>,
+    /// Per demand: `Σ_r need_r / capacity_r`.
+    weights: Vec<f64>,
+    /// Candidates by price per unit of weight, most first.
+    list: Vec<usize>,
+}
+/// The depth-first search of [`price_several`]: its order, bounds and incumbents.
+struct Search<'a> {
+    demands: &'a [Demand],
+    prices: &'a [f64],
+    capacity: Resources,
+    order: Vec<usize>,
+    position: Vec<usize>,
+    by_density: Vec<(usize, Vec<usize>)>,
+    surrogate: Option<Surrogate>,
+    current: Vec<u64>,
+    best: (Vec<u64>, f64),
+    /// Earlier incumbents worth more than 1.
+    improving: Vec<Vec<u64>>,
+    nodes: u64,
+}
+impl Search<'_> {
+    /// An upper bound on what the components from `depth` on can add within `room`.
+    fn bound(&self, depth: usize, room: &Resources) -> f64 {
+        let most = |c: usize| self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
+        let mut best: f64 = self.order[depth..].iter().map(|&c| self.prices[c] * most(c) as f64).sum();
+        for (r, list) in &self.by_density {
+            let mut left = resource(room, *r) as f64;
+            let mut total = 0.0;
+            for &c in list {
+                if self.position[c] < depth {
+                    continue;
+                }
+                let copies = most(c) as f64;
+                let need = resource(&self.demands[c].need, *r) as f64;
+                if need == 0.0 {
+                    total += self.prices[c] * copies;
+                } else if left > 0.0 {
+                    let taken = copies.min(left / need);
+                    total += self.prices[c] * taken;
+                    left -= taken * need;
+                }
+            }
+            best = best.min(total);
+        }
+        if let Some(surrogate) = &self.surrogate {
+            let room_weight: f64 =
+                surrogate.shares.iter().map(|&r| resource(room, r) as f64 / resource(&self.capacity, r) as f64).sum();
+            // Margins for the rounded float weights: a bound below the true maximum could cut
+            // the best pattern off, and a "converged" LP would then give an invalid bound.
+            let mut left = room_weight * (1.0 + 1e-9) + 1e-12;
+            let mut total = 0.0;
+            for &c in &surrogate.list {
+                if self.position[c] < depth {
+                    continue;
+                }
+                let copies = most(c) as f64;
+                let weight = surrogate.weights[c];
+                if weight == 0.0 {
+                    total += self.prices[c] * copies;
+                } else if left > 0.0 {
+                    let taken = copies.min(left / weight);
+                    total += self.prices[c] * taken;
+                    left -= taken * weight;
+                }
+            }
+            best = best.min(total * (1.0 + 1e-9) + 1e-12);
+        }
+        best
+    }
+
+    fn go(&mut self, depth: usize, room: Resources, value: f64) -> bool {
+        self.nodes += 1;
+        if self.nodes > PRICING_NODES {
+            return false;
+        }
+        if value > self.best.1 {
+            if self.best.1 > 1.0 + 1e-9 {
+                self.improving.push(self.best.0.clone());
+            }
+            self.best = (self.current.clone(), value);
+        }
+        let Some(&c) = self.order.get(depth) else { return true };
+        if value + self.bound(depth, &room) <= self.best.1 + 1e-12 {
+            return true;
+        }
+        let most = self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
+        for count in (0..=most).rev() {
+            let used = self.demands[c].need.times(count);
+            let Some(left) = room.minus(&used) else { continue };
+            self.current[c] = count;
+            if !self.go(depth + 1, left, value + self.prices[c] * count as f64) {
+                return false;
+            }
+        }
+        self.current[c] = 0;
+        true
+    }
 }
 
 #[cfg(test)]
