@@ -52,14 +52,23 @@ pub(super) struct Progress {
     pub improvements: u64,
 }
 
-/// Launched instances of one AZ to free, plus copies the plan leaves unplaced to try there.
+/// What a window frees.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// Every copy on the members, all launched in this AZ; the unplaced copies of `extra` are
+    /// offered there too.
+    Az { az: usize, extra: BTreeMap<usize, u32> },
+    /// Every copy of these components, in every AZ (the members are the launched instances
+    /// holding them; their other copies stay); their unplaced copies are offered too.
+    Components(Vec<usize>),
+}
+
+/// Launched instances to free, and what of them.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Window {
-    az: usize,
+    scope: Scope,
     /// Positions in the final fleet's instances (launched ones only).
     members: Vec<usize>,
-    /// Unplaced copies per component to offer the sub-problem.
-    extra: BTreeMap<usize, u32>,
 }
 
 /// Improves `incumbent` (a verified plan without removals or terminations) window by window
@@ -99,27 +108,14 @@ pub(super) fn improve(
         let Some(window) = list.get(next % list.len()).cloned() else { break };
         next += 1;
         idle += 1;
-        let Some(sub) = SubProblem::new(problem, &fleet, &window) else { continue };
+        let sub = match &window.scope {
+            Scope::Az { az, extra } => SubProblem::in_az(problem, &fleet, &window.members, *az, extra),
+            Scope::Components(components) => SubProblem::spanning(problem, &fleet, &window.members, components),
+        };
+        let Some(sub) = sub else { continue };
         progress.windows += 1;
-        let window_started = Instant::now();
-        let (sub_plan, sub_stats) = window_planner(planner, limits).plan_with_stats(&sub.problem);
-        if std::env::var_os("LNS_DEBUG").is_some() {
-            eprintln!("took {:?} {sub_stats}", window_started.elapsed());
-        }
+        let (sub_plan, sub_stats) = window_planner(planner, limits, &sub).plan_with_stats(&sub.problem);
         stats.solves += sub_stats.solves;
-        if std::env::var_os("LNS_DEBUG").is_some() {
-            eprintln!(
-                "window left {:?} az {} members {} extra {:?}: {:?} {:?} {:?} vs {:?}",
-                limits.time_left(),
-                window.az,
-                window.members.len(),
-                window.extra,
-                sub_plan.status,
-                sub_plan.stop_reason,
-                sub_plan.objective.key(),
-                sub.baseline.key()
-            );
-        }
         if sub_plan.status == Status::Infeasible || !sub_plan.objective.better_than(&sub.baseline) {
             continue;
         }
@@ -135,8 +131,9 @@ pub(super) fn improve(
 }
 
 /// The planner for one window: the caller's backend and limits, a slice of the time left, a
-/// node limit per solver call, the default master size cap and no phase of its own.
-fn window_planner(planner: &ExactPlanner, limits: &EngineLimits) -> ExactPlanner {
+/// node limit per solver call, the default master size cap, no phase of its own, and the
+/// window as it is for a warm start.
+fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProblem) -> ExactPlanner {
     let nodes = limits.nodes().map_or(WINDOW_NODES, |nodes| nodes.min(WINDOW_NODES));
     let mut window_limits = limits.clone();
     if let Some(left) = limits.time_left() {
@@ -154,6 +151,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits) -> ExactPlanner
         backend: Arc::clone(&planner.backend),
         large_neighbourhood: false,
         max_master_variables: MAX_MASTER_VARIABLES,
+        seed: Some(sub.baseline_actions.clone()),
     }
 }
 
@@ -179,32 +177,74 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
         launched.sort_unstable();
         let order: Vec<usize> = launched.into_iter().map(|(_, position)| position).collect();
         let capped = |keep: &dyn Fn(usize) -> bool| take_capped(fleet, order.iter().copied().filter(|&p| keep(p)), cap);
-        let mut list = vec![Window { az, members: capped(&|_| true), extra: missing.clone() }];
+        let scope = |extra: BTreeMap<usize, u32>| Scope::Az { az, extra };
+        let mut list = vec![Window { scope: scope(missing.clone()), members: capped(&|_| true) }];
         for t in 0..problem.instance_types().len() {
             let members = capped(&|p| fleet.instances.get(p).is_some_and(|instance| instance.type_index == t));
-            list.push(Window { az, members, extra: BTreeMap::new() });
+            list.push(Window { scope: scope(BTreeMap::new()), members });
         }
         for group in &groups {
             let holds = |p: usize| {
                 fleet.instances.get(p).is_some_and(|instance| group.iter().any(|c| instance.copies.contains_key(c)))
             };
             let extra = missing.iter().filter(|(c, _)| group.contains(c)).map(|(&c, &n)| (c, n)).collect();
-            list.push(Window { az, members: capped(&holds), extra });
+            list.push(Window { scope: scope(extra), members: capped(&holds) });
         }
         per_az.push(list);
+    }
+    // Windows across AZs move copies between AZs (balance kept exact: each frees all copies
+    // of its components), only from an empty fleet (no copies on instances that stay put).
+    if problem.fleet().is_empty() {
+        per_az.push(spanning_groups(problem, cap).iter().map(|group| spanning_window(fleet, group)).collect());
     }
     let longest = per_az.iter().map(Vec::len).max().unwrap_or(0);
     let mut seen = BTreeSet::new();
     let mut all = Vec::new();
     for index in 0..longest {
         for window in per_az.iter().filter_map(|list| list.get(index)) {
-            let useful = window.members.len() >= 2 || !window.extra.is_empty();
+            let useful = match &window.scope {
+                Scope::Az { extra, .. } => window.members.len() >= 2 || !extra.is_empty(),
+                Scope::Components(_) => true,
+            };
             if useful && seen.insert(window.clone()) {
                 all.push(window.clone());
             }
         }
     }
     all
+}
+
+/// The window freeing every copy of `group` (and its unplaced ones), in every AZ.
+fn spanning_window(fleet: &FinalFleet, group: &[usize]) -> Window {
+    let members: Vec<usize> = (0..fleet.instances.len())
+        .filter(|&p| {
+            fleet.instances.get(p).is_some_and(|instance| {
+                instance.existing.is_none() && group.iter().any(|c| instance.copies.contains_key(c))
+            })
+        })
+        .collect();
+    Window { scope: Scope::Components(group.to_vec()), members }
+}
+
+/// Components in runs of at most `cap` copies (at least one component a run), components that
+/// may use the same types next to each other: the windows across AZs.
+fn spanning_groups(problem: &Problem, cap: u64) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut copies = 0u64;
+    for c in component_groups(problem).into_iter().flatten() {
+        let count = problem.components().get(c).map_or(0, |component| u64::from(component.copy_count));
+        match groups.last_mut() {
+            Some(group) if copies + count <= cap => {
+                group.push(c);
+                copies += count;
+            }
+            _ => {
+                groups.push(vec![c]);
+                copies = count;
+            }
+        }
+    }
+    groups
 }
 
 /// Positions in order until `cap` copies are taken (at least one instance).
@@ -272,19 +312,29 @@ struct SubProblem {
     problem: Problem,
     /// Full-problem index of each sub-problem component.
     components: Vec<usize>,
-    /// The objective the window's instances reach in the sub-problem as they are.
+    /// Final-fleet position of each instance of the sub-problem's fleet.
+    fleet_positions: Vec<usize>,
+    /// The full problem's AZ of the sub-problem's only AZ (`None`: the same AZs).
+    az: Option<usize>,
+    /// The window as it is, as actions of the sub-problem.
+    baseline_actions: Vec<Action>,
+    /// The objective the window reaches in the sub-problem as it is.
     baseline: crate::plan::Objective,
 }
 
 impl SubProblem {
-    /// The window's sub-problem: its AZ alone, its copies (plus the unplaced ones offered) to
+    /// A one-AZ window: the AZ alone, the members' copies (plus the unplaced ones offered) to
     /// place on an empty fleet, launch limits and instance bounds less what the rest of the
     /// plan uses. `None` when there is nothing to place.
-    fn new(problem: &Problem, fleet: &FinalFleet, window: &Window) -> Option<SubProblem> {
-        let az = window.az;
-        let members: BTreeSet<usize> = window.members.iter().copied().collect();
-        let mut wanted: BTreeMap<usize, u32> = window.extra.clone();
-        for instance in window.members.iter().filter_map(|&p| fleet.instances.get(p)) {
+    fn in_az(
+        problem: &Problem,
+        fleet: &FinalFleet,
+        members: &[usize],
+        az: usize,
+        extra: &BTreeMap<usize, u32>,
+    ) -> Option<SubProblem> {
+        let mut wanted: BTreeMap<usize, u32> = extra.clone();
+        for instance in members.iter().filter_map(|&p| fleet.instances.get(p)) {
             for (&c, &n) in &instance.copies {
                 *wanted.entry(c).or_insert(0) += n;
             }
@@ -293,19 +343,11 @@ impl SubProblem {
         if wanted.is_empty() {
             return None;
         }
-        // Launches (total, reserved-flagged) the rest of the plan keeps in the window's AZ.
-        let mut kept: BTreeMap<usize, (u32, u32)> = BTreeMap::new();
-        for (position, instance) in fleet.instances.iter().enumerate() {
-            if instance.existing.is_none() && instance.az_index == az && !members.contains(&position) {
-                let entry = kept.entry(instance.type_index).or_insert((0, 0));
-                entry.0 += 1;
-                entry.1 += u32::from(instance.reserved);
-            }
-        }
-        let mut sub = problem.clone();
+        let kept = kept_launches(fleet, members, false);
+        let mut sub = base(problem, fleet, members, &wanted, &BTreeSet::new())?;
         sub.azs = vec![problem.azs().get(az)?.clone()];
         sub.limits = (0..problem.instance_types().len())
-            .map(|t| vec![left_over(problem.launch_limit(t, az), kept.get(&t).copied().unwrap_or((0, 0)))])
+            .map(|t| vec![left_over(problem.launch_limit(t, az), kept.get(&(t, az)).copied().unwrap_or((0, 0)))])
             .collect();
         sub.capacity_blocks = problem
             .capacity_blocks
@@ -314,32 +356,135 @@ impl SubProblem {
             .map(|(&(t, _), &block)| ((t, 0), block))
             .collect();
         let components: Vec<usize> = wanted.keys().copied().collect();
-        sub.components = components
+        let placed: Vec<Placed> = members
             .iter()
-            .filter_map(|&c| {
-                let mut component = problem.components().get(c)?.clone();
-                component.copy_count = wanted.get(&c).copied().unwrap_or(0);
-                // One AZ: balance is the rest of the plan's business (the window keeps its
-                // AZ's counts when it places every copy).
-                component.max_imbalance = None;
-                Some(component)
+            .filter_map(|&p| fleet.instances.get(p))
+            .map(|instance| (instance.type_index, instance.reserved, instance.copies.clone()))
+            .collect();
+        let actions = baseline_actions(&sub, &components, &placed, &[]);
+        let baseline = objective_of_actions(&sub, &actions);
+        Some(SubProblem {
+            problem: sub,
+            components,
+            fleet_positions: Vec::new(),
+            az: Some(az),
+            baseline_actions: actions,
+            baseline,
+        })
+    }
+
+    /// A window across AZs: every copy of `freed` comes off the members, which become the
+    /// sub-problem's fleet with their other copies (fixed); launch limits less every launch of
+    /// the plan, instance bounds less the rest of the fleet.
+    fn spanning(problem: &Problem, fleet: &FinalFleet, members: &[usize], freed: &[usize]) -> Option<SubProblem> {
+        let freed_set: BTreeSet<usize> = freed.iter().copied().collect();
+        let mut wanted: BTreeMap<usize, u32> = BTreeMap::new();
+        for &c in freed {
+            wanted.insert(c, problem.components().get(c)?.copy_count);
+        }
+        for instance in members.iter().filter_map(|&p| fleet.instances.get(p)) {
+            for (&c, &n) in instance.copies.iter().filter(|(c, _)| !freed_set.contains(c)) {
+                *wanted.entry(c).or_insert(0) += n;
+            }
+        }
+        // Launches the members stand for stay counted: the sub-problem knows them as a fleet.
+        let kept = kept_launches(fleet, members, true);
+        let mut sub = base(problem, fleet, members, &wanted, &freed_set)?;
+        sub.limits = (0..problem.instance_types().len())
+            .map(|t| {
+                (0..problem.azs().len())
+                    .map(|z| left_over(problem.launch_limit(t, z), kept.get(&(t, z)).copied().unwrap_or((0, 0))))
+                    .collect()
             })
             .collect();
-        sub.component_by_name = sub.components.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
-        sub.fleet = Vec::new();
-        sub.fleet_by_id = BTreeMap::new();
-        sub.warnings = Vec::new();
-        let outside = u32::try_from(fleet.instances.len() - members.len()).unwrap_or(u32::MAX);
-        sub.scaling.min_instances = problem.scaling().min_instances.saturating_sub(outside);
-        sub.scaling.max_instances = problem.scaling().max_instances.map(|max| max.saturating_sub(outside));
-        let baseline = objective_of_actions(&sub, &baseline_actions(&sub, fleet, window, &components));
-        Some(SubProblem { problem: sub, components, baseline })
+        let components: Vec<usize> = wanted.keys().copied().collect();
+        let sub_index: BTreeMap<usize, usize> = components.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+        let mut placed = Vec::new();
+        for (k, instance) in members.iter().filter_map(|&p| fleet.instances.get(p)).enumerate() {
+            let id = format!("lns-{k}");
+            let fixed: Vec<(usize, u32)> = instance
+                .copies
+                .iter()
+                .filter(|(c, _)| !freed_set.contains(c))
+                .filter_map(|(c, &n)| Some((*sub_index.get(c)?, n)))
+                .collect();
+            sub.fleet.push(crate::problem::ExistingInstance {
+                id: id.clone(),
+                type_index: instance.type_index,
+                az_index: instance.az_index,
+                reserved: instance.reserved,
+                copies: fixed,
+                draining: false,
+            });
+            sub.fleet_by_id.insert(id, k);
+            let moved: BTreeMap<usize, u32> =
+                instance.copies.iter().filter(|(c, _)| freed_set.contains(c)).map(|(&c, &n)| (c, n)).collect();
+            placed.push((instance.type_index, instance.reserved, moved));
+        }
+        let ids: Vec<String> = sub.fleet.iter().map(|instance| instance.id.clone()).collect();
+        let actions = baseline_actions(&sub, &components, &placed, &ids);
+        let baseline = objective_of_actions(&sub, &actions);
+        Some(SubProblem {
+            problem: sub,
+            components,
+            fleet_positions: members.to_vec(),
+            az: None,
+            baseline_actions: actions,
+            baseline,
+        })
     }
 
     /// A sub-problem component index as the full problem's.
     fn full_index(&self, sub_index: usize) -> Option<usize> {
         self.components.get(sub_index).copied()
     }
+}
+
+/// The full problem with `wanted` copies per component (full index) as its components, no
+/// fleet, and instance bounds less the instances outside `members`. Components of `balanced`
+/// keep their MaxImbalance; the others' balance is the rest of the plan's business.
+fn base(
+    problem: &Problem,
+    fleet: &FinalFleet,
+    members: &[usize],
+    wanted: &BTreeMap<usize, u32>,
+    balanced: &BTreeSet<usize>,
+) -> Option<Problem> {
+    let mut sub = problem.clone();
+    sub.components = wanted
+        .iter()
+        .map(|(&c, &count)| {
+            let mut component = problem.components().get(c)?.clone();
+            component.copy_count = count;
+            if !balanced.contains(&c) {
+                component.max_imbalance = None;
+            }
+            Some(component)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    sub.component_by_name = sub.components.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
+    sub.fleet = Vec::new();
+    sub.fleet_by_id = BTreeMap::new();
+    sub.warnings = Vec::new();
+    let outside = u32::try_from(fleet.instances.len().saturating_sub(members.len())).unwrap_or(u32::MAX);
+    sub.scaling.min_instances = problem.scaling().min_instances.saturating_sub(outside);
+    sub.scaling.max_instances = problem.scaling().max_instances.map(|max| max.saturating_sub(outside));
+    Some(sub)
+}
+
+/// Launches (total, reserved-flagged) per (type, AZ) of the plan: all of them with
+/// `members_too`, else those outside `members`.
+fn kept_launches(fleet: &FinalFleet, members: &[usize], members_too: bool) -> BTreeMap<(usize, usize), (u32, u32)> {
+    let members: BTreeSet<usize> = members.iter().copied().collect();
+    let mut kept: BTreeMap<(usize, usize), (u32, u32)> = BTreeMap::new();
+    for (position, instance) in fleet.instances.iter().enumerate() {
+        if instance.existing.is_none() && (members_too || !members.contains(&position)) {
+            let entry = kept.entry((instance.type_index, instance.az_index)).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += u32::from(instance.reserved);
+        }
+    }
+    kept
 }
 
 /// The launch limit the rest of the plan leaves: `kept` = launches (total, reserved-flagged).
@@ -355,24 +500,33 @@ fn left_over(limit: LaunchLimit, kept: (u32, u32)) -> LaunchLimit {
     }
 }
 
-/// The window's instances as they are, as actions of the sub-problem.
-fn baseline_actions(sub: &Problem, fleet: &FinalFleet, window: &Window, components: &[usize]) -> Vec<Action> {
+/// A member of a window as it is: type, reservation flag, copies (full indices) to place.
+type Placed = (usize, bool, BTreeMap<usize, u32>);
+
+/// The window as it is, as actions of the sub-problem: a member is the fleet instance of `ids`
+/// at its position, else it is launched (in the one AZ).
+fn baseline_actions(sub: &Problem, components: &[usize], placed: &[Placed], ids: &[String]) -> Vec<Action> {
     let mut actions = Vec::new();
     let az = sub.azs().first().cloned().unwrap_or_default();
-    for (k, instance) in window.members.iter().filter_map(|&p| fleet.instances.get(p)).enumerate() {
-        let id = format!("new-{}", k + 1);
-        let type_name = sub.instance_types().get(instance.type_index).map(|info| info.name.clone());
-        actions.push(Action::LaunchInstance {
-            instance_id: id.clone(),
-            instance_type: type_name.unwrap_or_default(),
-            availability_zone: az.clone(),
-            reserved: instance.reserved,
-        });
+    for (k, (type_index, reserved, copies)) in placed.iter().enumerate() {
+        let id = match ids.get(k) {
+            Some(id) => id.clone(),
+            None => {
+                let id = format!("new-{}", k + 1);
+                let type_name = sub.instance_types().get(*type_index).map(|info| info.name.clone());
+                actions.push(Action::LaunchInstance {
+                    instance_id: id.clone(),
+                    instance_type: type_name.unwrap_or_default(),
+                    availability_zone: az.clone(),
+                    reserved: *reserved,
+                });
+                id
+            }
+        };
         for (sub_index, &c) in components.iter().enumerate() {
             let Some(component) = sub.components().get(sub_index) else { continue };
-            let model_name =
-                component.placement_requirement(sub, instance.type_index).and_then(|r| r.model_name.clone());
-            for _ in 0..instance.copies_of(c) {
+            let model_name = component.placement_requirement(sub, *type_index).and_then(|r| r.model_name.clone());
+            for _ in 0..copies.get(&c).copied().unwrap_or(0) {
                 actions.push(Action::PlaceCopy {
                     component: component.name.clone(),
                     instance_id: id.clone(),
@@ -411,20 +565,29 @@ fn put_back(
         .collect();
     let (sub_fleet, _) = FinalFleet::apply(&sub.problem, &sub_plan.actions);
     for instance in sub_fleet.instances {
+        // Every copy is new in the full plan: members and sub-plan launches are all launches.
         let copies: BTreeMap<usize, u32> =
             instance.copies.iter().filter_map(|(&c, &n)| Some((sub.full_index(c)?, n))).collect();
+        let reserved = match instance.existing {
+            Some(k) => fleet.instances.get(*sub.fleet_positions.get(k)?)?.reserved,
+            None => instance.reserved,
+        };
         drafts.push(Draft {
             type_index: instance.type_index,
-            az_index: window.az,
+            az_index: sub.az.unwrap_or(instance.az_index),
             existing: None,
-            reserved: instance.reserved,
+            reserved,
             new_copies: copies.clone(),
             copies,
         });
     }
     if problem.fleet().is_empty() {
         // The SPREAD rule across the window's edge (the sub-plan keeps it within the window).
-        spread_balance(problem, &mut drafts, &[window.az]);
+        let azs: Vec<usize> = match sub.az {
+            Some(az) => vec![az],
+            None => (0..problem.azs().len()).collect(),
+        };
+        spread_balance(problem, &mut drafts, &azs);
     }
     let actions = actions_of(problem, &drafts);
     let plan = finish(problem, SolverKind::Exact, best.status, best.stop_reason.clone(), actions, best.bound.clone());

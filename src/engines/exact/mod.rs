@@ -81,6 +81,9 @@ pub struct ExactPlanner {
     backend: Arc<dyn MipBackend>,
     large_neighbourhood: bool,
     max_master_variables: u64,
+    /// A plan to start from instead of greedy's when it is at least as good (the
+    /// large-neighbourhood phase seeds each window with the window as it is).
+    seed: Option<Vec<Action>>,
 }
 
 impl Default for ExactPlanner {
@@ -94,6 +97,7 @@ impl Default for ExactPlanner {
             backend: Arc::new(Microlp),
             large_neighbourhood: true,
             max_master_variables: MAX_MASTER_VARIABLES,
+            seed: None,
         }
     }
 }
@@ -208,7 +212,7 @@ impl ExactPlanner {
         let started = Instant::now();
         let limits = self.effective_limits(started);
         let mut stats = Stats::default();
-        let greedy = warm_plan(problem, &limits);
+        let greedy = self.seeded(problem, warm_plan(problem, &limits));
         stats.solves += 1;
         stats.phase("warm start (greedy)", started);
         if let Some(stop) = limits.stop_now() {
@@ -308,6 +312,20 @@ impl ExactPlanner {
         stats.phase("verify result", phase);
         let plan = self.improve_unproven(problem, plan, &limits, &mut stats);
         (plan, stats)
+    }
+
+    /// The seed's plan when there is one, it verifies and greedy's is not better.
+    fn seeded(&self, problem: &Problem, greedy: Plan) -> Plan {
+        let Some(actions) = &self.seed else { return greedy };
+        let plan = finish(problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions.clone(), None);
+        if greedy.status != Status::Infeasible
+            && !greedy.objective.better_than(&plan.objective)
+            && verify(problem, &plan).is_empty()
+        {
+            plan
+        } else {
+            greedy
+        }
     }
 
     /// The limits of the search: on large inputs, when the large-neighbourhood phase is on and
