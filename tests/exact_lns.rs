@@ -7,10 +7,8 @@ use std::time::{Duration, Instant};
 use fleetplan::{plan_greedy, verify, ExactPlanner, Limits, Objective, Problem, Status, StopReason};
 use proptest::prelude::*;
 
+use crate::bpp_small::bpp;
 use crate::common;
-
-#[path = "../benches/support/bpp.rs"]
-mod bpp;
 
 /// A stored bin-packing instance (one AZ, one type, one component per item size).
 fn bpp_problem(name: &str) -> Problem {
