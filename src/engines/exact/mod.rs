@@ -12,6 +12,9 @@
 //! Limits are explicit: a wall-clock time limit (the only clock use in the library) and a
 //! branch-and-bound node limit per solve. A stopped search returns its best plan as
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
+//! 4. While time is left, a plan the search did not prove is improved window by window
+//!    (`lns.rs`: free some launched instances, re-solve them exactly against the rest, keep the
+//!    result only if the whole plan verifies and is strictly better).
 
 pub mod backend;
 mod bounds;
