@@ -86,12 +86,12 @@ fn the_phase_stops_at_the_deadline_on_a_large_input() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Node-limited and with the search skipped, the phase is deterministic, its plan verifies
     /// and is never worse than the plan without it (greedy's).
     #[test]
-    fn lns_never_returns_a_worse_or_unverified_plan(problem in common::problem(common::Size::SMALL)) {
+    fn lns_never_returns_a_worse_or_unverified_plan(problem in common::problem(common::Size::MEDIUM)) {
         let planner = ExactPlanner::new().max_master_variables(0).node_limit(500);
         let without = planner.clone().large_neighbourhood(false).plan(&problem);
         let with = planner.plan(&problem);

@@ -593,3 +593,21 @@ fn put_back(
     let plan = finish(problem, SolverKind::Exact, best.status, best.stop_reason.clone(), actions, best.bound.clone());
     (plan.objective.better_than(&best.objective) && verify(problem, &plan).is_empty()).then_some(plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_limits_left_over_subtract_the_kept_launches() {
+        let limited = LaunchLimit { reserved: 2, available: Some(3) };
+        assert_eq!(left_over(limited, (0, 0)), limited);
+        // One reserved and one paid launch kept: one reservation slot and two more launches left.
+        assert_eq!(left_over(limited, (2, 1)), LaunchLimit { reserved: 1, available: Some(2) });
+        // Paid launches that used reservation capacity: what is left caps the reservation slots.
+        assert_eq!(left_over(limited, (4, 0)), LaunchLimit { reserved: 1, available: Some(0) });
+        assert_eq!(left_over(limited, (6, 2)), LaunchLimit { reserved: 0, available: Some(0) });
+        let unlimited = LaunchLimit { reserved: 1, available: None };
+        assert_eq!(left_over(unlimited, (5, 1)), LaunchLimit { reserved: 0, available: None });
+    }
+}
