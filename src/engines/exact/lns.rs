@@ -160,42 +160,33 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
 fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
     let missing = missing_copies(problem, fleet, cap);
     let groups = component_groups(problem);
+    // Launched instances per AZ, the emptiest first (per mille of the most used resource).
+    let mut by_az: Vec<Vec<(u64, usize)>> = vec![Vec::new(); problem.azs().len()];
+    for (position, instance) in fleet.instances.iter().enumerate() {
+        let Some(info) = problem.instance_types().get(instance.type_index) else { continue };
+        if instance.existing.is_none() {
+            let load = (instance.used(problem).dominant_share(&info.capacity) * 1000.0) as u64;
+            if let Some(launched) = by_az.get_mut(instance.az_index) {
+                launched.push((load, position));
+            }
+        }
+    }
     let mut per_az: Vec<Vec<Window>> = Vec::new();
-    for az in 0..problem.azs().len() {
-        let mut launched: Vec<(u64, usize)> = fleet
-            .instances
-            .iter()
-            .enumerate()
-            .filter(|(_, instance)| instance.existing.is_none() && instance.az_index == az)
-            .filter_map(|(position, instance)| {
-                let capacity = problem.instance_types().get(instance.type_index)?.capacity;
-                // Per mille of the most used resource: the emptiest instances first.
-                let load = (instance.used(problem).dominant_share(&capacity) * 1000.0) as u64;
-                Some((load, position))
-            })
-            .collect();
+    for (az, mut launched) in by_az.into_iter().enumerate() {
         launched.sort_unstable();
         let order: Vec<usize> = launched.into_iter().map(|(_, position)| position).collect();
-        let capped = |keep: &dyn Fn(usize) -> bool| take_capped(fleet, order.iter().copied().filter(|&p| keep(p)), cap);
-        let scope = |extra: BTreeMap<usize, u32>| Scope::Az { az, extra };
-        let mut list = vec![Window { scope: scope(missing.clone()), members: capped(&|_| true) }];
-        for t in 0..problem.instance_types().len() {
-            let members = capped(&|p| fleet.instances.get(p).is_some_and(|instance| instance.type_index == t));
-            list.push(Window { scope: scope(BTreeMap::new()), members });
-        }
-        for group in &groups {
-            let holds = |p: usize| {
-                fleet.instances.get(p).is_some_and(|instance| group.iter().any(|c| instance.copies.contains_key(c)))
-            };
-            let extra = missing.iter().filter(|(c, _)| group.contains(c)).map(|(&c, &n)| (c, n)).collect();
-            list.push(Window { scope: scope(extra), members: capped(&holds) });
-        }
-        per_az.push(list);
+        per_az.push(az_windows(fleet, az, &order, &groups, &missing, cap));
     }
     // Windows across AZs move copies between AZs (balance kept exact: each frees all copies
     // of its components), only from an empty fleet (no copies on instances that stay put).
     if problem.fleet().is_empty() {
-        per_az.push(spanning_groups(problem, cap).iter().map(|group| spanning_window(fleet, group)).collect());
+        let mut holders: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (position, instance) in fleet.instances.iter().enumerate().filter(|(_, i)| i.existing.is_none()) {
+            for &c in instance.copies.keys() {
+                holders.entry(c).or_default().push(position);
+            }
+        }
+        per_az.push(spanning_groups(problem, cap).iter().map(|group| spanning_window(&holders, group)).collect());
     }
     let longest = per_az.iter().map(Vec::len).max().unwrap_or(0);
     let mut seen = BTreeSet::new();
@@ -214,15 +205,41 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
     all
 }
 
+/// The one-AZ windows of `az` (`order`: its launched instances, emptiest first): the whole AZ,
+/// each type present, each component group present there or lacking copies.
+fn az_windows(
+    fleet: &FinalFleet,
+    az: usize,
+    order: &[usize],
+    groups: &[Vec<usize>],
+    missing: &BTreeMap<usize, u32>,
+    cap: u64,
+) -> Vec<Window> {
+    let here = || order.iter().filter_map(|&p| fleet.instances.get(p));
+    let types: BTreeSet<usize> = here().map(|instance| instance.type_index).collect();
+    let present: BTreeSet<usize> = here().flat_map(|instance| instance.copies.keys().copied()).collect();
+    let capped = |keep: &dyn Fn(usize) -> bool| take_capped(fleet, order.iter().copied().filter(|&p| keep(p)), cap);
+    let scope = |extra: BTreeMap<usize, u32>| Scope::Az { az, extra };
+    let mut list = vec![Window { scope: scope(missing.clone()), members: capped(&|_| true) }];
+    for &t in &types {
+        let members = capped(&|p| fleet.instances.get(p).is_some_and(|instance| instance.type_index == t));
+        list.push(Window { scope: scope(BTreeMap::new()), members });
+    }
+    for group in groups.iter().filter(|group| group.iter().any(|c| present.contains(c) || missing.contains_key(c))) {
+        let holds = |p: usize| {
+            fleet.instances.get(p).is_some_and(|instance| group.iter().any(|c| instance.copies.contains_key(c)))
+        };
+        let extra = missing.iter().filter(|(c, _)| group.contains(c)).map(|(&c, &n)| (c, n)).collect();
+        list.push(Window { scope: scope(extra), members: capped(&holds) });
+    }
+    list
+}
+
 /// The window freeing every copy of `group` (and its unplaced ones), in every AZ.
-fn spanning_window(fleet: &FinalFleet, group: &[usize]) -> Window {
-    let members: Vec<usize> = (0..fleet.instances.len())
-        .filter(|&p| {
-            fleet.instances.get(p).is_some_and(|instance| {
-                instance.existing.is_none() && group.iter().any(|c| instance.copies.contains_key(c))
-            })
-        })
-        .collect();
+fn spanning_window(holders: &BTreeMap<usize, Vec<usize>>, group: &[usize]) -> Window {
+    let mut members: Vec<usize> = group.iter().filter_map(|c| holders.get(c)).flatten().copied().collect();
+    members.sort_unstable();
+    members.dedup();
     Window { scope: Scope::Components(group.to_vec()), members }
 }
 
