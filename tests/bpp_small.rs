@@ -10,7 +10,7 @@ use std::time::Duration;
 use fleetplan::{verify, ExactPlanner, Objective, Plan, Problem, Status};
 
 #[path = "../benches/support/bpp.rs"]
-mod bpp;
+pub(crate) mod bpp;
 
 #[path = "../benches/support/vbp.rs"]
 mod vbp;

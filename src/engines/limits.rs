@@ -158,6 +158,10 @@ pub struct Stats {
     pub nodes: u64,
     /// Refinement rounds (exact) or steps planned (consolidation, rebalance).
     pub rounds: u64,
+    /// Windows the exact planner's large-neighbourhood phase re-solved.
+    pub neighbourhoods: u64,
+    /// Of those, the windows whose re-solved plan was kept (each strictly better).
+    pub improvements: u64,
     /// Wall time per phase, in the order the phases ran.
     pub phases: Vec<Phase>,
 }
@@ -181,6 +185,9 @@ impl Stats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "solves {}, nodes {}, rounds {}", self.solves, self.nodes, self.rounds)?;
+        if self.neighbourhoods > 0 {
+            writeln!(f, "neighbourhoods {}, improvements {}", self.neighbourhoods, self.improvements)?;
+        }
         for phase in &self.phases {
             writeln!(f, "  {:<28} {:>10.3} ms", phase.name, phase.elapsed.as_secs_f64() * 1e3)?;
         }

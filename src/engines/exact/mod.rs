@@ -12,9 +12,13 @@
 //! Limits are explicit: a wall-clock time limit (the only clock use in the library) and a
 //! branch-and-bound node limit per solve. A stopped search returns its best plan as
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
+//! 4. While time is left, a plan the search did not prove is improved window by window
+//!    (`lns.rs`: free some launched instances, re-solve them exactly against the rest, keep the
+//!    result only if the whole plan verifies and is strictly better).
 
 pub mod backend;
 mod bounds;
+mod lns;
 mod master;
 mod packing;
 mod patterns;
@@ -60,6 +64,13 @@ const QUICK_SHARE: f64 = 20.0;
 /// (measured in `docs/sweep.md`), and a harder one loses no more than this.
 const QUICK_SLICE: Duration = Duration::from_millis(100);
 
+/// Inputs with at least this many copies leave part of the time limit to the
+/// large-neighbourhood phase: the search seldom proves them within it.
+const LNS_RESERVE_MIN_COPIES: u64 = 1_000;
+
+/// The search's share (per cent) of the time left after the warm start on such inputs.
+const SEARCH_SHARE_PERCENT: u32 = 60;
+
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
@@ -83,6 +94,11 @@ pub struct ExactPlanner {
     slot_model: bool,
     quick_slice: Duration,
     backend: Arc<dyn MipBackend>,
+    large_neighbourhood: bool,
+    max_master_variables: u64,
+    /// A plan to start from instead of greedy's when it is at least as good (the
+    /// large-neighbourhood phase seeds each window with the window as it is).
+    seed: Option<Vec<Action>>,
 }
 
 impl Default for ExactPlanner {
@@ -95,6 +111,9 @@ impl Default for ExactPlanner {
             slot_model: false,
             quick_slice: QUICK_SLICE,
             backend: Arc::new(Microlp),
+            large_neighbourhood: true,
+            max_master_variables: MAX_MASTER_VARIABLES,
+            seed: None,
         }
     }
 }
@@ -171,6 +190,25 @@ impl ExactPlanner {
         self.backend.name()
     }
 
+    /// Whether a plan the search could not prove is improved window by window while time is
+    /// left (default on): the large-neighbourhood phase of `docs/formulation.md`. It runs only on
+    /// plans without removals (scale-out or an empty start); the result stays `Feasible` unless
+    /// it meets the proven bound. On inputs of 1,000 copies or more the search gets at most 60 %
+    /// of the time left after the warm start, so that the phase has time to run.
+    pub fn large_neighbourhood(mut self, on: bool) -> Self {
+        self.large_neighbourhood = on;
+        self
+    }
+
+    /// Largest master model (estimated integer variables) the search takes on; larger problems
+    /// end with `TooLarge` (then the large-neighbourhood phase may still improve the plan). Only
+    /// for tests: the default suits microlp.
+    #[doc(hidden)]
+    pub fn max_master_variables(mut self, variables: u64) -> Self {
+        self.max_master_variables = variables;
+        self
+    }
+
     /// Uses the plain slot formulation for every group (one variable per instance slot and
     /// component, no aggregation, no cuts). Only for benchmarks: it shows what structure buys.
     #[doc(hidden)]
@@ -203,7 +241,7 @@ impl ExactPlanner {
             return (plan, stats);
         }
         let phase = Instant::now();
-        let greedy = warm_plan(problem, &limits, None);
+        let greedy = self.seeded(problem, warm_plan(problem, &limits, None));
         stats.solves += 1;
         stats.phase("warm start (greedy)", phase);
         if let Some(stop) = limits.stop_now() {
@@ -235,9 +273,10 @@ impl ExactPlanner {
         }
         // The greedy plan seeds every level whose earlier optima it reaches.
         let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
-        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: &limits, solves: AtomicU64::new(0) };
+        let searching = self.search_engine_limits(problem, &limits);
+        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: &searching, solves: AtomicU64::new(0) };
         let phase = Instant::now();
-        let search_limits = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
+        let search_limits = Limits { deadline: searching.deadline_at(), node_limit: searching.nodes() };
         let outcome = self.search(problem, &backend, search_limits, hint.as_ref());
         stats.solves += backend.solves.load(Ordering::Relaxed);
         stats.phase("search", phase);
@@ -300,6 +339,7 @@ impl ExactPlanner {
             }
         };
         stats.phase("verify result", phase);
+        let plan = self.improve_unproven(problem, plan, &limits, &mut stats);
         (plan, stats)
     }
 
@@ -317,7 +357,7 @@ impl ExactPlanner {
         let started = Instant::now();
         let slice = deadline.saturating_duration_since(started).div_f64(QUICK_SHARE).min(self.quick_slice);
         let quick = limits.clone().deadline(started + slice);
-        let warm = warm_plan(problem, &quick, Some(QUICK_WARM_PASSES));
+        let warm = self.seeded(problem, warm_plan(problem, &quick, Some(QUICK_WARM_PASSES)));
         stats.solves += 1;
         let plan = (warm.status != Status::Infeasible && verify(problem, &warm).is_empty())
             .then(|| self.quick_search(problem, &quick, warm, stats))
@@ -344,6 +384,54 @@ impl ExactPlanner {
             Outcome::Plan { actions, proven: true, .. } => proven(actions),
             _ => None,
         }
+    }
+
+    /// The seed's plan when there is one, it verifies and greedy's is not better.
+    fn seeded(&self, problem: &Problem, greedy: Plan) -> Plan {
+        let Some(actions) = &self.seed else { return greedy };
+        let plan = finish(problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions.clone(), None);
+        if greedy.status != Status::Infeasible
+            && !greedy.objective.better_than(&plan.objective)
+            && verify(problem, &plan).is_empty()
+        {
+            plan
+        } else {
+            greedy
+        }
+    }
+
+    /// The limits of the search: on large inputs, when the large-neighbourhood phase is on and
+    /// there is a deadline, [`SEARCH_SHARE_PERCENT`] of the time left, the rest for the phase.
+    fn search_engine_limits(&self, problem: &Problem, limits: &EngineLimits) -> EngineLimits {
+        let copies: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
+        match limits.time_left() {
+            Some(left) if self.large_neighbourhood && copies >= LNS_RESERVE_MIN_COPIES => {
+                let share = left * SEARCH_SHARE_PERCENT / 100;
+                match Instant::now().checked_add(share) {
+                    Some(at) => limits.clone().deadline(at),
+                    None => limits.clone(),
+                }
+            }
+            _ => limits.clone(),
+        }
+    }
+
+    /// The large-neighbourhood phase ([`lns::improve`]) on a plan the search did not prove,
+    /// while the limits leave time; a result that meets its bound is `Optimal`.
+    fn improve_unproven(&self, problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
+        if !self.large_neighbourhood || plan.status != Status::Feasible || limits.stop_now().is_some() {
+            return plan;
+        }
+        let phase = Instant::now();
+        let (mut plan, progress) = lns::improve(self, problem, plan, limits, stats);
+        stats.neighbourhoods += progress.windows;
+        stats.improvements += progress.improvements;
+        if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
+            plan.status = Status::Optimal;
+            plan.bound = None;
+        }
+        stats.phase("large neighbourhood", phase);
+        plan
     }
 
     /// The shared limits tightened by this planner's own time and node limits.
@@ -392,7 +480,7 @@ impl ExactPlanner {
         loose: &mut Option<Loose>,
     ) -> Outcome {
         let mut facts = Facts::new(problem, backend);
-        if master::master_size_estimate(&facts) > MAX_MASTER_VARIABLES {
+        if master::master_size_estimate(&facts) > self.max_master_variables {
             return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
         }
         // The solves end a little before the deadline, so that packing the best master
@@ -1157,7 +1245,12 @@ fn realize_with(
         return Err(failed);
     }
     let _ = facts;
-    spread_repair(problem, &mut drafts);
+    if drafts.len() <= SMALL_SPREAD_REPAIR {
+        spread_repair(problem, &mut drafts);
+    } else {
+        let azs: Vec<usize> = (0..problem.azs().len()).collect();
+        spread_balance(problem, &mut drafts, &azs);
+    }
     Ok(Realized { actions: actions_of(problem, &drafts), loosened })
 }
 
@@ -1212,6 +1305,94 @@ fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
             break;
         }
     }
+}
+
+/// Most drafts [`spread_repair`] handles; larger plans get [`spread_balance`]: the first repair
+/// rescans every pair after each move (seconds on an AZ of a few hundred instances).
+const SMALL_SPREAD_REPAIR: usize = 256;
+
+/// Most passes of [`spread_balance`] over the components.
+const SPREAD_PASSES: usize = 64;
+
+/// The SPREAD repair for large plans: per AZ of `azs` and SPREAD component, moves a new copy
+/// from the instance holding most (with a new copy) to the eligible instance with room holding
+/// fewest, while they differ by two or more; again for every component until a pass moves
+/// nothing (at most [`SPREAD_PASSES`]). Each move is linear in the AZ's instances, with the
+/// resources they use kept up to date. Instances, AZs and counts do not change, so L1–L4 do
+/// not either.
+fn spread_balance(problem: &Problem, drafts: &mut [Draft], azs: &[usize]) {
+    let mut used: Vec<Resources> = drafts.iter().map(|draft| draft.used(problem)).collect();
+    let zones: Vec<Vec<usize>> = azs
+        .iter()
+        .map(|&az| (0..drafts.len()).filter(|&d| drafts.get(d).is_some_and(|draft| draft.az_index == az)).collect())
+        .collect();
+    let spread: Vec<usize> = (0..problem.components().len())
+        .filter(|&c| {
+            problem.components().get(c).is_some_and(|component| component.strategy == PlacementStrategy::Spread)
+        })
+        .collect();
+    for _ in 0..SPREAD_PASSES {
+        let mut moved = false;
+        for zone in &zones {
+            for &c in &spread {
+                while let Some((heavy, light)) = spread_pair(problem, drafts, &used, zone, c) {
+                    for (owner, add) in [(heavy, false), (light, true)] {
+                        let Some(draft) = drafts.get_mut(owner) else { continue };
+                        for map in [&mut draft.copies, &mut draft.new_copies] {
+                            let entry = map.entry(c).or_insert(0);
+                            *entry = if add { *entry + 1 } else { entry.saturating_sub(1) };
+                            map.retain(|_, n| *n > 0);
+                        }
+                        if let Some(slot) = used.get_mut(owner) {
+                            *slot = draft.used(problem);
+                        }
+                    }
+                    moved = true;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+}
+
+/// For [`spread_balance`]: the instance of `zone` holding most copies of `c` (one of them new)
+/// and the eligible, not draining one with room holding fewest, when they differ by two or more.
+fn spread_pair(
+    problem: &Problem,
+    drafts: &[Draft],
+    used: &[Resources],
+    zone: &[usize],
+    c: usize,
+) -> Option<(usize, usize)> {
+    let count = |d: usize| drafts.get(d).map_or(0, |draft| draft.copies.get(&c).copied().unwrap_or(0));
+    let heavy = zone
+        .iter()
+        .copied()
+        .filter(|&d| drafts.get(d).is_some_and(|draft| draft.new_copies.contains_key(&c)))
+        .max_by_key(|&d| (count(d), std::cmp::Reverse(d)))?;
+    if count(heavy) < 2 {
+        return None;
+    }
+    let component = problem.components().get(c)?;
+    let light = zone
+        .iter()
+        .copied()
+        .filter(|&d| count(d) + 2 <= count(heavy))
+        .filter(|&d| {
+            let (Some(draft), Some(used)) = (drafts.get(d), used.get(d)) else { return false };
+            let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
+            let room = component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
+                problem
+                    .instance_types()
+                    .get(draft.type_index)
+                    .is_some_and(|info| used.plus(&requirement.resources).fits_in(&info.capacity))
+            });
+            !draining && room
+        })
+        .min_by_key(|&d| (count(d), d))?;
+    Some((heavy, light))
 }
 
 /// Actions that lead from the current fleet to the drafted one.

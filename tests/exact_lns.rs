@@ -1,0 +1,105 @@
+//! The exact planner's large-neighbourhood phase (issue 11 item 2): it improves plans the
+//! search cannot prove, never returns a worse or unverified plan, and stops at the deadline.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fleetplan::{plan_greedy, verify, ExactPlanner, Limits, Objective, Problem, Status, StopReason};
+use proptest::prelude::*;
+
+use crate::bpp_small::bpp;
+use crate::common;
+
+/// A stored bin-packing instance (one AZ, one type, one component per item size).
+fn bpp_problem(name: &str) -> Problem {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let optima = bpp::known_optima(root).unwrap_or_else(|e| panic!("{e}"));
+    let known = optima.iter().find(|known| known.name == name).unwrap_or_else(|| panic!("{name} in optima.tsv"));
+    let instance = bpp::BppInstance::read(&known.path).unwrap_or_else(|e| panic!("{e}"));
+    let scenario = instance.scenario().unwrap_or_else(|e| panic!("{e}"));
+    Problem::new(&scenario).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn bins(objective: &Objective) -> u32 {
+    objective.instances_by_priority.values().sum()
+}
+
+#[path = "../benches/support/large_scenario.rs"]
+mod large_scenario;
+
+/// The search skipped (master size cap at zero), node-limited: deterministic.
+fn lns_only() -> ExactPlanner {
+    ExactPlanner::new().max_master_variables(0).node_limit(5_000)
+}
+
+#[test]
+fn lns_reaches_the_optimum_greedy_misses_when_the_search_is_too_large() {
+    // Falkenauer t60_00: 60 items in triplets, optimum 20 bins; greedy needs 23. Its 60 copies
+    // fit one window. u250_00: optimum 99, greedy 100; windows of 160 of its 250 copies.
+    for (name, greedy_bins, optimum) in [("Falkenauer_t60_00", 23, 20), ("Falkenauer_u250_00", 100, 99)] {
+        let problem = bpp_problem(name);
+        let without = lns_only().large_neighbourhood(false).plan(&problem);
+        assert_eq!(without.stop_reason, StopReason::TooLarge, "{name}");
+        assert_eq!(without.status, Status::Feasible, "{name}");
+        assert_eq!(bins(&without.objective), greedy_bins, "{name}");
+        let (plan, stats) = lns_only().plan_with_stats(&problem);
+        assert_eq!(verify(&problem, &plan), vec![], "{name}");
+        assert_eq!(bins(&plan.objective), optimum, "{name}");
+        assert!(plan.objective.better_than(&without.objective), "{name}");
+        // The packing bound proves it: Optimal, though the search itself never ran.
+        assert_eq!(
+            (plan.status, plan.stop_reason.clone(), plan.bound.clone()),
+            (Status::Optimal, StopReason::TooLarge, None)
+        );
+        assert_eq!(stats.improvements, 1, "{name}");
+        assert!(stats.neighbourhoods >= 1, "{name}");
+        assert!(stats.to_string().contains("neighbourhoods"), "{stats}");
+    }
+}
+
+#[test]
+fn an_expired_deadline_returns_the_warm_start_at_once() {
+    let problem = bpp_problem("Falkenauer_u250_00");
+    let started = Instant::now();
+    let (plan, stats) = lns_only().limits(Limits::new().deadline(Instant::now())).plan_with_stats(&problem);
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(verify(&problem, &plan), vec![]);
+    assert_eq!((plan.status, plan.stop_reason.clone()), (Status::Feasible, StopReason::TimeLimit));
+    assert_eq!((stats.neighbourhoods, stats.improvements), (0, 0));
+}
+
+#[test]
+fn the_phase_stops_at_the_deadline_on_a_large_input() {
+    let scenario = large_scenario::large_scenario(3_000, 60);
+    let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+    let greedy = plan_greedy(&problem);
+    let limit = Duration::from_millis(600);
+    let started = Instant::now();
+    let (plan, stats) = ExactPlanner::new().max_master_variables(0).time_limit(limit).plan_with_stats(&problem);
+    let elapsed = started.elapsed();
+    // A window's solve honours the deadline (plus the packing grace and the final check).
+    assert!(elapsed < limit + Duration::from_millis(500), "{elapsed:?}");
+    assert!(stats.neighbourhoods >= 1, "{stats}");
+    assert_eq!(verify(&problem, &plan), vec![]);
+    assert!(plan.objective.key() <= greedy.objective.key());
+    assert!(plan.bound.as_ref().is_some_and(|bound| bound.key() <= plan.objective.key()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Node-limited and with the search skipped, the phase is deterministic, its plan verifies
+    /// and is never worse than the plan without it (greedy's).
+    #[test]
+    fn lns_never_returns_a_worse_or_unverified_plan(problem in common::problem(common::Size::MEDIUM)) {
+        let planner = ExactPlanner::new().max_master_variables(0).node_limit(500);
+        let without = planner.clone().large_neighbourhood(false).plan(&problem);
+        let with = planner.plan(&problem);
+        prop_assume!(without.status != Status::Infeasible);
+        if verify(&problem, &without).is_empty() {
+            prop_assert_eq!(verify(&problem, &with), vec![]);
+        }
+        prop_assert!(with.objective.key() <= without.objective.key(), "{:?} worse than {:?}", with.objective, without.objective);
+        prop_assert_eq!(planner.plan(&problem).to_json(), with.to_json());
+    }
+}
