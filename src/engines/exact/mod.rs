@@ -245,17 +245,7 @@ impl ExactPlanner {
         stats.solves += 1;
         stats.phase("warm start (greedy)", phase);
         if let Some(stop) = limits.stop_now() {
-            // Out of time (or cancelled) before the search could start: the greedy plan, valid
-            // by construction, is the answer, with the packing bound (which may prove it).
-            if greedy.status == Status::Infeasible {
-                let plan = finish(problem, SolverKind::Exact, greedy.status, stop, greedy.actions, None);
-                return (plan, stats);
-            }
-            let bound = Some(bounds::complete(problem, None)).filter(|bound| bound.key() <= greedy.objective.key());
-            let proven = bound.as_ref() == Some(&greedy.objective) && verify(problem, &greedy).is_empty();
-            let (status, bound) = if proven { (Status::Optimal, None) } else { (Status::Feasible, bound) };
-            let plan = finish(problem, SolverKind::Exact, status, stop, greedy.actions, bound);
-            return (plan, stats);
+            return (stopped_before_search(problem, greedy, stop), stats);
         }
         let phase = Instant::now();
         let greedy_valid = verify(problem, &greedy).is_empty();
@@ -672,6 +662,18 @@ impl ExactPlanner {
             _ => Outcome::NoPlan { stop, bound },
         }
     }
+}
+
+/// Out of time (or cancelled) before the search could start: the greedy plan, valid by
+/// construction, is the answer, with the packing bound (which may prove it).
+fn stopped_before_search(problem: &Problem, greedy: Plan, stop: StopReason) -> Plan {
+    if greedy.status == Status::Infeasible {
+        return finish(problem, SolverKind::Exact, greedy.status, stop, greedy.actions, None);
+    }
+    let bound = Some(bounds::complete(problem, None)).filter(|bound| bound.key() <= greedy.objective.key());
+    let proven = bound.as_ref() == Some(&greedy.objective) && verify(problem, &greedy).is_empty();
+    let (status, bound) = if proven { (Status::Optimal, None) } else { (Status::Feasible, bound) };
+    finish(problem, SolverKind::Exact, status, stop, greedy.actions, bound)
 }
 
 /// The deadline of the search's solver calls: a tenth of the time left (at most a second)
@@ -1142,36 +1144,7 @@ fn realize_with(
 ) -> Result<Realized, Vec<Group>> {
     let types = problem.instance_types();
     let mut loosened = Vec::new();
-    let mut drafts: Vec<Draft> = Vec::new();
-    for (i, instance) in problem.fleet().iter().enumerate() {
-        if !solution.keep.get(i).copied().unwrap_or(true) {
-            continue;
-        }
-        let mut copies: BTreeMap<usize, u32> = instance.copies.iter().copied().collect();
-        for (&(c, at), &n) in &solution.remove {
-            if at == i {
-                if let Some(count) = copies.get_mut(&c) {
-                    *count = count.saturating_sub(n);
-                }
-            }
-        }
-        let mut new_copies = BTreeMap::new();
-        for (&(c, at), &n) in &solution.add {
-            if at == i {
-                *copies.entry(c).or_insert(0) += n;
-                new_copies.insert(c, n);
-            }
-        }
-        copies.retain(|_, count| *count > 0);
-        drafts.push(Draft {
-            type_index: instance.type_index,
-            az_index: instance.az_index,
-            existing: Some(i),
-            reserved: instance.reserved,
-            copies,
-            new_copies,
-        });
-    }
+    let mut drafts = existing_drafts(problem, solution);
     let mut failed = Vec::new();
     for (&(t, z), &launches) in &solution.launches {
         let Some(info) = types.get(t.index()) else { continue };
@@ -1252,6 +1225,41 @@ fn realize_with(
         spread_balance(problem, &mut drafts, &azs);
     }
     Ok(Realized { actions: actions_of(problem, &drafts), loosened })
+}
+
+/// The existing instances a master solution keeps, with the copies it removes and adds.
+fn existing_drafts(problem: &Problem, solution: &MasterSolution) -> Vec<Draft> {
+    let mut drafts: Vec<Draft> = Vec::new();
+    for (i, instance) in problem.fleet().iter().enumerate() {
+        if !solution.keep.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        let mut copies: BTreeMap<usize, u32> = instance.copies.iter().copied().collect();
+        for (&(c, at), &n) in &solution.remove {
+            if at == i {
+                if let Some(count) = copies.get_mut(&c) {
+                    *count = count.saturating_sub(n);
+                }
+            }
+        }
+        let mut new_copies = BTreeMap::new();
+        for (&(c, at), &n) in &solution.add {
+            if at == i {
+                *copies.entry(c).or_insert(0) += n;
+                new_copies.insert(c, n);
+            }
+        }
+        copies.retain(|_, count| *count > 0);
+        drafts.push(Draft {
+            type_index: instance.type_index,
+            az_index: instance.az_index,
+            existing: Some(i),
+            reserved: instance.reserved,
+            copies,
+            new_copies,
+        });
+    }
+    drafts
 }
 
 /// Moves new copies of SPREAD components within an AZ from an instance holding two or more
