@@ -410,7 +410,7 @@ impl ExactPlanner {
     /// while the limits leave time; a result that meets its bound is `Optimal`. One that does
     /// not, when a limit ended the phase, says that limit: the search's reason (`TooLarge`,
     /// `NodeLimit`, …) no longer says why the run stopped, and the deadline or the caller's
-    /// cancellation did.
+    /// cancellation did (a solver or internal error is kept).
     fn improve_unproven(&self, problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
         if !self.large_neighbourhood || plan.status != Status::Feasible || limits.stop_now().is_some() {
             return plan;
@@ -423,7 +423,10 @@ impl ExactPlanner {
             plan.status = Status::Optimal;
             plan.bound = None;
         } else if let Some(stop) = progress.stopped {
-            plan.stop_reason = stop;
+            // A solver or internal error stays reported: it is what the caller must see.
+            if !matches!(plan.stop_reason, StopReason::SolverError(_) | StopReason::InternalError(_)) {
+                plan.stop_reason = stop;
+            }
         }
         stats.phase("large neighbourhood", phase);
         plan
