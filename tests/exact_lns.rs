@@ -83,6 +83,25 @@ fn the_phase_stops_at_the_deadline_on_a_large_input() {
     assert_eq!(verify(&problem, &plan), vec![]);
     assert!(plan.objective.key() <= greedy.objective.key());
     assert!(plan.bound.as_ref().is_some_and(|bound| bound.key() <= plan.objective.key()));
+    // The deadline ended the run, not the master's size (contract §5: the stop reason says the
+    // limit was hit).
+    assert_eq!((plan.status, plan.stop_reason), (Status::Feasible, StopReason::TimeLimit));
+}
+
+#[test]
+fn cancelling_during_the_phase_stops_it_and_says_cancelled() {
+    // Node-limited without a deadline, the phase runs for over a minute on this input.
+    let problem = Problem::new(&large_scenario::large_scenario(3_000, 60)).unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    let cancel_at = Duration::from_millis(400);
+    let limits = Limits::new().cancel_when(move || started.elapsed() > cancel_at);
+    let (plan, stats) = lns_only().limits(limits).plan_with_stats(&problem);
+    let elapsed = started.elapsed();
+    // Cancellation is seen between solver calls: one window's call may still finish.
+    assert!(elapsed < cancel_at + Duration::from_secs(3), "{elapsed:?}");
+    assert!(stats.neighbourhoods >= 1, "{stats}");
+    assert_eq!(verify(&problem, &plan), vec![]);
+    assert_eq!((plan.status, plan.stop_reason), (Status::Feasible, StopReason::Cancelled));
 }
 
 proptest! {

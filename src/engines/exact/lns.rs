@@ -19,7 +19,7 @@ use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::fleet::{objective_of_actions, FinalFleet};
 use crate::index::{AzIndex, TypeIndex};
-use crate::plan::{Action, Plan, SolverKind, Status};
+use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
 use crate::problem::{LaunchLimit, Problem};
 use crate::verify::verify;
 
@@ -51,6 +51,8 @@ pub(super) struct Progress {
     pub windows: u64,
     /// Windows whose re-solved plan was kept.
     pub improvements: u64,
+    /// The limit that ended the phase (`None`: it ran out of windows, or never started).
+    pub stopped: Option<StopReason>,
 }
 
 /// What a window frees.
@@ -95,7 +97,11 @@ pub(super) fn improve(
     let mut cap = FIRST_WINDOW_COPIES;
     let mut list = windows(problem, &fleet, cap);
     let (mut next, mut idle) = (0usize, 0usize);
-    while limits.stop_now().is_none() {
+    loop {
+        if let Some(stop) = limits.stop_now() {
+            progress.stopped = Some(stop);
+            break;
+        }
         if idle >= list.len() {
             // A whole round brought nothing: larger windows, until they hold whole AZs.
             if cap >= largest_az {

@@ -407,7 +407,10 @@ impl ExactPlanner {
     }
 
     /// The large-neighbourhood phase ([`lns::improve`]) on a plan the search did not prove,
-    /// while the limits leave time; a result that meets its bound is `Optimal`.
+    /// while the limits leave time; a result that meets its bound is `Optimal`. One that does
+    /// not, when a limit ended the phase, says that limit: the search's reason (`TooLarge`,
+    /// `NodeLimit`, …) no longer says why the run stopped, and the deadline or the caller's
+    /// cancellation did (a solver or internal error is kept).
     fn improve_unproven(&self, problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
         if !self.large_neighbourhood || plan.status != Status::Feasible || limits.stop_now().is_some() {
             return plan;
@@ -419,6 +422,11 @@ impl ExactPlanner {
         if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
             plan.status = Status::Optimal;
             plan.bound = None;
+        } else if let Some(stop) = progress.stopped {
+            // A solver or internal error stays reported: it is what the caller must see.
+            if !matches!(plan.stop_reason, StopReason::SolverError(_) | StopReason::InternalError(_)) {
+                plan.stop_reason = stop;
+            }
         }
         stats.phase("large neighbourhood", phase);
         plan
