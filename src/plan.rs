@@ -100,7 +100,8 @@ pub enum StopReason {
     NodeLimit,
     /// The caller's cancellation check asked to stop.
     Cancelled,
-    /// The problem is larger than the exact planner's size limits; the greedy plan is returned.
+    /// The problem is larger than the exact planner's search can take: the greedy plan is
+    /// returned, as improved by the large-neighbourhood phase when time was left.
     TooLarge,
     /// The solver failed; the greedy plan is returned. Carries the solver's message.
     SolverError(String),
@@ -117,7 +118,7 @@ impl fmt::Display for StopReason {
             StopReason::TimeLimit => write!(f, "time limit reached"),
             StopReason::NodeLimit => write!(f, "node limit reached"),
             StopReason::Cancelled => write!(f, "cancelled"),
-            StopReason::TooLarge => write!(f, "too large for the exact planner (greedy plan returned)"),
+            StopReason::TooLarge => write!(f, "too large for the exact search (greedy plan, improved where windows allowed)"),
             StopReason::SolverError(message) => write!(f, "solver error (greedy plan returned): {message}"),
             StopReason::InternalError(message) => write!(f, "internal check failed (greedy plan returned): {message}"),
         }

@@ -122,3 +122,13 @@ proptest! {
         prop_assert_eq!(planner.plan(&problem).to_json(), with.to_json());
     }
 }
+
+#[test]
+fn without_a_deadline_the_phase_tries_a_bounded_number_of_windows() {
+    // Node limits alone bound each window's solve but not how many windows run: without a
+    // deadline the phase stops after a fixed number of windows (uncapped, this input tries 71).
+    let problem = Problem::new(&large_scenario::large_scenario(600, 30)).unwrap_or_else(|e| panic!("{e}"));
+    let (plan, stats) = lns_only().plan_with_stats(&problem);
+    assert!((1..=16).contains(&stats.neighbourhoods), "{stats}");
+    assert_eq!(verify(&problem, &plan), vec![]);
+}

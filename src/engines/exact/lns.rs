@@ -38,6 +38,10 @@ const GROUP_SIZE: usize = 4;
 /// without a deadline the phase must still end.
 const WINDOW_NODES: u64 = 20_000;
 
+/// Windows the phase tries when there is no deadline (only node limits): its time is then
+/// bounded by this many node-limited window solves.
+const WINDOWS_WITHOUT_DEADLINE: u64 = 16;
+
 /// Least time a window's solve gets (when that much is left).
 const MIN_SLICE: Duration = Duration::from_millis(100);
 
@@ -102,6 +106,11 @@ pub(super) fn improve(
             progress.stopped = Some(stop);
             break;
         }
+        // Without a deadline nothing else bounds the phase's time: a fixed number of windows
+        // keeps it bounded and deterministic (node-limited runs, e.g. the simulator's ticks).
+        if limits.deadline_at().is_none() && progress.windows >= WINDOWS_WITHOUT_DEADLINE {
+            break;
+        }
         if idle >= list.len() {
             // A whole round brought nothing: larger windows, until they hold whole AZs.
             if cap >= largest_az {
@@ -130,6 +139,10 @@ pub(super) fn improve(
         progress.improvements += 1;
         fleet = FinalFleet::apply(problem, &candidate.actions).0;
         best = candidate;
+        // At the proven bound nothing is left to find.
+        if best.bound.as_ref().is_some_and(|bound| bound.key() == best.objective.key()) {
+            break;
+        }
         // The fleet changed: the windows are drawn again, the rotation goes on from here.
         list = windows(problem, &fleet, cap);
         idle = 0;
