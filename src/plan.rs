@@ -118,7 +118,9 @@ impl fmt::Display for StopReason {
             StopReason::TimeLimit => write!(f, "time limit reached"),
             StopReason::NodeLimit => write!(f, "node limit reached"),
             StopReason::Cancelled => write!(f, "cancelled"),
-            StopReason::TooLarge => write!(f, "too large for the exact search (greedy plan, improved where windows allowed)"),
+            StopReason::TooLarge => {
+                write!(f, "too large for the exact search (greedy plan, improved where windows allowed)")
+            }
             StopReason::SolverError(message) => write!(f, "solver error (greedy plan returned): {message}"),
             StopReason::InternalError(message) => write!(f, "internal check failed (greedy plan returned): {message}"),
         }

@@ -382,7 +382,7 @@ impl SubProblem {
         if wanted.is_empty() {
             return None;
         }
-        let kept = kept_launches(fleet, members, false);
+        let kept = kept_launches(fleet, members);
         let mut sub = base(problem, fleet, members, &wanted, &BTreeSet::new())?;
         sub.azs = vec![problem.azs().get(az)?.clone()];
         sub.limits = (0..problem.instance_types().len())
@@ -430,7 +430,7 @@ impl SubProblem {
             }
         }
         // Launches the members stand for stay counted: the sub-problem knows them as a fleet.
-        let kept = kept_launches(fleet, members, true);
+        let kept = &fleet.launches;
         let mut sub = base(problem, fleet, members, &wanted, &freed_set)?;
         sub.limits = (0..problem.instance_types().len())
             .map(|t| {
@@ -517,17 +517,13 @@ fn base(
     Some(sub)
 }
 
-/// Launches (total, reserved-flagged) per (type, AZ) of the plan: all of them with
-/// `members_too`, else those outside `members`.
-fn kept_launches(
-    fleet: &FinalFleet,
-    members: &[usize],
-    members_too: bool,
-) -> BTreeMap<(TypeIndex, AzIndex), (u32, u32)> {
+/// Launches (total, reserved-flagged) per (type, AZ) of the plan outside `members` (all of
+/// them are `FinalFleet::launches`: the phase only sees plans without terminations).
+fn kept_launches(fleet: &FinalFleet, members: &[usize]) -> BTreeMap<(TypeIndex, AzIndex), (u32, u32)> {
     let members: BTreeSet<usize> = members.iter().copied().collect();
     let mut kept: BTreeMap<(TypeIndex, AzIndex), (u32, u32)> = BTreeMap::new();
     for (position, instance) in fleet.instances.iter().enumerate() {
-        if instance.existing.is_none() && (members_too || !members.contains(&position)) {
+        if instance.existing.is_none() && !members.contains(&position) {
             let entry =
                 kept.entry((TypeIndex::new(instance.type_index), AzIndex::new(instance.az_index))).or_insert((0, 0));
             entry.0 += 1;
