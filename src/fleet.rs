@@ -40,6 +40,11 @@ impl FinalInstance {
     pub fn copies_of(&self, component: usize) -> u32 {
         self.copies.get(&component).copied().unwrap_or(0)
     }
+
+    /// Copies of every component together.
+    pub fn total_copies(&self) -> u64 {
+        self.copies.values().map(|&n| u64::from(n)).sum()
+    }
 }
 
 /// The fleet after a plan's actions.

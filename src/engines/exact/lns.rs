@@ -291,8 +291,7 @@ fn take_capped(fleet: &FinalFleet, positions: impl Iterator<Item = usize>, cap: 
     let mut taken = Vec::new();
     let mut copies = 0u64;
     for position in positions {
-        let count: u64 =
-            fleet.instances.get(position).map_or(0, |instance| instance.copies.values().map(|&n| u64::from(n)).sum());
+        let count = fleet.instances.get(position).map_or(0, |instance| instance.total_copies());
         if !taken.is_empty() && copies + count > cap {
             break;
         }
@@ -306,17 +305,11 @@ fn take_capped(fleet: &FinalFleet, positions: impl Iterator<Item = usize>, cap: 
 /// Copies each component lacks in the fleet, at most `cap` (components that lack none are
 /// left out).
 fn missing_copies(problem: &Problem, fleet: &FinalFleet, cap: u64) -> BTreeMap<usize, u32> {
-    let mut placed = vec![0u64; problem.components().len()];
-    for instance in &fleet.instances {
-        for (&c, &n) in &instance.copies {
-            if let Some(count) = placed.get_mut(c) {
-                *count += u64::from(n);
-            }
-        }
-    }
+    let per_az = fleet.copies_per_az(problem);
     let mut missing = BTreeMap::new();
     for (c, component) in problem.components().iter().enumerate() {
-        let lacking = u64::from(component.copy_count).saturating_sub(placed.get(c).copied().unwrap_or(0));
+        let placed: u64 = per_az.get(c).map_or(0, |counts| counts.iter().sum());
+        let lacking = u64::from(component.copy_count).saturating_sub(placed);
         if lacking > 0 {
             missing.insert(c, u32::try_from(lacking.min(cap)).unwrap_or(u32::MAX));
         }
@@ -329,7 +322,7 @@ fn largest_az_copies(problem: &Problem, fleet: &FinalFleet) -> u64 {
     let mut per_az = vec![0u64; problem.azs().len()];
     for instance in fleet.instances.iter().filter(|instance| instance.existing.is_none()) {
         if let Some(count) = per_az.get_mut(instance.az_index) {
-            *count += instance.copies.values().map(|&n| u64::from(n)).sum::<u64>();
+            *count += instance.total_copies();
         }
     }
     per_az.into_iter().max().unwrap_or(0)

@@ -263,12 +263,9 @@ impl ExactPlanner {
         }
         // The greedy plan seeds every level whose earlier optima it reaches.
         let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
-        let searching = self.search_engine_limits(problem, &limits);
-        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: &searching, solves: AtomicU64::new(0) };
         let phase = Instant::now();
-        let search_limits = Limits { deadline: searching.deadline_at(), node_limit: searching.nodes() };
-        let outcome = self.search(problem, &backend, search_limits, hint.as_ref());
-        stats.solves += backend.solves.load(Ordering::Relaxed);
+        let outcome =
+            self.search_within(problem, &self.search_engine_limits(problem, &limits), hint.as_ref(), &mut stats);
         stats.phase("search", phase);
         // A cancelled search stops the way a deadline does; say which it was.
         let stop_named = |stop: StopReason| match stop {
@@ -366,14 +363,26 @@ impl ExactPlanner {
             return proven(warm.actions.clone());
         }
         let hint = (Hint::from_actions(problem, &warm.actions), warm.objective.clone());
-        let backend = Instrumented { inner: Arc::clone(&self.backend), limits: quick, solves: AtomicU64::new(0) };
-        let search_limits = Limits { deadline: quick.deadline_at(), node_limit: quick.nodes() };
-        let outcome = self.search(problem, &backend, search_limits, Some(&hint));
-        stats.solves += backend.solves.load(Ordering::Relaxed);
-        match outcome {
+        match self.search_within(problem, quick, Some(&hint), stats) {
             Outcome::Plan { actions, proven: true, .. } => proven(actions),
             _ => None,
         }
+    }
+
+    /// [`Self::search`] through the instrumented backend under `limits` (its solver calls
+    /// counted in `stats`).
+    fn search_within(
+        &self,
+        problem: &Problem,
+        limits: &EngineLimits,
+        hint: Option<&(Hint, Objective)>,
+        stats: &mut Stats,
+    ) -> Outcome {
+        let backend = Instrumented { inner: Arc::clone(&self.backend), limits, solves: AtomicU64::new(0) };
+        let search_limits = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
+        let outcome = self.search(problem, &backend, search_limits, hint);
+        stats.solves += backend.solves.load(Ordering::Relaxed);
+        outcome
     }
 
     /// The seed's plan when there is one, it verifies and greedy's is not better.
