@@ -21,6 +21,7 @@ mod greedy_gap;
 mod greedy_props;
 mod harness;
 mod input_rules;
+mod limits;
 mod observability;
 mod rebalance;
 mod report_snapshots;

@@ -227,16 +227,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// The exact planner's time limit when `--time-limit-ms` is not given.
+/// The exact planner's time limit when `--time-limit-ms` is not given (the library's default,
+/// `fleetplan::engines::exact::DEFAULT_TIME_LIMIT`, counted from the start of the process).
 const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
-/// The engine limits for `--time-limit-ms N` counted from `started` (0 = none).
+/// The engine limits for `--time-limit-ms N`: an absolute deadline counted from `started` (the
+/// start of the process, so reading and validating count too). Absent: the engine's default;
+/// 0: no time limit at all (also none of the engine's default).
 fn deadline_limits(started: Instant, time_limit_ms: Option<u64>) -> Limits {
     match time_limit_ms {
-        None | Some(0) => Limits::new(),
+        None => Limits::new(),
+        Some(0) => Limits::new().time_limit(Duration::MAX),
         Some(limit) => match started.checked_add(Duration::from_millis(limit)) {
             Some(at) => Limits::new().deadline(at),
-            None => Limits::new(),
+            None => Limits::new().time_limit(Duration::MAX),
         },
     }
 }
@@ -355,6 +359,7 @@ fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput
                 #[cfg(feature = "cbc")]
                 Backend::Cbc => planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc)),
             }
+            // Counted from the start of the process, like an explicit `--time-limit-ms`.
             let limit = out.time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);
             planner.limits(deadline_limits(out.started, Some(limit))).plan_with_stats(problem)
         }

@@ -21,13 +21,30 @@ enum Cancel {
     Check(Arc<dyn Fn() -> bool + Send + Sync>),
 }
 
-/// Limits an engine honours: a wall-clock deadline, a node/iteration limit and a cancellation
-/// check the caller supplies. The default is no limit at all.
+/// Limits an engine honours: a time limit, a node limit and a cancellation check the caller
+/// supplies, with one meaning on every engine.
 ///
-/// The deadline covers everything an engine does, its warm starts and verification included.
-/// A limit stops the search, never the correctness checks of the plan returned: the engine
-/// returns the best verified plan it has (at worst its greedy fallback) and the
-/// [`StopReason`] says which limit stopped it.
+/// - **Time limit** ([`time_limit`](Self::time_limit)): a budget counted from the start of each
+///   `plan`/`plan_with_stats` call, so a planner (or a `Limits`) reused for many calls gives each
+///   call the whole budget. It covers everything the call does, warm starts and verification
+///   included. `Duration::MAX` means "no time limit" (and switches an engine's default off).
+/// - **Deadline** ([`deadline`](Self::deadline)): the absolute alternative, an [`Instant`] that
+///   does not move between calls (a scheduler that must answer by a fixed time, or the command
+///   line, which counts from the start of the process). With both, the earlier one wins.
+/// - **Node limit** ([`node_limit`](Self::node_limit)): deterministic, unlike the clock; its unit
+///   is the engine's own unit of search (see there).
+/// - **Cancellation** ([`cancel_flag`](Self::cancel_flag), [`cancel_when`](Self::cancel_when)):
+///   checked between solver time slices, greedy passes, search nodes and steps; the engine returns
+///   within about 50 ms of the request (measured, see `docs/contract.md`).
+///
+/// **No engine runs unbounded.** When a `Limits` sets neither a time limit, a deadline nor a
+/// node limit, an engine with a default bound applies it: the exact planner a 10 s time limit
+/// ([`crate::engines::exact::DEFAULT_TIME_LIMIT`]); the consolidation search 20,000 search
+/// states. The greedy planner, consolidation's release walk and rebalancing are bounded by
+/// construction (a fixed number of passes, each polynomial in the input). A limit stops the
+/// search, never the correctness checks of the plan returned: the engine returns the best
+/// verified plan it has (at worst its greedy fallback) and the [`StopReason`] says which limit
+/// stopped it.
 ///
 /// ```
 /// use std::sync::{atomic::AtomicBool, Arc};
@@ -41,6 +58,7 @@ enum Cancel {
 /// ```
 #[derive(Clone, Default)]
 pub struct Limits {
+    time_limit: Option<Duration>,
     deadline: Option<Instant>,
     node_limit: Option<u64>,
     cancel: Option<Cancel>,
@@ -49,6 +67,7 @@ pub struct Limits {
 impl fmt::Debug for Limits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limits")
+            .field("time_limit", &self.time_limit)
             .field("deadline", &self.deadline)
             .field("node_limit", &self.node_limit)
             .field("cancel", &self.cancel.as_ref().map(|_| "set"))
@@ -57,61 +76,107 @@ impl fmt::Debug for Limits {
 }
 
 impl Limits {
-    /// No limits.
+    /// No limits set: each engine applies its documented default bound.
     pub fn new() -> Self {
         Limits::default()
     }
 
-    /// Stops at this instant (the earlier of this and any deadline already set).
+    /// Stops `limit` after the start of each engine call (replacing a time limit set before).
+    /// The clock is read when the call starts, not here. `Duration::MAX` means no time limit.
+    pub fn time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
+        self
+    }
+
+    /// Stops at this instant, whenever the engine is called: an absolute deadline, the
+    /// alternative to [`time_limit`](Self::time_limit) (the earlier of this and any deadline
+    /// already set; with a time limit too, the earlier of the two). A planner reused after the
+    /// deadline has passed returns its fallback at once with `TimeLimit`.
     pub fn deadline(mut self, at: Instant) -> Self {
         self.deadline = Some(self.deadline.map_or(at, |current| current.min(at)));
         self
     }
 
-    /// Stops `limit` after now. This reads the clock once; it is the only clock use the library
-    /// makes, and only when asked to.
-    pub fn time_limit(self, limit: Duration) -> Self {
-        match Instant::now().checked_add(limit) {
-            Some(at) => self.deadline(at),
-            // Further away than the clock can say: no deadline at all.
-            None => self,
-        }
-    }
-
-    /// Stops after this many search nodes (branch-and-bound nodes of one solver call for the
-    /// exact planner, search states for consolidation, passes for greedy). Deterministic, unlike
-    /// the deadline.
+    /// Stops after this many units of search (replacing a node limit set before). The unit is
+    /// each engine's own, and deterministic:
+    /// - exact planner: branch-and-bound nodes of each solver call (the probes and the
+    ///   relax-and-fix heuristic use fewer; the large-neighbourhood phase's windows at most
+    ///   10,000);
+    /// - greedy planner: greedy passes (the first always runs);
+    /// - consolidation: states of the exhaustive search (default 20,000);
+    /// - rebalancing: release candidates tried, over all its runs.
     pub fn node_limit(mut self, nodes: u64) -> Self {
         self.node_limit = Some(nodes);
         self
     }
 
-    /// Stops once `flag` is set (checked between solver calls, passes and search nodes).
+    /// Stops once `flag` is set (e.g. by another thread).
     pub fn cancel_flag(mut self, flag: Arc<AtomicBool>) -> Self {
         self.cancel = Some(Cancel::Flag(flag));
         self
     }
 
-    /// Stops once `check` returns true (checked between solver calls, passes and search nodes).
+    /// Stops once `check` returns true. It is called often (every few milliseconds of work), so
+    /// it should be cheap.
     pub fn cancel_when(mut self, check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
         self.cancel = Some(Cancel::Check(Arc::new(check)));
         self
     }
 
+    /// These limits with every field `other` sets taken from it (the deadline: the earlier of
+    /// the two). What engines' `.limits(..)` builders do, so a limit set before is kept unless
+    /// replaced.
+    pub fn merged(self, other: Limits) -> Limits {
+        let mut merged = Limits {
+            time_limit: other.time_limit.or(self.time_limit),
+            deadline: self.deadline,
+            node_limit: other.node_limit.or(self.node_limit),
+            cancel: other.cancel.or(self.cancel),
+        };
+        if let Some(at) = other.deadline {
+            merged = merged.deadline(at);
+        }
+        merged
+    }
+
+    /// Arms the limits for one engine call that starts now: the time limit (or, when no time
+    /// limit, deadline or node limit is set, `default_time_limit`) becomes a deadline. The result
+    /// has no time limit left, so arming it again (a sub-phase) keeps the same deadline.
+    pub(crate) fn armed(&self, default_time_limit: Option<Duration>) -> Limits {
+        let unbounded = self.time_limit.is_none() && self.deadline.is_none() && self.node_limit.is_none();
+        let limit = self.time_limit.or(default_time_limit.filter(|_| unbounded));
+        let mut armed = Limits { time_limit: None, ..self.clone() };
+        if let Some(at) = limit.and_then(|limit| Instant::now().checked_add(limit)) {
+            armed = armed.deadline(at);
+        }
+        armed
+    }
+
     /// The same deadline and cancellation without the node limit (for work whose own steps are
     /// not search nodes, e.g. the exact planner's greedy warm start).
     pub(crate) fn without_node_limit(&self) -> Limits {
-        Limits { deadline: self.deadline, node_limit: None, cancel: self.cancel.clone() }
+        Limits { node_limit: None, ..self.clone() }
     }
 
-    /// The deadline, if any.
+    /// The time limit, if set.
+    pub fn time_budget(&self) -> Option<Duration> {
+        self.time_limit
+    }
+
+    /// The absolute deadline, if set (a time limit is not included: it becomes a deadline only
+    /// when an engine call starts).
     pub fn deadline_at(&self) -> Option<Instant> {
         self.deadline
     }
 
-    /// The node limit, if any.
+    /// The node limit, if set.
     pub fn nodes(&self) -> Option<u64> {
         self.node_limit
+    }
+
+    /// Whether a cancellation check is set.
+    pub(crate) fn can_cancel(&self) -> bool {
+        self.cancel.is_some()
     }
 
     /// Whether the caller asked to stop.
@@ -123,14 +188,14 @@ impl Limits {
         }
     }
 
-    /// Whether the deadline has passed.
-    pub fn expired(&self) -> bool {
+    /// Whether the (armed) deadline has passed.
+    pub(crate) fn expired(&self) -> bool {
         self.deadline.is_some_and(|deadline| Instant::now() >= deadline)
     }
 
     /// The reason to stop now, if any: [`StopReason::Cancelled`] before
-    /// [`StopReason::TimeLimit`].
-    pub fn stop_now(&self) -> Option<StopReason> {
+    /// [`StopReason::TimeLimit`]. On armed limits (see [`Self::armed`]).
+    pub(crate) fn stop_now(&self) -> Option<StopReason> {
         if self.cancelled() {
             Some(StopReason::Cancelled)
         } else if self.expired() {
@@ -140,8 +205,8 @@ impl Limits {
         }
     }
 
-    /// Time left before the deadline (`None` = no deadline).
-    pub fn time_left(&self) -> Option<Duration> {
+    /// Time left before the (armed) deadline (`None` = no deadline).
+    pub(crate) fn time_left(&self) -> Option<Duration> {
         self.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()))
     }
 }
@@ -224,7 +289,47 @@ mod tests {
     }
 
     #[test]
-    fn a_huge_time_limit_is_no_deadline() {
-        assert_eq!(Limits::new().time_limit(Duration::MAX).deadline_at(), None);
+    fn a_huge_time_limit_is_no_deadline_and_switches_the_default_off() {
+        let armed = Limits::new().time_limit(Duration::MAX).armed(Some(Duration::from_secs(10)));
+        assert_eq!(armed.deadline_at(), None);
+    }
+
+    #[test]
+    fn the_time_limit_counts_from_each_arming() {
+        let limits = Limits::new().time_limit(Duration::from_millis(30));
+        assert_eq!(limits.deadline_at(), None);
+        let first = limits.armed(None);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(first.stop_now(), Some(StopReason::TimeLimit));
+        // The same limits armed again give the next call its whole budget.
+        let second = limits.armed(None);
+        assert!(second.deadline_at().is_some_and(|at| at > Instant::now()));
+        assert_eq!(second.stop_now(), None);
+        // Arming armed limits keeps their deadline.
+        assert_eq!(second.armed(Some(Duration::from_secs(99))).deadline_at(), second.deadline_at());
+    }
+
+    #[test]
+    fn the_default_applies_only_when_nothing_bounds_the_call() {
+        let default = Some(Duration::from_secs(10));
+        assert!(Limits::new().armed(default).deadline_at().is_some());
+        assert!(Limits::new().cancel_when(|| false).armed(default).deadline_at().is_some());
+        assert_eq!(Limits::new().node_limit(5).armed(default).deadline_at(), None);
+        assert_eq!(Limits::new().armed(None).deadline_at(), None);
+    }
+
+    #[test]
+    fn merging_keeps_what_the_other_limits_leave_unset() {
+        let flag = Arc::new(AtomicBool::new(true));
+        let merged = Limits::new()
+            .time_limit(Duration::from_secs(5))
+            .node_limit(7)
+            .merged(Limits::new().cancel_flag(flag).node_limit(9));
+        assert_eq!(merged.time_budget(), Some(Duration::from_secs(5)));
+        assert_eq!(merged.nodes(), Some(9));
+        assert!(merged.cancelled());
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        assert_eq!(Limits::new().deadline(now).merged(Limits::new().deadline(later)).deadline_at(), Some(now));
     }
 }

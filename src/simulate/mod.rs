@@ -157,7 +157,8 @@ impl Simulator {
     }
 
     /// Limits: the node limit is the number of ticks to run at most (`NodeLimit` when it cuts
-    /// the script short); a deadline (`TimeLimit`) or cancellation (`Cancelled`) is checked
+    /// the script short); a time limit (per call) or deadline (`TimeLimit`) or cancellation
+    /// (`Cancelled`) is checked
     /// before every tick. Planners inside a tick are bounded by node limits only.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -176,12 +177,14 @@ impl Simulator {
         let problem = script.validate()?;
         let mut run = Run::new(script);
         let mut stop_reason = StopReason::Completed;
+        // A time limit counts from this call.
+        let limits = self.limits.armed(None);
         for tick in 0..script.ticks {
-            if let Some(reason) = self.limits.stop_now() {
+            if let Some(reason) = limits.stop_now() {
                 stop_reason = reason;
                 break;
             }
-            if self.limits.nodes().is_some_and(|limit| u64::from(tick) >= limit) {
+            if limits.nodes().is_some_and(|limit| u64::from(tick) >= limit) {
                 stop_reason = StopReason::NodeLimit;
                 break;
             }

@@ -23,6 +23,8 @@ pub(super) struct Found {
     pub complete: bool,
     /// The limit that stopped the search early, if any.
     pub stopped: Option<StopReason>,
+    /// States visited.
+    pub nodes: u64,
 }
 
 struct Search {
@@ -55,6 +57,7 @@ impl Planner<'_> {
             releases: search.best.map(|(_, releases)| releases).unwrap_or_default(),
             complete: search.complete,
             stopped: search.stopped,
+            nodes: search.nodes as u64,
         }
     }
 

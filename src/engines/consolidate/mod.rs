@@ -138,9 +138,11 @@ pub struct Consolidator {
     limits: Limits,
     max_steps: Option<usize>,
     exhaustive_instances: usize,
-    node_limit: usize,
     pinning_instances: usize,
 }
+
+/// States the exhaustive search visits when the limits set no node limit.
+pub const DEFAULT_NODE_LIMIT: u64 = 20_000;
 
 impl Default for Consolidator {
     fn default() -> Self {
@@ -148,7 +150,6 @@ impl Default for Consolidator {
             limits: Limits::new(),
             max_steps: None,
             exhaustive_instances: 6,
-            node_limit: 20_000,
             pinning_instances: 64,
         }
     }
@@ -177,22 +178,26 @@ impl Consolidator {
         self
     }
 
-    /// Most states the exhaustive search visits.
-    pub fn node_limit(mut self, nodes: usize) -> Self {
-        self.node_limit = nodes;
+    /// Exactly `.limits(Limits::new().node_limit(nodes))`: most states the exhaustive search
+    /// visits (default [`DEFAULT_NODE_LIMIT`]).
+    pub fn node_limit(mut self, nodes: u64) -> Self {
+        self.limits = self.limits.clone().node_limit(nodes);
         self
     }
 
-    /// The shared engine limits: a deadline and a cancellation check stop the release walk, the
-    /// pinned reruns and the exhaustive search (each keeps what it has, which is a valid plan);
-    /// a node limit, when set, replaces [`node_limit`](Self::node_limit).
+    /// The shared engine limits: a time limit per call (or a deadline) and a cancellation check
+    /// stop the release walk, the pinned reruns and the exhaustive search (each keeps what it
+    /// has, which is a valid plan); the node limit bounds the exhaustive search. Each field
+    /// `limits` sets replaces the one set before ([`Limits::merged`]). No default time limit:
+    /// the release walk and the reruns are bounded by the fleet's size, the search by
+    /// [`DEFAULT_NODE_LIMIT`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.limits = self.limits.clone().merged(limits);
         self
     }
 
     fn search_nodes(&self) -> usize {
-        self.limits.nodes().map_or(self.node_limit, |nodes| usize::try_from(nodes).unwrap_or(usize::MAX))
+        usize::try_from(self.limits.nodes().unwrap_or(DEFAULT_NODE_LIMIT)).unwrap_or(usize::MAX)
     }
 
     /// Plans at most `steps` steps (the first steps of the unlimited plan are not guaranteed to be
@@ -208,19 +213,24 @@ impl Consolidator {
     /// moves) among plans that release one instance at a time and move only copies of the
     /// instance being released.
     pub fn plan_exhaustive(&self, problem: &Problem) -> Option<(ConsolidationPlan, bool)> {
+        self.exhaustive_within(problem, &self.limits.armed(None)).map(|(plan, complete, _)| (plan, complete))
+    }
+
+    /// [`Self::plan_exhaustive`] under armed limits, with the states it visited.
+    fn exhaustive_within(&self, problem: &Problem, limits: &Limits) -> Option<(ConsolidationPlan, bool, u64)> {
         // The search recurses once per moved copy: keep it to fleets with few copies too.
         let copies: u64 = problem.existing_copies_per_component().iter().sum();
         if problem.fleet().len() > self.exhaustive_instances || copies > MAX_EXHAUSTIVE_COPIES {
             return None;
         }
         let mut searcher = Planner::new(problem);
-        searcher.limits = self.limits.clone();
+        searcher.limits = limits.clone();
         let found = searcher.exhaustive(self.search_nodes());
         let steps = searcher.group(&found.releases);
         let stop_reason = found.stopped.unwrap_or(StopReason::Completed);
         let mut searched = ConsolidationPlan { steps, objective: Objective::default(), stop_reason };
         searched.objective = objective(problem, &searched.final_fleet(problem));
-        Some((searched, found.complete))
+        Some((searched, found.complete, found.nodes))
     }
 
     /// Plans consolidation of the problem's fleet.
@@ -236,12 +246,13 @@ impl Consolidator {
     /// `rounds`).
     pub fn plan_with_stats(&self, problem: &Problem) -> (ConsolidationPlan, Stats) {
         let started = Instant::now();
+        let limits = self.limits.armed(None);
         let mut stats = Stats::default();
         let max_steps = self.max_steps.unwrap_or(usize::MAX);
         let greedy_run = |pinned: Option<usize>| {
             let mut planner = Planner::new(problem);
             planner.pinned = pinned;
-            planner.limits = self.limits.clone();
+            planner.limits = limits.clone();
             let steps = planner.run(max_steps);
             let stop_reason = planner.stopped.clone().unwrap_or(StopReason::Completed);
             ConsolidationPlan { steps, objective: objective(problem, &planner.final_fleet()), stop_reason }
@@ -255,7 +266,7 @@ impl Consolidator {
         // A draining instance is never pinned: it is to be released.
         if problem.fleet().len() <= self.pinning_instances {
             for pinned in (0..problem.fleet().len()).filter(|&index| !problem.fleet()[index].draining) {
-                if let Some(reason) = self.limits.stop_now() {
+                if let Some(reason) = limits.stop_now() {
                     greedy.stop_reason = reason;
                     break;
                 }
@@ -273,11 +284,12 @@ impl Consolidator {
             greedy
         } else {
             let phase = Instant::now();
-            let searched = self.plan_exhaustive(problem);
+            let searched = self.exhaustive_within(problem, &limits);
             stats.phase("exhaustive search", phase);
+            stats.nodes += searched.as_ref().map_or(0, |(_, _, nodes)| *nodes);
             match searched {
-                Some((searched, _)) if consolidation_score(&searched) < consolidation_score(&greedy) => searched,
-                Some((searched, _)) => ConsolidationPlan { stop_reason: searched.stop_reason, ..greedy },
+                Some((searched, ..)) if consolidation_score(&searched) < consolidation_score(&greedy) => searched,
+                Some((searched, ..)) => ConsolidationPlan { stop_reason: searched.stop_reason, ..greedy },
                 None => greedy,
             }
         };

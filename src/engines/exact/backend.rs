@@ -19,6 +19,7 @@
 //! never validity.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The [good_lp](https://docs.rs/good_lp) crate, re-exported so its solvers can be named
@@ -156,6 +157,10 @@ impl Mip {
     }
 }
 
+/// Longest microlp call between two looks at a [`SolveRequest::stop`] check: a cancellation
+/// takes effect within this plus microlp's own deadline check (every 1,000 simplex pivots).
+pub(crate) const SOLVE_SLICE: Duration = Duration::from_millis(10);
+
 /// Tolerance of [`Mip::check`] on the planner's answers (integers are counts of copies and
 /// instances, so anything further than this from an integer is a wrong answer, not noise).
 pub(crate) const CHECK_TOLERANCE: f64 = 1e-6;
@@ -177,6 +182,40 @@ pub struct SolveRequest {
     /// never exceeds this: the backend may then stop as soon as the incumbent is within less
     /// than one unit of the best bound (that is a proof of optimality).
     pub integral_objective_bound: Option<f64>,
+    /// The caller's request to stop (cancellation), to be checked every few milliseconds of
+    /// work: a backend that sees it return true stops as at a time limit
+    /// ([`Termination::TimeLimit`], with its incumbent and bound if any). `None`: nothing to
+    /// check. A backend that cannot check it is still stopped between solver calls.
+    pub stop: Option<StopCheck>,
+}
+
+/// A cheap check that says whether a solve should stop now (see [`SolveRequest::stop`]).
+#[derive(Clone)]
+pub struct StopCheck(Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl StopCheck {
+    /// Wraps a check.
+    pub fn new(check: impl Fn() -> bool + Send + Sync + 'static) -> StopCheck {
+        StopCheck(Arc::new(check))
+    }
+
+    /// Whether the solve should stop now.
+    pub fn should_stop(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for StopCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StopCheck")
+    }
+}
+
+impl PartialEq for StopCheck {
+    /// The same check (the same allocation), not the same answers.
+    fn eq(&self, other: &StopCheck) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// Why a solve stopped.
@@ -204,6 +243,8 @@ pub struct MipSolution {
     pub termination: Termination,
     /// The best proven lower bound on the objective, when the backend knows one.
     pub best_bound: Option<f64>,
+    /// Branch-and-bound nodes the solve took (0 when the backend does not say).
+    pub nodes: u64,
 }
 
 /// The result of one solve.
@@ -219,6 +260,8 @@ pub enum MipOutcome {
         termination: Termination,
         /// The best proven lower bound so far, when known.
         best_bound: Option<f64>,
+        /// Branch-and-bound nodes the solve took (0 when the backend does not say).
+        nodes: u64,
     },
     /// The solver failed.
     Error(String),
@@ -295,7 +338,7 @@ fn solve_with_retries(
             if let Some(limit) = request.time_limit {
                 let left = limit.saturating_sub(started.elapsed());
                 if left.is_zero() {
-                    return MipOutcome::Interrupted { termination: Termination::TimeLimit, best_bound: None };
+                    return MipOutcome::Interrupted { termination: Termination::TimeLimit, best_bound: None, nodes: 0 };
                 }
                 this.time_limit = Some(left);
             }
@@ -379,8 +422,19 @@ impl Microlp {
         // With an integral objective the search runs in node chunks: between chunks, an
         // incumbent within less than one unit of the best bound is optimal (microlp would keep
         // closing a fractional gap), and the relative gap is re-aimed at one unit of the current
-        // incumbent. The chunks resume one search tree, so nothing is lost between them.
+        // incumbent. With a stop check it also runs in time slices of at most [`SOLVE_SLICE`],
+        // the check looked at between them (microlp has no cancellation of its own). Chunks and
+        // slices resume one search tree, so nothing is lost between them; without a stop check
+        // there are no slices, so node-limited runs stay deterministic.
         let deadline = request.time_limit.and_then(|limit| Instant::now().checked_add(limit));
+        let stop = request.stop.clone();
+        let call_time = || -> Option<Duration> {
+            let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            match stop {
+                Some(_) => Some(left.map_or(SOLVE_SLICE, |left| left.min(SOLVE_SLICE))),
+                None => left,
+            }
+        };
         let mut nodes_left = request.node_limit;
         let mut chunk: u64 = 256;
         let budget = |nodes_left: &mut Option<u64>, chunk: &mut u64| -> Option<u64> {
@@ -394,7 +448,13 @@ impl Microlp {
             *chunk = chunk.saturating_mul(2);
             Some(this)
         };
-        options.node_limit = budget(&mut nodes_left, &mut chunk);
+        // The current chunk's nodes, and the nodes solved when it was granted (a slice that
+        // ends inside a chunk resumes with what is left of it).
+        let mut granted = budget(&mut nodes_left, &mut chunk);
+        let mut granted_from: u64 = 0;
+        let mut gap = options.mip_gap;
+        options.node_limit = granted;
+        options.time_limit = call_time();
         let mut outcome = match lp.solve_with(options) {
             Ok(outcome) => outcome,
             Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
@@ -403,21 +463,40 @@ impl Microlp {
         };
         let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
         let mut proven_by_integrality = false;
-        while integral && outcome.termination_reason() != TerminationReason::ProvenOptimal {
+        loop {
+            let reason = outcome.termination_reason();
+            if reason == TerminationReason::ProvenOptimal {
+                break;
+            }
             let incumbent = outcome.solution().map(|solution| solution.objective());
-            if incumbent.is_some_and(|value| closes(value, outcome.stats().best_bound)) {
+            if integral && incumbent.is_some_and(|value| closes(value, outcome.stats().best_bound)) {
                 proven_by_integrality = true;
                 break;
             }
             let out_of_time = deadline.is_some_and(|deadline| Instant::now() >= deadline);
-            let out_of_nodes = nodes_left == Some(0) && outcome.termination_reason() == TerminationReason::NodeLimit;
-            if out_of_time || out_of_nodes || outcome.termination_reason() == TerminationReason::TimeLimit {
+            if out_of_time || stop.as_ref().is_some_and(StopCheck::should_stop) {
                 break;
             }
+            let nodes = outcome.stats().nodes_solved;
             let mut resume = microlp::ResumeOptions::default();
-            resume.time_limit = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            resume.node_limit = budget(&mut nodes_left, &mut chunk);
-            resume.mip_gap = incumbent.map(|value| 0.999 / value.abs().max(1.0)).or(Some(request.mip_gap));
+            match reason {
+                // A slice ended, not the solve's time: the same chunk goes on.
+                TerminationReason::TimeLimit if stop.is_some() => {
+                    resume.node_limit = granted.map(|granted| granted.saturating_sub(nodes - granted_from));
+                }
+                TerminationReason::NodeLimit | TerminationReason::MipGap if integral => {
+                    if nodes_left == Some(0) && reason == TerminationReason::NodeLimit {
+                        break;
+                    }
+                    granted = budget(&mut nodes_left, &mut chunk);
+                    granted_from = nodes;
+                    resume.node_limit = granted;
+                    gap = incumbent.map_or(request.mip_gap, |value| 0.999 / value.abs().max(1.0));
+                }
+                _ => break,
+            }
+            resume.mip_gap = Some(gap);
+            resume.time_limit = call_time();
             outcome = match outcome.resume_with(resume) {
                 Ok(outcome) => outcome,
                 Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
@@ -436,6 +515,7 @@ impl Microlp {
         proven_by_integrality: bool,
     ) -> MipOutcome {
         use microlp::{SolutionStatus, TerminationReason};
+        let nodes = outcome.stats().nodes_solved;
         let termination_of = |reason: TerminationReason| match reason {
             TerminationReason::ProvenOptimal => Termination::Optimal,
             TerminationReason::MipGap => Termination::Gap,
@@ -447,6 +527,7 @@ impl Microlp {
             Err(interrupted) => MipOutcome::Interrupted {
                 termination: termination_of(interrupted.termination_reason()),
                 best_bound: interrupted.stats().best_bound,
+                nodes,
             },
             Ok(solution) => {
                 let optimal = solution.status() == SolutionStatus::Optimal || proven_by_integrality;
@@ -463,6 +544,7 @@ impl Microlp {
                         }
                     },
                     best_bound: if optimal { Some(solution.objective()) } else { solution.stats().best_bound },
+                    nodes,
                 })
             }
         }
@@ -593,13 +675,13 @@ where
                     SolutionStatus::TimeLimit => Termination::TimeLimit,
                 };
                 let best_bound = (termination == Termination::Optimal).then_some(objective);
-                MipOutcome::Solution(MipSolution { values, objective, termination, best_bound })
+                MipOutcome::Solution(MipSolution { values, objective, termination, best_bound, nodes: 0 })
             }
             Err(ResolutionError::Infeasible) => MipOutcome::Infeasible,
             // good_lp reports "no solution before the time limit" as an error; tell it apart
             // from a failure by the clock.
             Err(_) if request.time_limit.is_some_and(|limit| started.elapsed() >= limit) => {
-                MipOutcome::Interrupted { termination: Termination::TimeLimit, best_bound: None }
+                MipOutcome::Interrupted { termination: Termination::TimeLimit, best_bound: None, nodes: 0 }
             }
             Err(error) => MipOutcome::Error(error.to_string()),
         }

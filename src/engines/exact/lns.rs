@@ -132,6 +132,7 @@ pub(super) fn improve(
         progress.windows += 1;
         let (sub_plan, sub_stats) = window_planner(planner, limits, &sub).plan_with_stats(&sub.problem);
         stats.solves += sub_stats.solves;
+        stats.nodes += sub_stats.nodes;
         if sub_plan.status == Status::Infeasible || !sub_plan.objective.better_than(&sub.baseline) {
             continue;
         }
@@ -163,9 +164,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
         }
     }
     ExactPlanner {
-        time_limit: None,
-        node_limit: Some(nodes),
-        limits: window_limits,
+        limits: window_limits.node_limit(nodes),
         max_rounds: planner.max_rounds,
         slot_model: false,
         // The window starts from itself: a cheap greedy warm start would only cost its slice.

@@ -1427,8 +1427,8 @@ impl<'a> MasterBuilder<'a> {
                 solution.best_bound = solution.best_bound.map(|bound| bound - shift);
                 MipOutcome::Solution(solution)
             }
-            MipOutcome::Interrupted { termination, best_bound } => {
-                MipOutcome::Interrupted { termination, best_bound: best_bound.map(|bound| bound - shift) }
+            MipOutcome::Interrupted { termination, best_bound, nodes } => {
+                MipOutcome::Interrupted { termination, best_bound: best_bound.map(|bound| bound - shift), nodes }
             }
             other => other,
         };
@@ -1445,7 +1445,7 @@ impl<'a> MasterBuilder<'a> {
             }
             MipOutcome::Infeasible => return Solved::Infeasible,
             MipOutcome::Error(error) => return Solved::Error(format!("{}: {error}", backend.name())),
-            MipOutcome::Interrupted { termination, best_bound } => {
+            MipOutcome::Interrupted { termination, best_bound, .. } => {
                 return Solved::Interrupted { limit: limit_of(termination).unwrap_or(Limit::Time), best_bound }
             }
         };

@@ -9,8 +9,9 @@
 //! 3. A group that does not pack is re-modelled instance by instance (exact) and the levels are
 //!    solved again.
 //!
-//! Limits are explicit: a wall-clock time limit (the only clock use in the library) and a
-//! branch-and-bound node limit per solve. A stopped search returns its best plan as
+//! Limits are explicit ([`Limits`](crate::Limits)): a time limit per `plan` call (default
+//! [`DEFAULT_TIME_LIMIT`]), a branch-and-bound node limit per solve and a cancellation check
+//! looked at between solver time slices. A stopped search returns its best plan as
 //! `Feasible` with the proven lexicographic bound, or the greedy plan when it has none.
 //! 4. While time is left, a plan the search did not prove is improved window by window
 //!    (`lns.rs`: free some launched instances, re-solve them exactly against the rest, keep the
@@ -56,9 +57,9 @@ const MAX_MASTER_VARIABLES: u64 = 20_000;
 /// Greedy passes of the quick attempt's warm start ([`ExactPlanner::quick_proof`]).
 const QUICK_WARM_PASSES: u64 = 24;
 
-/// The quick attempt takes this fraction (1/n) of the time left, at most [`QUICK_SLICE`]
-/// (by default).
-const QUICK_SHARE: f64 = 20.0;
+/// The quick attempt takes this fraction (1/n) of the time left, at most [`QUICK_SLICE`] (by
+/// default): a fixed 100 ms under limits of 200 ms and more.
+const QUICK_SHARE: f64 = 2.0;
 
 /// Longest quick attempt (by default): most small and mid-sized endpoints are proven within it
 /// (measured in `docs/sweep.md`), and a harder one loses no more than this.
@@ -71,6 +72,10 @@ const LNS_RESERVE_MIN_COPIES: u64 = 1_000;
 /// The search's share (per cent) of the time left after the warm start on such inputs.
 const SEARCH_SHARE_PERCENT: u32 = 60;
 
+/// The exact planner's time limit when its [`Limits`](crate::Limits) set no time limit, deadline
+/// or node limit (`ExactPlanner::new()`): 10 s, the command line's default too.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+
 /// Search nodes allowed when packing one group exactly.
 const PACKING_BUDGET: u64 = 200_000;
 
@@ -80,6 +85,7 @@ const PACKING_BUDGET: u64 = 200_000;
 /// # use std::time::Duration;
 /// # use fleetplan::ExactPlanner;
 /// use fleetplan::engines::exact::backend::{good_lp, GoodLp};
+/// // The same as `.limits(Limits::new().time_limit(..).node_limit(..))`:
 /// let planner = ExactPlanner::new().time_limit(Duration::from_secs(2)).node_limit(100_000);
 /// // Any good_lp solver can replace the default (microlp called directly):
 /// let through_good_lp = ExactPlanner::new().backend(GoodLp::new(good_lp::microlp));
@@ -87,8 +93,6 @@ const PACKING_BUDGET: u64 = 200_000;
 /// ```
 #[derive(Debug, Clone)]
 pub struct ExactPlanner {
-    time_limit: Option<Duration>,
-    node_limit: Option<u64>,
     limits: EngineLimits,
     max_rounds: usize,
     slot_model: bool,
@@ -104,8 +108,6 @@ pub struct ExactPlanner {
 impl Default for ExactPlanner {
     fn default() -> Self {
         ExactPlanner {
-            time_limit: None,
-            node_limit: None,
             limits: EngineLimits::new(),
             max_rounds: 16,
             slot_model: false,
@@ -139,32 +141,33 @@ enum Outcome {
 }
 
 impl ExactPlanner {
-    /// A planner with no limits.
+    /// A planner with no limits set, so bounded by [`DEFAULT_TIME_LIMIT`] (10 s per call).
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Stops after this much wall-clock time, counted from the start of each
+    /// Exactly `.limits(Limits::new().time_limit(limit))`: stops `limit` after the start of each
     /// [`plan`](Self::plan) call (the warm start and verification included); the result then says
-    /// `TimeLimit`. A single solver call is interrupted by microlp at the deadline.
+    /// `TimeLimit`. `Duration::MAX` turns the default time limit off.
     pub fn time_limit(mut self, limit: Duration) -> Self {
-        self.time_limit = Some(limit);
+        self.limits = self.limits.clone().time_limit(limit);
         self
     }
 
-    /// Stops a solver call after this many branch-and-bound nodes; the result then says
-    /// `NodeLimit`. Deterministic, unlike the time limit.
+    /// Exactly `.limits(Limits::new().node_limit(nodes))`: stops a solver call after this many
+    /// branch-and-bound nodes; the result then says `NodeLimit`. Deterministic, unlike the time
+    /// limit; with a node limit and no time limit the default time limit does not apply.
     pub fn node_limit(mut self, nodes: u64) -> Self {
-        self.node_limit = Some(nodes);
+        self.limits = self.limits.clone().node_limit(nodes);
         self
     }
 
-    /// The shared engine [`Limits`](crate::Limits): an absolute deadline, a node limit per
-    /// solver call and a cancellation check (observed between solver calls; a single call is
-    /// interrupted only by the deadline). Combined with [`time_limit`](Self::time_limit) and
-    /// [`node_limit`](Self::node_limit): the tighter limit wins.
+    /// The shared engine [`Limits`](crate::Limits): a time limit per call (or an absolute
+    /// deadline), a node limit per solver call and a cancellation check (looked at between
+    /// solver time slices of at most 10 ms). Each field `limits` sets replaces the one set before
+    /// ([`Limits::merged`](crate::Limits::merged)); the others are kept.
     pub fn limits(mut self, limits: EngineLimits) -> Self {
-        self.limits = limits;
+        self.limits = self.limits.clone().merged(limits);
         self
     }
 
@@ -218,7 +221,7 @@ impl ExactPlanner {
     }
 
     /// The longest quick attempt under a deadline (a cheap warm start and a short search,
-    /// taking a twentieth of the time left at most this long; see `docs/formulation.md`);
+    /// taking half the time left at most this long; see `docs/formulation.md`);
     /// `Duration::ZERO` turns it off. For tests and benchmarks.
     #[doc(hidden)]
     pub fn quick_slice(mut self, slice: Duration) -> Self {
@@ -234,8 +237,7 @@ impl ExactPlanner {
 
     /// [`plan`](Self::plan), with what the search did.
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
-        let started = Instant::now();
-        let limits = self.effective_limits(started);
+        let limits = self.effective_limits();
         let mut stats = Stats::default();
         if let Some(plan) = self.quick_proof(problem, &limits, &mut stats) {
             return (plan, stats);
@@ -342,6 +344,8 @@ impl ExactPlanner {
             return None;
         }
         let started = Instant::now();
+        // A fixed length (half the time under 200 ms): the schedule does not stretch with the
+        // limit, so what a short limit does is also done, at the same times, under a longer one.
         let slice = deadline.saturating_duration_since(started).div_f64(QUICK_SHARE).min(self.quick_slice);
         let quick = limits.clone().deadline(started + slice);
         let warm = self.seeded(problem, warm_plan(problem, &quick, Some(QUICK_WARM_PASSES)));
@@ -378,10 +382,16 @@ impl ExactPlanner {
         hint: Option<&(Hint, Objective)>,
         stats: &mut Stats,
     ) -> Outcome {
-        let backend = Instrumented { inner: Arc::clone(&self.backend), limits, solves: AtomicU64::new(0) };
+        let backend = Instrumented {
+            inner: Arc::clone(&self.backend),
+            limits,
+            solves: AtomicU64::new(0),
+            nodes: AtomicU64::new(0),
+        };
         let search_limits = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
         let outcome = self.search(problem, &backend, search_limits, hint);
         stats.solves += backend.solves.load(Ordering::Relaxed);
+        stats.nodes += backend.nodes.load(Ordering::Relaxed);
         outcome
     }
 
@@ -441,17 +451,9 @@ impl ExactPlanner {
         plan
     }
 
-    /// The shared limits tightened by this planner's own time and node limits.
-    fn effective_limits(&self, started: Instant) -> EngineLimits {
-        let mut limits = self.limits.clone();
-        if let Some(at) = self.time_limit.and_then(|limit| started.checked_add(limit)) {
-            limits = limits.deadline(at);
-        }
-        if let Some(nodes) = self.node_limit {
-            let tightest = limits.nodes().map_or(nodes, |current| current.min(nodes));
-            limits = limits.node_limit(tightest);
-        }
-        limits
+    /// This call's limits: the time limit (or the default) armed now.
+    fn effective_limits(&self) -> EngineLimits {
+        self.limits.armed(Some(DEFAULT_TIME_LIMIT))
     }
 
     /// The lexicographic search ([`Self::search_rounds`]), falling back to a loosely packed plan
@@ -530,11 +532,14 @@ impl ExactPlanner {
             let Some((_, solution)) = cheapest else {
                 let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
                 let bound = lex_bound(&facts, &fixed, None);
-                return self.stopped(problem, &facts, full.deadline, last, stop, bound.or(best_bound));
+                return self.stopped(problem, &facts, full.deadline, last.into_iter().collect(), stop, bound.or(best_bound));
             };
             let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
             if let Some(stop) = cost_stop {
-                return self.stopped(problem, &facts, full.deadline, Some(solution), stop, bound.or(best_bound));
+                // The level before's solution too: a search stopped later must not give a worse
+                // plan than one stopped before this level.
+                let candidates = std::iter::once(solution).chain(last).collect();
+                return self.stopped(problem, &facts, full.deadline, candidates, stop, bound.or(best_bound));
             }
             best_bound = bound;
             // One packing: groups that pack only with spare instances give the loose plan and
@@ -621,11 +626,12 @@ impl ExactPlanner {
                 }
                 Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
                     let bound = lex_bound(facts, &fixed, Some((goal, level_bound)));
+                    // The level before's solution too (see `stopped`).
                     return Levels::Done(self.stopped(
                         problem,
                         facts,
                         full.deadline,
-                        Some(solution),
+                        std::iter::once(solution).chain(last).collect(),
                         stop_of(limit),
                         bound.or_else(|| best_bound.cloned()),
                     ));
@@ -636,7 +642,7 @@ impl ExactPlanner {
                         problem,
                         facts,
                         full.deadline,
-                        last,
+                        last.into_iter().collect(),
                         stop_of(Some(limit)),
                         bound.or_else(|| best_bound.cloned()),
                     ));
@@ -662,21 +668,31 @@ impl ExactPlanner {
         Levels::Fixed { fixed, last }
     }
 
-    /// A limit stopped the search: use the relaxation's solution if it packs.
+    /// A limit stopped the search: the best plan of the master solutions that pack (the
+    /// interrupted level's incumbent and the level before's solution, whose plan a search
+    /// stopped one level earlier would have returned; the first wins ties).
     fn stopped(
         &self,
         problem: &Problem,
         facts: &Facts<'_>,
         deadline: Option<Instant>,
-        solution: Option<MasterSolution>,
+        solutions: Vec<MasterSolution>,
         stop: StopReason,
         bound: Option<Objective>,
     ) -> Outcome {
-        // The deadline has usually passed: packing gets the grace a solver call gets.
+        // The deadline has usually passed: packing gets a short grace.
         let deadline = deadline.map(|deadline| deadline.max(Instant::now()) + DEADLINE_GRACE);
-        match solution.map(|solution| realize(problem, facts, &solution, deadline)) {
-            Some(Ok(actions)) => Outcome::Plan { actions, proven: false, stop, bound },
-            _ => Outcome::NoPlan { stop, bound },
+        let mut best: Option<(Vec<Action>, Objective)> = None;
+        for solution in &solutions {
+            let Ok(actions) = realize(problem, facts, solution, deadline) else { continue };
+            let reached = objective(problem, &FinalFleet::apply(problem, &actions).0);
+            if best.as_ref().is_none_or(|(_, so_far)| reached.better_than(so_far)) {
+                best = Some((actions, reached));
+            }
+        }
+        match best {
+            Some((actions, _)) => Outcome::Plan { actions, proven: false, stop, bound },
+            None => Outcome::NoPlan { stop, bound },
         }
     }
 }
@@ -700,25 +716,24 @@ fn solving_deadline(deadline: Instant) -> Instant {
     deadline.checked_sub(reserve).unwrap_or(deadline)
 }
 
-/// How long a solver call may run past the deadline before the planner stops waiting for it:
-/// enough for a solver that honours the deadline to report its incumbent and bound.
+/// How long packing after a stopped search may run past the deadline: enough to turn the last
+/// master solution into instances.
 const DEADLINE_GRACE: Duration = Duration::from_millis(20);
 
-/// The planner's backend as the search sees it: counts solver calls, turns a cancellation
-/// request into an interrupted solve (so the search stops the way it does at a deadline), and
-/// holds the deadline even where the solver does not.
+/// The planner's backend as the search sees it: counts solver calls and branch-and-bound nodes,
+/// turns a cancellation request into an interrupted solve (so the search stops the way it does
+/// at a deadline), and hands the cancellation check to the backend ([`SolveRequest::stop`]),
+/// which with microlp runs the search in short time slices and stops between them.
 ///
-/// microlp checks its deadline only every thousand simplex pivots, which on a large master
-/// problem is hundreds of milliseconds past it. So, when there is a deadline, each call runs on
-/// a helper thread and the planner waits for it until the deadline (plus [`DEADLINE_GRACE`]);
-/// a call still running then is abandoned — reported as interrupted without a bound — and
-/// finishes in the background, its answer discarded. Without a deadline the call runs on the
-/// caller's thread, so node-limited runs stay deterministic and thread-free.
+/// Every call runs on the caller's thread: when `plan` returns, nothing of it keeps running.
+///
+/// [`SolveRequest::stop`]: backend::SolveRequest::stop
 #[derive(Debug)]
 struct Instrumented<'a> {
     inner: Arc<dyn MipBackend>,
     limits: &'a EngineLimits,
     solves: AtomicU64,
+    nodes: AtomicU64,
 }
 
 impl MipBackend for Instrumented<'_> {
@@ -731,31 +746,29 @@ impl MipBackend for Instrumented<'_> {
     }
 
     fn solve(&self, mip: &backend::Mip, request: &backend::SolveRequest) -> backend::MipOutcome {
-        let interrupted =
-            backend::MipOutcome::Interrupted { termination: backend::Termination::TimeLimit, best_bound: None };
         if self.limits.cancelled() {
-            return interrupted;
+            return backend::MipOutcome::Interrupted {
+                termination: backend::Termination::TimeLimit,
+                best_bound: None,
+                nodes: 0,
+            };
         }
         self.solves.fetch_add(1, Ordering::Relaxed);
-        let Some(wait) = self.limits.time_left() else { return self.inner.solve(mip, request) };
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let (inner, owned_mip, owned_request) = (Arc::clone(&self.inner), mip.clone(), request.clone());
-        let spawned = std::thread::Builder::new().name("fleetplan-solve".into()).spawn(move || {
-            // The receiver is gone when the planner stopped waiting: nothing to report then.
-            let _ = sender.send(inner.solve(&owned_mip, &owned_request));
-        });
-        if spawned.is_err() {
-            // No thread to be had: solve here, trusting the solver's own deadline.
-            return self.inner.solve(mip, request);
-        }
-        match receiver.recv_timeout(wait.saturating_add(DEADLINE_GRACE)) {
-            Ok(outcome) => outcome,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => interrupted,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => backend::MipOutcome::Error(format!(
-                "{}: the solver thread stopped without an answer",
-                self.inner.name()
-            )),
-        }
+        let outcome = if self.limits.can_cancel() && request.stop.is_none() {
+            let limits = self.limits.clone();
+            let mut request = request.clone();
+            request.stop = Some(backend::StopCheck::new(move || limits.cancelled()));
+            self.inner.solve(mip, &request)
+        } else {
+            self.inner.solve(mip, request)
+        };
+        let nodes = match &outcome {
+            backend::MipOutcome::Solution(solution) => solution.nodes,
+            backend::MipOutcome::Interrupted { nodes, .. } => *nodes,
+            _ => 0,
+        };
+        self.nodes.fetch_add(nodes, Ordering::Relaxed);
+        outcome
     }
 }
 

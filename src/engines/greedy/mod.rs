@@ -80,14 +80,18 @@ pub struct GreedyPlanner {
 }
 
 impl GreedyPlanner {
-    /// A greedy planner without limits.
+    /// A greedy planner without limits: bounded by construction (a fixed number of passes, at
+    /// most a few dozen and one on large problems, each polynomial in the input), and
+    /// deterministic.
     pub fn new() -> Self {
         GreedyPlanner::default()
     }
 
-    /// The shared engine limits (deadline, passes as nodes, cancellation).
+    /// The shared engine limits (a time limit per call or a deadline, passes as nodes,
+    /// cancellation checked between passes). Each field `limits` sets replaces the one set
+    /// before ([`Limits::merged`]). No default time limit: the passes are bounded already.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.limits = self.limits.clone().merged(limits);
         self
     }
 
@@ -99,16 +103,17 @@ impl GreedyPlanner {
     /// [`plan`](Self::plan), with what the planner did (passes as `solves`).
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
         let started = Instant::now();
+        let limits = self.limits.armed(None);
         let mut stats = Stats::default();
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
         let mut best: Option<(Greedy<'_>, Option<PassRank>)> = None;
-        self.run_passes(problem, &passes, &mut best, &mut stats, &mut stop);
+        Self::run_passes(&limits, problem, &passes, &mut best, &mut stats, &mut stop);
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             // Copies left behind: the passes that trade balance and preference for copies per
             // instance run only now, so plans that place everything pay nothing for them.
             let rescue = place::rescue_passes(problem);
-            self.run_passes(problem, &rescue, &mut best, &mut stats, &mut stop);
+            Self::run_passes(&limits, problem, &rescue, &mut best, &mut stats, &mut stop);
         }
         let planner = match best {
             Some((planner, _)) => planner,
@@ -135,7 +140,7 @@ impl GreedyPlanner {
     /// then has the best objective (an earlier pass wins ties). The first pass of a planner
     /// always runs (it is the plan); later ones stop at the limits (the node limit counts passes).
     fn run_passes<'a>(
-        &self,
+        limits: &Limits,
         problem: &'a Problem,
         passes: &[(Vec<usize>, Mode)],
         best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
@@ -144,11 +149,11 @@ impl GreedyPlanner {
     ) {
         for (order, mode) in passes {
             if best.is_some() {
-                if let Some(reason) = self.limits.stop_now() {
+                if let Some(reason) = limits.stop_now() {
                     *stop = reason;
                     return;
                 }
-                if self.limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+                if limits.nodes().is_some_and(|limit| stats.solves >= limit) {
                     *stop = StopReason::NodeLimit;
                     return;
                 }

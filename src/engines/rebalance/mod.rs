@@ -186,23 +186,26 @@ impl Default for Rebalancer {
 }
 
 impl Rebalancer {
-    /// A planner without time or step limits; self-checking in debug builds.
+    /// A planner without time or step limits; self-checking in debug builds. Bounded by
+    /// construction: at most four greedy runs, each of passes over the release candidates that
+    /// end when a pass commits nothing (every commit strictly improves the fleet's score).
     pub fn new() -> Self {
         Rebalancer::default()
     }
 
-    /// Deadline, node limit (release candidates tried) and cancellation: when one is hit the
-    /// planner returns the steps committed so far (each one valid) with the matching
-    /// [`StopReason`].
+    /// A time limit per call (or a deadline), a node limit (release candidates tried, over all
+    /// runs) and cancellation: when one is hit the planner returns the steps committed so far
+    /// (each one valid) with the matching [`StopReason`]. Each field `limits` sets replaces the
+    /// one set before ([`Limits::merged`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.limits = self.limits.clone().merged(limits);
         self
     }
 
-    /// Shorthand for [`limits`](Self::limits)`(Limits::new().time_limit(limit))`: the deadline
-    /// counts from this call.
+    /// Exactly `.limits(Limits::new().time_limit(limit))`: stops `limit` after the start of each
+    /// [`plan`](Self::plan) call.
     pub fn time_limit(mut self, limit: Duration) -> Self {
-        self.limits = self.limits.time_limit(limit);
+        self.limits = self.limits.clone().time_limit(limit);
         self
     }
 
@@ -251,6 +254,7 @@ impl Rebalancer {
     /// release candidates tried as nodes, steps as rounds).
     pub fn plan_with_stats(&self, problem: &Problem) -> (RebalancePlan, Stats) {
         let started = Instant::now();
+        let limits = self.limits.armed(None);
         let mut stats = Stats::default();
         // Several greedy runs, the best plan by `rebalance_score` wins: the best unit for each
         // candidate, or a release without a launch whenever one works (fewer launches, steps and
@@ -263,7 +267,7 @@ impl Rebalancer {
         }
         let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
         for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
-            if run > 0 && (self.limits.stop_now().is_some() || self.limits.nodes().is_some_and(|n| stats.nodes >= n)) {
+            if run > 0 && (limits.stop_now().is_some() || limits.nodes().is_some_and(|n| stats.nodes >= n)) {
                 break;
             }
             let mut planner = Planner::new(problem);
@@ -271,7 +275,7 @@ impl Rebalancer {
             planner.steps_per_launch = steps_per_launch;
             planner.release_first = release_first;
             let (steps, stop_reason) =
-                planner.run(self.max_steps.unwrap_or(usize::MAX), &self.limits, &mut stats.nodes);
+                planner.run(self.max_steps.unwrap_or(usize::MAX), &limits, &mut stats.nodes);
             stats.solves += 1;
             let (draining, counts, cost) = planner.key();
             let moves = steps.iter().map(|step| step.moves.len()).sum();

@@ -1,0 +1,135 @@
+//! One meaning for limits on every engine, bounded calls and cancellation (issue 18): the time
+//! limit counts from each call, builder shortcuts equal `Limits`, `Stats.nodes` is filled, a
+//! cancelled exact run returns (with a verified plan) even without a deadline, no thread of
+//! fleetplan is left when `plan` returns, and a larger node limit never gives a worse plan.
+//! No assertion here depends on how long something took.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleetplan::{verify, Consolidator, ExactPlanner, GreedyPlanner, Limits, Problem, Rebalancer, StopReason};
+use proptest::prelude::*;
+
+use crate::common::{self, Size};
+
+fn load(name: &str) -> Problem {
+    let path = format!("{}/scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Problem::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Names of this process's threads that belong to fleetplan (the solver helper was
+/// `fleetplan-solve`).
+fn fleetplan_threads() -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| name.starts_with("fleetplan"))
+        .collect()
+}
+
+#[test]
+fn a_cancelled_exact_plan_without_a_deadline_returns_cancelled_with_a_verified_plan() {
+    // fifty-models takes seconds to prove: a cancellation well before that interrupts the
+    // search inside a solver call (before, one such run never returned).
+    let problem = load("fifty-models");
+    let flag = Arc::new(AtomicBool::new(false));
+    let limits = Limits::new().time_limit(Duration::MAX).cancel_flag(Arc::clone(&flag));
+    let canceller = {
+        let flag = Arc::clone(&flag);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        })
+    };
+    let plan = ExactPlanner::new().limits(limits).plan(&problem);
+    canceller.join().expect("the cancelling thread ends");
+    assert_eq!(plan.stop_reason, StopReason::Cancelled);
+    assert!(verify(&problem, &plan).is_empty(), "{:?}", verify(&problem, &plan));
+}
+
+#[test]
+fn no_fleetplan_thread_is_alive_when_plan_returns() {
+    // Under a deadline the solver calls used to run on detached `fleetplan-solve` threads that
+    // kept working after `plan` returned.
+    let problem = load("fifty-models");
+    for limit in [50, 300] {
+        let plan = ExactPlanner::new().time_limit(Duration::from_millis(limit)).plan(&problem);
+        assert!(verify(&problem, &plan).is_empty());
+        assert_eq!(fleetplan_threads(), Vec::<String>::new(), "after a {limit} ms plan");
+    }
+}
+
+#[test]
+fn a_reused_time_limit_gives_every_call_the_whole_budget() {
+    // `Limits::time_limit` used to read the clock when built: the second call of a reused
+    // planner got an expired deadline and returned greedy's first pass with `TimeLimit`.
+    let problem = load("seed-az-balance");
+    let limits = Limits::new().time_limit(Duration::from_secs(5));
+    let greedy = GreedyPlanner::new().limits(limits.clone());
+    let exact = ExactPlanner::new().limits(limits);
+    std::thread::sleep(Duration::from_millis(20));
+    for _ in 0..2 {
+        assert_eq!(greedy.plan(&problem).stop_reason, StopReason::Completed);
+        assert_eq!(exact.plan(&problem).stop_reason, StopReason::Completed);
+    }
+    // The absolute alternative stays absolute.
+    let expired = Limits::new().deadline(std::time::Instant::now());
+    assert_eq!(GreedyPlanner::new().limits(expired).plan(&problem).stop_reason, StopReason::TimeLimit);
+}
+
+#[test]
+fn limits_keep_a_time_limit_set_before_them() {
+    // `Rebalancer::time_limit(d).limits(..)` used to drop the time limit.
+    let problem = load("fragmented-fleet");
+    let flag = Arc::new(AtomicBool::new(true));
+    let cancelled = Limits::new().cancel_flag(flag);
+    let plan = Rebalancer::new().time_limit(Duration::from_secs(5)).limits(cancelled.clone()).plan(&problem);
+    assert_eq!(plan.stop_reason, StopReason::Cancelled);
+    // A node limit given through `.limits` is the same as the shortcut.
+    let shortcut = Consolidator::new().node_limit(3).plan_exhaustive(&problem);
+    let through_limits = Consolidator::new().limits(Limits::new().node_limit(3)).plan_exhaustive(&problem);
+    assert_eq!(shortcut.map(|(plan, complete)| (plan.steps, complete)), through_limits.map(|(p, c)| (p.steps, c)));
+}
+
+#[test]
+fn the_exact_planner_reports_its_branch_and_bound_nodes() {
+    let problem = load("fifty-models");
+    let (plan, stats) = ExactPlanner::new().node_limit(300).large_neighbourhood(false).plan_with_stats(&problem);
+    assert!(verify(&problem, &plan).is_empty());
+    assert!(stats.solves > 0);
+    assert!(stats.nodes > 0, "{stats}");
+}
+
+#[test]
+fn the_exact_planner_shortcuts_equal_limits() {
+    let problem = load("seed-multi-gpu-llm");
+    let shortcut = ExactPlanner::new().node_limit(50).plan(&problem);
+    let through_limits = ExactPlanner::new().limits(Limits::new().node_limit(50)).plan(&problem);
+    assert_eq!(shortcut, through_limits);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Deterministic (node limits, no deadline): a larger node limit never gives a worse plan.
+    #[test]
+    fn a_larger_node_limit_never_gives_a_worse_plan(problem in common::problem(Size::MEDIUM)) {
+        let mut previous: Option<fleetplan::Plan> = None;
+        for nodes in [1u64, 10, 100, 1_000] {
+            let plan = ExactPlanner::new().node_limit(nodes).plan(&problem);
+            prop_assert!(verify(&problem, &plan).is_empty());
+            if let Some(shorter) = &previous {
+                prop_assert!(
+                    !shorter.objective.better_than(&plan.objective),
+                    "{nodes} nodes: {:?} worse than {:?} with fewer",
+                    plan.objective,
+                    shorter.objective
+                );
+            }
+            previous = Some(plan);
+        }
+    }
+}
