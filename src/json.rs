@@ -113,7 +113,7 @@ fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationErr
 
 /// Reads a plan from any source (see [`crate::Plan::from_json`]).
 pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
-    use crate::plan::{Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
+    use crate::plan::{Objective, Omitted, Plan, SolverKind, Status, StopReason};
     let parsed = parse(text)?;
     let mut issues: Vec<Issue> =
         parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }).collect();
@@ -125,21 +125,11 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
         return Err(ValidationError::new(issues));
     };
     let present = |key: &str| map.get(key).filter(|value| !value.is_null());
-    // serde's own message, under our path, for one typed part.
-    fn typed<T: serde::de::DeserializeOwned>(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<T> {
-        match T::deserialize(value) {
-            Ok(typed) => Some(typed),
-            Err(error) => {
-                issues.push(Issue { path: path.to_string(), message: shorten(&error.to_string(), 200) });
-                None
-            }
-        }
-    }
     let mut actions = Vec::new();
     match present("Actions") {
         Some(Value::Array(items)) => {
             for (index, item) in items.iter().enumerate() {
-                if let Some(action) = typed(item, &format!("Actions[{index}]"), &mut issues) {
+                if let Some(action) = plan_action(item, &format!("Actions[{index}]"), &mut issues) {
                     actions.push(action);
                 }
             }
@@ -176,7 +166,18 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
         .and_then(|value| typed::<StopReason>(value, "StopReason", &mut issues))
         .unwrap_or(StopReason::Completed);
     let unplaced = match present("Unplaced") {
-        Some(value) => typed::<Vec<Unplaced>>(value, "Unplaced", &mut issues).unwrap_or_default(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(index, item)| plan_unplaced(item, &format!("Unplaced[{index}]"), &mut issues))
+            .collect(),
+        Some(other) => {
+            issues.push(Issue {
+                path: "Unplaced".into(),
+                message: format!("expected an array, found {}", describe(other)),
+            });
+            Vec::new()
+        }
         None => {
             omitted.unplaced = true;
             Vec::new()
@@ -185,18 +186,179 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
     let objective = match present("Objective") {
         Some(value) => {
             omitted.cost_unit = value.get("CostUnit").is_none_or(Value::is_null);
-            typed::<Objective>(value, "Objective", &mut issues).unwrap_or_default()
+            plan_objective(value, "Objective", &mut issues).unwrap_or_default()
         }
         None => {
             omitted.objective = true;
             Objective::default()
         }
     };
-    let bound = present("Bound").and_then(|value| typed::<Objective>(value, "Bound", &mut issues));
+    let bound = present("Bound").and_then(|value| plan_objective(value, "Bound", &mut issues));
     if !issues.is_empty() {
         return Err(ValidationError::new(issues));
     }
     Ok(Plan { solver, status, stop_reason, actions, unplaced, objective, bound, warnings: Vec::new(), omitted })
+}
+
+/// One typed part of a plan, with serde's own message under its path.
+fn typed<T: serde::de::DeserializeOwned>(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<T> {
+    match T::deserialize(value) {
+        Ok(typed) => Some(typed),
+        Err(error) => {
+            issues.push(Issue { path: path.to_string(), message: shorten(&error.to_string(), 200) });
+            None
+        }
+    }
+}
+
+/// A plan object's field, read on its own so that a type error names the field's path
+/// (`Actions[0].InstanceId`), not the object's. `null` counts as absent; an absent required
+/// field is an issue.
+fn plan_field<T: serde::de::DeserializeOwned>(
+    map: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    required: bool,
+    issues: &mut Vec<Issue>,
+) -> Option<T> {
+    let path = join(path, key);
+    match map.get(key).filter(|value| !value.is_null()) {
+        Some(value) => typed(value, &path, issues),
+        None => {
+            if required {
+                issues.push(Issue { path, message: "is required".into() });
+            }
+            None
+        }
+    }
+}
+
+/// A required string field of a plan object (`expected a string, found 5` under its path).
+fn plan_text(map: &Map<String, Value>, key: &str, path: &str, issues: &mut Vec<Issue>) -> Option<String> {
+    match map.get(key).filter(|value| !value.is_null()) {
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(other) => {
+            issues.push(Issue {
+                path: join(path, key),
+                message: format!("expected a string, found {}", describe(other)),
+            });
+            None
+        }
+        None => {
+            issues.push(Issue { path: join(path, key), message: "is required".into() });
+            None
+        }
+    }
+}
+
+/// The object at `path`, or an issue naming what was found instead.
+fn plan_object<'v>(
+    value: &'v Value,
+    path: &str,
+    what: &str,
+    issues: &mut Vec<Issue>,
+) -> Option<&'v Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        other => {
+            issues
+                .push(Issue { path: path.to_string(), message: format!("expected {what}, found {}", describe(other)) });
+            None
+        }
+    }
+}
+
+/// One entry of a plan's `Actions`, every problem under the path of the field it concerns.
+fn plan_action(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<crate::plan::Action> {
+    use crate::plan::Action;
+    let map = plan_object(value, path, "an action object", issues)?;
+    let kind = plan_text(map, "Type", path, issues)?;
+    let before = issues.len();
+    let action = match kind.as_str() {
+        "LaunchInstance" => {
+            let instance_id = plan_text(map, "InstanceId", path, issues);
+            let instance_type = plan_text(map, "InstanceType", path, issues);
+            let availability_zone = plan_text(map, "AvailabilityZone", path, issues);
+            let reserved = plan_field::<bool>(map, "Reserved", path, false, issues).unwrap_or(false);
+            Action::LaunchInstance {
+                instance_id: instance_id.unwrap_or_default(),
+                instance_type: instance_type.unwrap_or_default(),
+                availability_zone: availability_zone.unwrap_or_default(),
+                reserved,
+            }
+        }
+        "PlaceCopy" => {
+            let component = plan_text(map, "InferenceComponentName", path, issues);
+            let instance_id = plan_text(map, "InstanceId", path, issues);
+            let model_name = plan_field::<String>(map, "ModelName", path, false, issues);
+            Action::PlaceCopy {
+                component: component.unwrap_or_default(),
+                instance_id: instance_id.unwrap_or_default(),
+                model_name,
+            }
+        }
+        "RemoveCopy" => {
+            let component = plan_text(map, "InferenceComponentName", path, issues);
+            let instance_id = plan_text(map, "InstanceId", path, issues);
+            Action::RemoveCopy {
+                component: component.unwrap_or_default(),
+                instance_id: instance_id.unwrap_or_default(),
+            }
+        }
+        "TerminateInstance" => {
+            Action::TerminateInstance { instance_id: plan_text(map, "InstanceId", path, issues).unwrap_or_default() }
+        }
+        other => {
+            issues.push(Issue {
+                path: join(path, "Type"),
+                message: format!(
+                    "unknown action type {} (expected LaunchInstance, PlaceCopy, RemoveCopy or TerminateInstance)",
+                    describe(&Value::String(other.to_string()))
+                ),
+            });
+            return None;
+        }
+    };
+    (issues.len() == before).then_some(action)
+}
+
+/// One entry of a plan's `Unplaced`, every problem under the path of its field.
+fn plan_unplaced(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<crate::plan::Unplaced> {
+    let map = plan_object(value, path, "an object", issues)?;
+    let before = issues.len();
+    let name = plan_text(map, "InferenceComponentName", path, issues);
+    let copy_count = plan_field::<u64>(map, "CopyCount", path, true, issues);
+    let reasons = plan_field::<Vec<String>>(map, "Reasons", path, false, issues).unwrap_or_default();
+    let (Some(inference_component_name), Some(copy_count)) = (name, copy_count) else { return None };
+    (issues.len() == before).then(|| crate::plan::Unplaced {
+        inference_component_name,
+        copy_count,
+        reasons,
+        causes: Vec::new(),
+    })
+}
+
+/// A plan's `Objective` or `Bound`, every problem under the path of its field.
+fn plan_objective(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<crate::plan::Objective> {
+    let map = plan_object(value, path, "an objective object", issues)?;
+    let before = issues.len();
+    let placed_copies = plan_field::<u64>(map, "PlacedCopies", path, true, issues);
+    let balance_excess = plan_field::<u64>(map, "BalanceExcess", path, true, issues);
+    let instances_by_priority = plan_field::<BTreeMap<u8, u32>>(map, "InstancesByPriority", path, true, issues);
+    let cost = plan_field::<f64>(map, "Cost", path, true, issues);
+    let cost_unit = plan_field::<crate::plan::CostUnit>(map, "CostUnit", path, false, issues).unwrap_or_default();
+    let (Some(placed_copies), Some(balance_excess), Some(instances_by_priority), Some(cost)) =
+        (placed_copies, balance_excess, instances_by_priority, cost)
+    else {
+        return None;
+    };
+    (issues.len() == before).then(|| crate::plan::Objective {
+        placed_copies,
+        balance_excess,
+        instances_by_priority,
+        cost_micros: crate::plan::to_micros(cost),
+        cost_unit,
+    })
 }
 
 /// What reading produced before semantic validation.
@@ -926,6 +1088,48 @@ mod tests {
                 "InferenceComponents[0].RuntimeConfig.CopyCount: expected an integer, found \"four\"",
             ]
         );
+    }
+
+    /// Issue 18, defect 8: a type error inside a plan names the field, not its parent.
+    #[test]
+    fn plan_type_errors_name_the_field() {
+        let text = r#"{"Actions": [
+                {"Type": "PlaceCopy", "InferenceComponentName": "llm", "InstanceId": 5},
+                {"Type": "LaunchInstance", "InstanceId": "new-1", "InstanceType": "t", "AvailabilityZone": "a", "Reserved": "yes"},
+                {"Type": "RemoveCopy", "InstanceId": "i-1"},
+                {"Type": "Teleport"},
+                {"Type": "TerminateInstance", "InstanceId": "i-2"}],
+            "Unplaced": [{"InferenceComponentName": "llm", "CopyCount": "two"}],
+            "Objective": {"PlacedCopies": -1, "BalanceExcess": 0, "InstancesByPriority": {}, "Cost": 0},
+            "Bound": {"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {}, "Cost": "free"}}"#;
+        let error = plan_from_json(text).unwrap_err();
+        let messages: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
+        let paths: Vec<&str> = error.issues().iter().map(|issue| issue.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "Actions[0].InstanceId",
+                "Actions[1].Reserved",
+                "Actions[2].InferenceComponentName",
+                "Actions[3].Type",
+                "Unplaced[0].CopyCount",
+                "Objective.PlacedCopies",
+                "Bound.Cost",
+            ],
+            "{messages:#?}"
+        );
+        assert_eq!(messages[0], "Actions[0].InstanceId: expected a string, found 5");
+        assert_eq!(messages[2], "Actions[2].InferenceComponentName: is required");
+        // The good parts still read as before.
+        let plan = plan_from_json(
+            r#"{"Actions": [{"Type": "TerminateInstance", "InstanceId": "i-2"}],
+                "Objective": {"PlacedCopies": 1, "BalanceExcess": 0, "InstancesByPriority": {"2": 1}, "Cost": 1.5}}"#,
+        )
+        .unwrap();
+        assert_eq!(plan.actions, vec![crate::plan::Action::TerminateInstance { instance_id: "i-2".into() }]);
+        assert_eq!(plan.objective.instances_by_priority, [(2, 1)].into());
+        assert_eq!(plan.objective.cost_micros, 1_500_000);
+        assert!(plan.omitted.cost_unit && plan.omitted.unplaced && plan.omitted.status);
     }
 
     #[test]

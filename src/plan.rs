@@ -229,6 +229,14 @@ impl Objective {
     }
 }
 
+/// Reads as [`crate::render::objective_line`]: `placed 6 copies, balance excess 0, instances
+/// p1=2 p2=1 (3 total), cost 20.98 per hour` (messages such as `verify`'s print it this way).
+impl fmt::Display for Objective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::render::objective_line(self))
+    }
+}
+
 /// Lexicographic comparison key for [`Objective`]; smaller is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectiveKey {
@@ -301,7 +309,8 @@ pub struct Plan {
     /// Why the engine stopped.
     #[serde(default = "completed")]
     pub stop_reason: StopReason,
-    /// Launches, then placements, then removals, then terminations.
+    /// Launches, then removals, then placements, then terminations (contract §4.1): executed one
+    /// after another in this order they never overbook an instance.
     pub actions: Vec<Action>,
     /// Copies that could not be placed, per component.
     #[serde(default)]

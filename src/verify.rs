@@ -5,13 +5,14 @@
 //! the SPREAD rule (for plans from an empty fleet), and that the plan's reported objective and
 //! `Unplaced` counts are what its actions actually reach.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
 
+use crate::engines::action_rank;
 use crate::fleet::{objective, FinalFleet};
-use crate::plan::Plan;
+use crate::plan::{Action, Plan, Status};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// Which rule a [`Violation`] breaks.
@@ -34,13 +35,26 @@ pub enum ViolationKind {
     Removal,
     /// The SPREAD quality rule is broken.
     Spread,
-    /// The reported objective, bound or `Unplaced` counts do not match the actions.
+    /// What the plan claims does not match its actions: the reported objective, bound or
+    /// `Unplaced` counts, or `Status: Infeasible` on a plan that meets every hard constraint.
     Accounting,
     /// A new copy on an instance whose `State` is `Draining` (contract §6).
     Draining,
     /// A consolidation step breaks a rule of docs/contract.md §3 (step size, release of a busy instance,
     /// imbalance growing, a move the fleet cannot execute).
     Consolidation,
+    /// A plan's `Actions` are not in the contract's order (launches, removals, placements,
+    /// terminations), or executing them one after another overbooks an instance on the way
+    /// (docs/contract.md §4.1).
+    Order,
+}
+
+impl ViolationKind {
+    /// Whether the kind breaks a hard constraint (docs/contract.md §2.1), as opposed to a quality
+    /// rule, the accounting of what a plan claims, or the order of its actions.
+    pub fn is_hard_constraint(self) -> bool {
+        !matches!(self, ViolationKind::Spread | ViolationKind::Accounting | ViolationKind::Order)
+    }
 }
 
 /// One broken rule, with a message a person can act on.
@@ -60,13 +74,27 @@ impl fmt::Display for Violation {
 }
 
 /// Checks a plan against the problem; returns every violation (empty = valid).
+///
+/// Besides the hard constraints and the SPREAD rule, every claim the plan makes is checked when
+/// it is given (contract §5): `Status: Infeasible` only on a plan that breaks a hard constraint,
+/// the `Objective` and `Unplaced` counts its actions reach (and `Unplaced` naming only
+/// components of the scenario), a `Bound` the plan itself does not beat, and the order of
+/// `Actions` (contract §4.1).
 pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
     let (fleet, mut violations) = FinalFleet::apply(problem, &plan.actions);
     check_fleet(problem, &fleet, plan.launches(), &mut violations);
+    let hard_broken = violations.iter().any(|violation| violation.kind.is_hard_constraint());
+    check_order(problem, &fleet, &plan.actions, &mut violations);
     let mut push = |kind, message| violations.push(Violation { kind, message });
 
-    // Accounting: the reported objective and Unplaced must match the actions. Parts a plan
-    // from another source left out (contract §5) are derived, not checked.
+    // Accounting: what the plan claims must match its actions. Parts a plan from another source
+    // left out (contract §5) are derived, not checked.
+    if !plan.omitted.status && plan.status == Status::Infeasible && !hard_broken {
+        push(
+            ViolationKind::Accounting,
+            "Status is Infeasible, but the plan meets every hard constraint (it is feasible)".to_string(),
+        );
+    }
     let actual = objective(problem, &fleet);
     let mut reported = plan.objective.clone();
     if plan.omitted.cost_unit {
@@ -75,14 +103,14 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
     if !plan.omitted.objective && actual != reported {
         push(
             ViolationKind::Accounting,
-            format!("reported objective {:?} but the actions reach {:?}", plan.objective, actual),
+            format!("reported objective ({}) differs from what the actions reach ({actual})", plan.objective),
         );
     }
     if let Some(bound) = &plan.bound {
         if actual.key() < bound.key() {
             push(
                 ViolationKind::Accounting,
-                format!("bound {bound:?} is worse than the plan's own objective {actual:?}"),
+                format!("bound ({bound}) is worse than the plan's own objective ({actual})"),
             );
         }
     }
@@ -104,7 +132,110 @@ pub fn verify(problem: &Problem, plan: &Plan) -> Vec<Violation> {
             );
         }
     }
+    for entry in plan.unplaced.iter().filter(|entry| problem.component_index(&entry.inference_component_name).is_none())
+    {
+        push(
+            ViolationKind::Accounting,
+            format!(
+                "Unplaced names {:?}, which is not a component of the scenario ({} copies)",
+                entry.inference_component_name, entry.copy_count
+            ),
+        );
+    }
     violations
+}
+
+/// The name of an action kind, as in the plan's `Type`.
+fn kind_name(action: &Action) -> &'static str {
+    match action {
+        Action::LaunchInstance { .. } => "LaunchInstance",
+        Action::PlaceCopy { .. } => "PlaceCopy",
+        Action::RemoveCopy { .. } => "RemoveCopy",
+        Action::TerminateInstance { .. } => "TerminateInstance",
+    }
+}
+
+/// Contract §4.1: `Actions` are launches, removals, placements, terminations, and executing them
+/// one after another never overbooks an instance. An instance overbooked in the final fleet is a
+/// `Packing` violation already; here only an instance that fits at the end but not on the way.
+fn check_order(problem: &Problem, fleet: &FinalFleet, actions: &[Action], violations: &mut Vec<Violation>) {
+    let mut push = |message| violations.push(Violation { kind: ViolationKind::Order, message });
+    let mut latest: Option<(usize, &Action)> = None;
+    let mut out_of_order = Vec::new();
+    for (index, action) in actions.iter().enumerate() {
+        match latest {
+            Some((_, before)) if action_rank(action) < action_rank(before) => {
+                out_of_order.push((index, action, before))
+            }
+            _ => latest = Some((index, action)),
+        }
+    }
+    if let Some(&(index, action, before)) = out_of_order.first() {
+        let more = match out_of_order.len() - 1 {
+            0 => String::new(),
+            1 => " (and 1 more action out of order)".to_string(),
+            n => format!(" (and {n} more actions out of order)"),
+        };
+        push(format!(
+            "Actions[{index}] ({}) comes after a {}: the order is launches, removals, placements, terminations{more}",
+            kind_name(action),
+            kind_name(before)
+        ));
+    }
+
+    // Replays the actions in order, by id, with each instance's copies; actions that do not apply
+    // are `Reference` violations already and are skipped.
+    let fits_at_end: BTreeSet<&str> = fleet
+        .instances
+        .iter()
+        .filter(|instance| instance.used(problem).fits_in(&problem.types[instance.type_index].capacity))
+        .map(|instance| instance.id.as_str())
+        .collect();
+    let mut running: BTreeMap<&str, (usize, BTreeMap<usize, u32>)> = problem
+        .fleet
+        .iter()
+        .map(|existing| (existing.id.as_str(), (existing.type_index, existing.copies.iter().copied().collect())))
+        .collect();
+    let mut reported: BTreeSet<&str> = BTreeSet::new();
+    for (index, action) in actions.iter().enumerate() {
+        match action {
+            Action::LaunchInstance { instance_id, instance_type, .. } => {
+                if let (false, Some(type_index)) =
+                    (running.contains_key(instance_id.as_str()), problem.type_index(instance_type))
+                {
+                    running.insert(instance_id, (type_index, BTreeMap::new()));
+                }
+            }
+            Action::RemoveCopy { component, instance_id } => {
+                let component = problem.component_index(component);
+                if let (Some(component), Some((_, copies))) = (component, running.get_mut(instance_id.as_str())) {
+                    if let Some(count) = copies.get_mut(&component).filter(|count| **count > 0) {
+                        *count -= 1;
+                    }
+                }
+            }
+            Action::PlaceCopy { component, instance_id, .. } => {
+                let component = problem.component_index(component);
+                let (Some(component), Some((type_index, copies))) = (component, running.get_mut(instance_id.as_str()))
+                else {
+                    continue;
+                };
+                *copies.entry(component).or_insert(0) += 1;
+                let capacity = problem.types[*type_index].capacity;
+                let used = problem.copies_footprint(*type_index, copies);
+                let id = instance_id.as_str();
+                if !used.fits_in(&capacity) && fits_at_end.contains(id) && reported.insert(id) {
+                    push(format!(
+                        "executing Actions in order overbooks {id} at Actions[{index}] ({}): {} (it fits only \
+                         after later actions)",
+                        kind_name(action),
+                        used.overbooking_text(&capacity)
+                    ));
+                }
+            }
+            Action::TerminateInstance { .. } => {}
+        }
+    }
 }
 
 /// Checks the hard constraints and the SPREAD rule on a final fleet.
@@ -352,7 +483,7 @@ pub fn spread_violations(problem: &Problem, fleet: &FinalFleet) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::engines::finish;
-    use crate::plan::{Action, SolverKind, Status, StopReason};
+    use crate::plan::{Objective, SolverKind, StopReason};
     use crate::ScenarioBuilder;
 
     fn problem() -> Problem {
@@ -490,5 +621,96 @@ mod tests {
             filler,
         ];
         assert_eq!(kinds(&problem, actions), vec![ViolationKind::Spread]);
+    }
+
+    /// A fleet instance holding one 4-accelerator copy of `old` (CopyCount 0, so it may be
+    /// removed) and room for nothing else; `llm` (CopyCount 1) fits only once `old` is gone.
+    fn crowded() -> Problem {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("old", 0, 4, 0.0, 1024)
+            .component("llm", 1, 4, 0.0, 1024)
+            .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("old", "busy", 1)
+            .build();
+        Problem::new(&scenario).unwrap()
+    }
+
+    #[test]
+    fn finish_lists_launches_removals_placements_terminations() {
+        let problem = crowded();
+        let remove = Action::RemoveCopy { component: "old".into(), instance_id: "busy".into() };
+        let place = Action::PlaceCopy { component: "llm".into(), instance_id: "busy".into(), model_name: None };
+        let plan = finish(
+            &problem,
+            SolverKind::Greedy,
+            Status::Feasible,
+            StopReason::Completed,
+            vec![place.clone(), remove.clone()],
+            None,
+        );
+        assert_eq!(plan.actions, vec![remove, place]);
+        assert_eq!(verify(&problem, &plan), vec![]);
+    }
+
+    #[test]
+    fn actions_out_of_order_and_overbooking_on_the_way_are_caught() {
+        let problem = crowded();
+        let mut plan = finish(&problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, vec![], None);
+        plan.actions = vec![
+            Action::PlaceCopy { component: "llm".into(), instance_id: "busy".into(), model_name: None },
+            Action::RemoveCopy { component: "old".into(), instance_id: "busy".into() },
+        ];
+        plan.objective = objective(&problem, &FinalFleet::apply(&problem, &plan.actions).0);
+        plan.unplaced.clear();
+        let found = verify(&problem, &plan);
+        let kinds: Vec<ViolationKind> = found.iter().map(|v| v.kind).collect();
+        assert_eq!(kinds, vec![ViolationKind::Order, ViolationKind::Order], "{found:#?}");
+        assert!(found[0].message.starts_with("Actions[1] (RemoveCopy) comes after a PlaceCopy"), "{found:#?}");
+        assert!(found[1].message.contains("overbooks busy at Actions[0]"), "{found:#?}");
+    }
+
+    #[test]
+    fn an_infeasible_label_on_a_feasible_plan_is_caught() {
+        let problem = problem();
+        let actions = vec![launch("new-1", "a", false), launch("new-2", "b", true), place("new-1"), place("new-2")];
+        let mut plan = finish(&problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions, None);
+        assert!(verify(&problem, &plan).is_empty());
+        plan.status = Status::Infeasible;
+        let found = verify(&problem, &plan);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].kind, ViolationKind::Accounting);
+        assert!(found[0].message.starts_with("Status is Infeasible"), "{found:#?}");
+        // A plan that does break a hard constraint may say so.
+        plan.actions.push(place("new-1"));
+        plan.objective = objective(&problem, &FinalFleet::apply(&problem, &plan.actions).0);
+        let found = verify(&problem, &plan);
+        assert!(found.iter().all(|v| !v.message.starts_with("Status")), "{found:#?}");
+    }
+
+    #[test]
+    fn messages_word_objectives_instead_of_printing_structures() {
+        let problem = problem();
+        let mut plan = finish(&problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, vec![], None);
+        plan.objective.placed_copies = 2;
+        plan.bound = Some(Objective { cost_micros: 5_000_000, ..Objective::default() });
+        plan.unplaced.push(crate::plan::Unplaced {
+            inference_component_name: "ghost".into(),
+            copy_count: 1,
+            reasons: Vec::new(),
+            causes: Vec::new(),
+        });
+        let found = verify(&problem, &plan);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        for violation in &found {
+            let text = violation.to_string();
+            assert!(!text.contains('{') && !text.contains("placed_copies") && !text.contains("cost_micros"), "{text}");
+        }
+        assert_eq!(
+            found[0].message,
+            "reported objective (placed 2 copies, balance excess 0, instances none, cost 0.00 per hour) differs \
+             from what the actions reach (placed 0 copies, balance excess 0, instances none, cost 0.00 per hour)"
+        );
+        assert!(found[2].message.starts_with("Unplaced names \"ghost\""), "{found:#?}");
     }
 }

@@ -347,7 +347,7 @@ fn consolidate_prints_the_objective_before_and_after() {
 
 #[test]
 fn schema_prints_the_shipped_schemas() {
-    for document in ["scenario", "plan"] {
+    for document in ["scenario", "plan", "plan-input"] {
         let output = run(&["schema", document], None);
         assert_eq!(code(&output), 0, "{}", stderr(&output));
         let path = format!("{}/docs/schema/{document}.schema.json", env!("CARGO_MANIFEST_DIR"));

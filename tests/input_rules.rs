@@ -330,7 +330,7 @@ fn a_plan_without_actions_is_rejected_with_paths() {
     let error = Plan::from_json(r#"{"Solver": 3, "Actions": [{"Type": "Teleport"}]}"#).unwrap_err();
     let text: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
     assert_eq!(text.len(), 2, "{text:?}");
-    assert!(text[0].starts_with("Actions[0]: unknown variant `Teleport`"), "{text:?}");
+    assert!(text[0].starts_with("Actions[0].Type: unknown action type \"Teleport\""), "{text:?}");
     assert_eq!(text[1], "Solver: expected a string, found 3");
     assert_eq!(Plan::from_json("{}").unwrap_err().to_string(), "Actions: is required");
 }

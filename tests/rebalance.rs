@@ -344,7 +344,7 @@ fn checker_flags_a_launch_over_capacity() {
     assert_eq!(
         messages(&problem, &plan),
         [
-            "Reference: step 1: launch new-7 (t-pref in b): expected id new-1 (ids count up across the plan)",
+            "Reference: step 1: launch new-7 (t-pref in b): expected id new-1 (ids count up across the plan, skipping ids the fleet uses)",
             "Capacity: step 1: launch new-7 (t-pref in b): not marked Reserved although a reservation slot is unused (slots are used first)",
         ]
     );
@@ -523,4 +523,121 @@ fn the_table_escapes_names_like_every_other_table() {
     assert!(table.contains("  launch new\\u{1b}[31m (t\\u{202e}x, az\\n2)\n"), "{table}");
     assert!(table.contains("  c\\tx       i\\\\1  new\\u{1b}[31m (t\\u{202e}x, az\\n2)\n"), "{table}");
     assert!(table.contains("  release gone\\u{85}\n"), "{table}");
+}
+
+/// Issue 18, defect 1: a fleet whose ids look like generated ones (`new-1` with a copy, `new-2`
+/// idle, both on fallback hardware). A launch must never take an id the fleet uses: the plan
+/// once launched `new-1` and then moved `new-1 -> new-1` and released it, losing the copy.
+#[test]
+fn rebalance_never_launches_an_id_the_fleet_uses() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .instance_type(instance_type("t-pref", 8, 10.0))
+        .instance_type(instance_type("t-fall", 4, 6.0))
+        .pool("t-pref", 1)
+        .pool("t-fall", 2)
+        .component("llm", 1, 4, 0.0, 1024)
+        .fleet_instance("new-1", "t-fall", "a", false)
+        .fleet_copies("llm", "new-1", 1)
+        .fleet_instance("new-2", "t-fall", "a", false)
+        .build();
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = plan_of(&problem);
+    assert_valid(&problem, &plan);
+    assert!(!plan.steps.is_empty(), "the fleet can move to t-pref: {}", plan.to_json());
+    let fleet_ids: Vec<&str> = problem.fleet().iter().map(|instance| instance.id.as_str()).collect();
+    for launch in plan.launches() {
+        assert!(!fleet_ids.contains(&launch.instance_id.as_str()), "{} is already in the fleet", launch.instance_id);
+    }
+    assert_eq!(plan.objective.placed_copies, 1);
+    assert_eq!(plan.final_fleet(&problem).copies_per_az(&problem)[0].iter().sum::<u64>(), 1);
+    // With the self-check on, the plan is the same valid plan (not replaced by an empty one).
+    assert_eq!(Rebalancer::new().plan(&problem), plan);
+}
+
+/// The checker rejects a launch whose id an instance of the fleet carries, and expects the ids
+/// to count up skipping the fleet's ids (`new-3` after a fleet of `new-1` and `new-2`).
+#[test]
+fn checker_flags_a_launch_whose_id_is_in_the_fleet() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .instance_type(instance_type("t-pref", 8, 10.0))
+        .instance_type(instance_type("t-fall", 4, 6.0))
+        .pool("t-pref", 1)
+        .pool("t-fall", 2)
+        .component("llm", 1, 4, 0.0, 1024)
+        .fleet_instance("new-1", "t-fall", "a", false)
+        .fleet_copies("llm", "new-1", 1)
+        .fleet_instance("new-2", "t-fall", "a", false)
+        .build();
+    let problem = Problem::new(&scenario).unwrap();
+    let steps = |id: &str| {
+        vec![RebalanceStep {
+            launch: vec![launch(id, "t-pref", "a", false)],
+            moves: vec![moved("llm", "new-1", id)],
+            release: vec!["new-2".into()],
+        }]
+    };
+    let taken = messages(&problem, &accounted(&problem, steps("new-1")));
+    assert!(
+        taken.iter().any(|message| message.contains("launch new-1")
+            && message.contains("already in use by an instance of the fleet")),
+        "{taken:#?}"
+    );
+    let skipped = messages(&problem, &accounted(&problem, steps("new-2")));
+    assert!(skipped.iter().any(|message| message.contains("already in use")), "{skipped:#?}");
+    let fresh = messages(&problem, &accounted(&problem, steps("new-3")));
+    assert!(fresh.iter().all(|message| !message.contains("new-3")), "{fresh:#?}");
+    let gap = messages(&problem, &accounted(&problem, steps("new-4")));
+    assert!(gap.iter().any(|message| message.contains("expected id new-3")), "{gap:#?}");
+}
+
+/// Random fleets whose instances carry ids of the generated form (`new-N`, random distinct N,
+/// as a fleet observed after earlier plans has).
+fn scenario_with_generated_ids(size: common::Size) -> impl Strategy<Value = Scenario> {
+    let numbers = Just((1..=2 * size.fleet as u32).collect::<Vec<u32>>()).prop_shuffle();
+    (scenario_with_draining(size), numbers).prop_map(|(mut scenario, numbers)| {
+        let renamed: std::collections::BTreeMap<String, String> = scenario
+            .fleet
+            .instances
+            .iter()
+            .zip(&numbers)
+            .map(|(instance, number)| (instance.instance_id.clone(), format!("new-{number}")))
+            .collect();
+        for instance in &mut scenario.fleet.instances {
+            if let Some(id) = renamed.get(&instance.instance_id) {
+                instance.instance_id = id.clone();
+            }
+        }
+        for copy in &mut scenario.fleet.copies {
+            if let Some(id) = renamed.get(&copy.instance_id) {
+                copy.instance_id = id.clone();
+            }
+        }
+        scenario
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// Issue 18, defect 1: no engine launches an id the fleet uses, and rebalance plans of such
+    /// fleets pass the checker and keep every copy.
+    #[test]
+    fn launches_never_take_an_id_of_the_fleet(scenario in scenario_with_generated_ids(FLEETS)) {
+        let Ok(problem) = Problem::new(&scenario) else { return Ok(()) };
+        let fleet_ids: std::collections::BTreeSet<&str> =
+            problem.fleet().iter().map(|instance| instance.id.as_str()).collect();
+        let plan = plan_of(&problem);
+        let violations = verify_rebalance(&problem, &plan);
+        prop_assert!(violations.is_empty(), "violations: {:#?}\nplan: {}", violations, plan.to_json());
+        for launch in plan.launches() {
+            prop_assert!(!fleet_ids.contains(launch.instance_id.as_str()), "rebalance launches {}", launch.instance_id);
+        }
+        prop_assert_eq!(plan.objective.placed_copies, initial_objective(&problem).placed_copies);
+        let greedy = plan_greedy(&problem);
+        for action in &greedy.actions {
+            if let Action::LaunchInstance { instance_id, .. } = action {
+                prop_assert!(!fleet_ids.contains(instance_id.as_str()), "greedy launches {}", instance_id);
+            }
+        }
+    }
 }

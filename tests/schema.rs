@@ -4,7 +4,7 @@
 //! Regenerate the shipped files after changing a scenario or plan type:
 //! `UPDATE_SCHEMA=1 cargo test --features schema --test schema` (or
 //! `cargo run --features cli -- schema scenario > docs/schema/scenario.schema.json`, same for
-//! `plan`).
+//! `plan` and `plan-input`).
 #![cfg(feature = "schema")]
 
 use serde_json::Value;
@@ -38,6 +38,11 @@ fn shipped_scenario_schema_is_current() {
 #[test]
 fn shipped_plan_schema_is_current() {
     check_shipped("plan", &fleetplan::schema::plan_schema());
+}
+
+#[test]
+fn shipped_plan_input_schema_is_current() {
+    check_shipped("plan-input", &fleetplan::schema::plan_input_schema());
 }
 
 /// The schema object that `schema` stands for, following `$ref`s into `$defs` and
@@ -126,4 +131,83 @@ fn the_plan_schema_knows_every_key_of_a_plan() {
     unknown.clear();
     unknown_keys(&schema, &schema, &tampered, "", &mut unknown);
     assert_eq!(unknown, [".Objective.Costt"]);
+}
+
+fn required(schema: &Value) -> Vec<&str> {
+    schema["required"].as_array().map(|keys| keys.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+/// The plans of every bundled scenario (greedy and exact), as JSON.
+fn bundled_plans() -> Vec<(String, Value)> {
+    let directory = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let mut plans = Vec::new();
+    let mut paths: Vec<_> = std::fs::read_dir(&directory).unwrap().map(|entry| entry.unwrap().path()).collect();
+    paths.sort();
+    for path in paths.into_iter().filter(|path| path.extension().and_then(|e| e.to_str()) == Some("json")) {
+        let problem = fleetplan::Problem::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let greedy = fleetplan::plan_greedy(&problem);
+        let exact = fleetplan::ExactPlanner::new().time_limit(std::time::Duration::from_millis(200)).plan(&problem);
+        for (solver, plan) in [("greedy", greedy), ("exact", exact)] {
+            plans.push((format!("{} ({solver})", path.display()), serde_json::from_str(&plan.to_json()).unwrap()));
+        }
+    }
+    plans
+}
+
+/// The output schema requires every key fleetplan writes, and the bundled plans have them all
+/// and nothing it does not know.
+#[test]
+fn the_output_schema_matches_the_plans_fleetplan_writes() {
+    let schema: Value = serde_json::from_str(&fleetplan::schema::plan_schema()).unwrap();
+    let required = required(&schema);
+    assert_eq!(required, ["Solver", "Status", "StopReason", "Actions", "Unplaced", "Objective", "Bound"]);
+    let plans = bundled_plans();
+    assert!(plans.len() >= 10, "{} plans", plans.len());
+    for (name, plan) in plans {
+        let keys: Vec<&str> = plan.as_object().unwrap().keys().map(String::as_str).collect();
+        for key in &required {
+            assert!(keys.contains(key), "{name}: {key} is required by the output schema but not written");
+        }
+        for key in keys.iter().filter(|key| !required.contains(key)) {
+            assert_eq!(*key, "Warnings", "{name}: {key} is written but not required by the output schema");
+        }
+        let mut unknown = Vec::new();
+        unknown_keys(&schema, &schema, &plan, "", &mut unknown);
+        assert_eq!(unknown, Vec::<String>::new(), "{name}");
+    }
+}
+
+/// The input schema and `Plan::from_json` (what `verify` reads) agree on what is required: for
+/// every key of a bundled plan, the plan without it reads exactly when the input schema does not
+/// require it; optional keys may be `null`, as the reader takes them as absent.
+#[test]
+fn the_input_schema_requires_what_verify_requires() {
+    let schema: Value = serde_json::from_str(&fleetplan::schema::plan_input_schema()).unwrap();
+    let output: Value = serde_json::from_str(&fleetplan::schema::plan_schema()).unwrap();
+    assert_eq!(required(&schema), ["Actions"]);
+    for (name, plan) in bundled_plans() {
+        assert!(fleetplan::Plan::from_json(&plan.to_string()).is_ok(), "{name}");
+        let mut unknown = Vec::new();
+        unknown_keys(&schema, &schema, &plan, "", &mut unknown);
+        assert_eq!(unknown, Vec::<String>::new(), "{name}");
+        for key in plan.as_object().unwrap().keys() {
+            let mut without = plan.clone();
+            without.as_object_mut().unwrap().remove(key);
+            let reads = fleetplan::Plan::from_json(&without.to_string()).is_ok();
+            assert_eq!(reads, !required(&schema).contains(&key.as_str()), "{name}: without {key}");
+            let property = &schema["properties"][key.as_str()];
+            if key != "Actions" {
+                let mut nulled = plan.clone();
+                nulled[key.as_str()] = Value::Null;
+                assert!(fleetplan::Plan::from_json(&nulled.to_string()).is_ok(), "{name}: {key} null");
+                let branches = property["anyOf"].as_array().unwrap_or_else(|| panic!("{key}: {property}"));
+                assert!(branches.iter().any(|branch| branch["type"] == "null"), "{key}: {property}");
+            }
+        }
+    }
+    // Any `Solver` string reads, and the input schema says so while the output schema does not.
+    let minimal = r#"{"Solver": "my-tool", "Actions": []}"#;
+    assert!(fleetplan::Plan::from_json(minimal).is_ok());
+    assert_eq!(schema["properties"]["Solver"]["anyOf"][0], serde_json::json!({"type": "string"}));
+    assert_ne!(output["properties"]["Solver"], schema["properties"]["Solver"]);
 }

@@ -79,9 +79,9 @@ fn hand_made_plan(problem: &Problem) -> Plan {
             availability_zone: "us-east-1b".into(),
             reserved: true,
         },
+        Action::RemoveCopy { component: "embed".into(), instance_id: "i-2".into() },
         place("new-1", "chat-fp16"),
         place("i-1", "chat-fp16"),
-        Action::RemoveCopy { component: "embed".into(), instance_id: "i-2".into() },
         Action::TerminateInstance { instance_id: "i-2".into() },
     ];
     let objective = objective_of_actions(problem, &actions);

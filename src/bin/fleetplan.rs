@@ -7,7 +7,7 @@
 //! fleetplan verify SCENARIO PLAN [--json]
 //! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
 //! fleetplan simulate SCRIPT [--json] [--svg FILE]
-//! fleetplan schema scenario|plan
+//! fleetplan schema scenario|plan|plan-input
 //! fleetplan size MODEL SCENARIO [--json]
 //! ```
 //!
@@ -45,7 +45,7 @@ const EXIT_BAD_INPUT: u8 = 2;
     version,
     about = "Plan where ML model replicas run on SageMaker-style instance pools",
     after_help = "The contract (every input key, the objective, the output, exit codes) is docs/contract.md; \
-                  `fleetplan schema scenario|plan` prints the JSON Schemas.\nResults go to standard output, \
+                  `fleetplan schema scenario|plan|plan-input` prints the JSON Schemas.\nResults go to standard output, \
                   warnings to standard error. Exit codes: 0 success, 1 violations found (verify) or an \
                   invariant broken (simulate), 2 bad input."
 )]
@@ -170,7 +170,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print the JSON Schema of a scenario or a plan (also shipped in docs/schema/).
+    /// Print the JSON Schema of a scenario, a plan as written, or a plan as `verify` reads it
+    /// (also shipped in docs/schema/).
     Schema {
         /// Which document.
         #[arg(value_enum)]
@@ -182,8 +183,10 @@ enum Command {
 enum SchemaDocument {
     /// The scenario (input of every command).
     Scenario,
-    /// The plan (output of `plan --json`, input of `verify` and `report --plan`).
+    /// The plan as fleetplan writes it (output of `plan --json`): every key it always writes.
     Plan,
+    /// The plan as `verify` and `report --plan` read it: only `Actions` is required.
+    PlanInput,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -325,6 +328,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             emit(&match document {
                 SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
                 SchemaDocument::Plan => fleetplan::schema::plan_schema(),
+                SchemaDocument::PlanInput => fleetplan::schema::plan_input_schema(),
             });
             Ok(EXIT_OK)
         }

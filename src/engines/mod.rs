@@ -12,9 +12,53 @@ pub mod rebalance;
 pub(crate) mod spread;
 pub(crate) mod step_check;
 
+use std::collections::BTreeSet;
+
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::Problem;
+
+/// Ids for launched instances: `new-1`, `new-2`, … counting up, skipping every id an instance of
+/// the problem's fleet already carries (a fleet observed after an earlier plan keeps its `new-N`
+/// ids), so a launch never takes the id of an instance in the fleet.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchIds {
+    /// Fleet ids of the `new-N` form (the only ones a generated id can equal).
+    taken: BTreeSet<String>,
+    /// The number the next candidate id carries.
+    next: u64,
+}
+
+impl LaunchIds {
+    /// Ids for launches into `problem`'s fleet, starting at `new-1`.
+    pub(crate) fn new(problem: &Problem) -> LaunchIds {
+        let taken =
+            problem.fleet().iter().map(|instance| instance.id.clone()).filter(|id| id.starts_with("new-")).collect();
+        LaunchIds { taken, next: 1 }
+    }
+
+    /// The next id not used by the fleet.
+    pub(crate) fn next_id(&mut self) -> String {
+        loop {
+            let candidate = format!("new-{}", self.next);
+            self.next += 1;
+            if !self.taken.contains(&candidate) {
+                return candidate;
+            }
+        }
+    }
+}
+
+/// The position of an action's kind in a plan's `Actions` (contract §4.1): launches, removals,
+/// placements, terminations.
+pub(crate) fn action_rank(action: &Action) -> u8 {
+    match action {
+        Action::LaunchInstance { .. } => 0,
+        Action::RemoveCopy { .. } => 1,
+        Action::PlaceCopy { .. } => 2,
+        Action::TerminateInstance { .. } => 3,
+    }
+}
 
 /// Builds a plan from an engine's actions: canonical action order, objective and `Unplaced`
 /// from the shared definitions, validation warnings attached.
@@ -26,13 +70,10 @@ pub(crate) fn finish(
     mut actions: Vec<Action>,
     bound: Option<Objective>,
 ) -> Plan {
-    // Stable: launches, placements, removals, terminations; an engine's order within a kind stays.
-    actions.sort_by_key(|action| match action {
-        Action::LaunchInstance { .. } => 0,
-        Action::PlaceCopy { .. } => 1,
-        Action::RemoveCopy { .. } => 2,
-        Action::TerminateInstance { .. } => 3,
-    });
+    // Stable: launches, removals, placements, terminations (contract §4.1); an engine's order
+    // within a kind stays. Removals free room before any copy is placed, so executing the list in
+    // order never overbooks an instance.
+    actions.sort_by_key(action_rank);
     let (fleet, _) = FinalFleet::apply(problem, &actions);
     let objective = objective(problem, &fleet);
     let unplaced = crate::explain::unplaced(problem, &fleet);

@@ -71,7 +71,7 @@ pub fn verify_consolidation(problem: &Problem, plan: &ConsolidationPlan) -> Vec<
     if actual != plan.objective {
         findings.push(
             ViolationKind::Accounting,
-            format!("reported objective {:?} but the steps reach {:?}", plan.objective, actual),
+            format!("reported objective ({}) differs from what the steps reach ({actual})", plan.objective),
         );
     }
     findings.0

@@ -826,7 +826,8 @@ impl<'a> Greedy<'a> {
         placed
     }
 
-    /// The plan's actions: launches, placements, removals, terminations.
+    /// The plan's actions (`finish` puts them in the contract's order: launches, removals,
+    /// placements, terminations).
     fn into_actions(self) -> Vec<Action> {
         let problem = self.problem;
         let mut actions = Vec::with_capacity(

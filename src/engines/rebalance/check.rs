@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::RebalancePlan;
 use crate::engines::step_check::{CheckedFleet, CheckedInstance, Findings, MoveWording};
+use crate::engines::LaunchIds;
 use crate::fleet::objective;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Problem;
@@ -21,6 +22,19 @@ fn key(fleet: &CheckedFleet) -> (usize, [u32; 6], i128) {
     let draining = fleet.alive().filter(|instance| instance.draining).count();
     let objective = objective(fleet.problem, &fleet.final_fleet()).key();
     (draining, objective.fallback_counts, objective.cost_micros)
+}
+
+/// A [`key`] in words: `1 draining, instances p2=1 p1=3, cost 30.00` (priorities from the
+/// least preferred, the order the key compares them in; the cost in the plan's unit).
+fn key_text((draining, fallback_counts, cost_micros): (usize, [u32; 6], i128)) -> String {
+    let by_priority: Vec<String> = fallback_counts
+        .iter()
+        .zip([6u8, 5, 4, 3, 2, 1])
+        .filter(|(&count, _)| count > 0)
+        .map(|(count, priority)| format!("p{priority}={count}"))
+        .collect();
+    let instances = if by_priority.is_empty() { "none".to_string() } else { by_priority.join(" ") };
+    format!("{draining} draining, instances {instances}, cost {}", crate::render::micros_text(cost_micros))
 }
 
 /// Checks a rebalancing plan against contract §7; returns every violation (empty = valid).
@@ -53,7 +67,7 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
     let max_instances = problem.scaling().max_instances.map(|max| max as usize);
     let totals_start = fleet.copy_totals();
     let key_start = key(&fleet);
-    let mut launches = LaunchTally::default();
+    let mut launches = LaunchTally { so_far: BTreeMap::new(), expected_ids: LaunchIds::new(problem) };
 
     for (step_number, step) in plan.steps.iter().enumerate() {
         let label = format!("step {}", step_number + 1);
@@ -117,7 +131,7 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
     if actual != plan.objective {
         findings.push(
             ViolationKind::Accounting,
-            format!("reported objective {:?} but the steps reach {:?}", plan.objective, actual),
+            format!("reported objective ({}) differs from what the steps reach ({actual})", plan.objective),
         );
     }
     let key_end = key(&fleet);
@@ -125,7 +139,9 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
         findings.push(
             ViolationKind::Accounting,
             format!(
-                "the steps do not improve the fleet: (draining, instances by priority 6..1, cost) goes from {key_start:?} to {key_end:?}"
+                "the steps do not improve the fleet: it goes from {} to {}",
+                key_text(key_start),
+                key_text(key_end)
             ),
         );
     }
@@ -134,10 +150,10 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
 
 /// Launches over the whole plan: the next expected id and, per (type, AZ), launches and
 /// reserved launches so far.
-#[derive(Default)]
 struct LaunchTally {
     so_far: BTreeMap<(usize, usize), (u32, u32)>,
-    launched: usize,
+    /// The ids launches must carry, in order.
+    expected_ids: LaunchIds,
 }
 
 impl LaunchTally {
@@ -155,17 +171,25 @@ impl LaunchTally {
         for launch in launches {
             let id = &launch.instance_id;
             let what = format!("{label}: launch {id} ({} in {})", launch.instance_type, launch.availability_zone);
-            self.launched += 1;
-            let expected = format!("new-{}", self.launched);
+            let expected = self.expected_ids.next_id();
+            // An id already in the fleet (alive or released earlier) would make later moves and
+            // releases ambiguous: the launch is rejected outright.
+            if let Some(&index) = fleet.by_id.get(id) {
+                let holder = if fleet.instances[index].existing.is_some() {
+                    "an instance of the fleet"
+                } else {
+                    "an earlier launch"
+                };
+                findings.push(ViolationKind::Reference, format!("{what}: the id is already in use by {holder}"));
+                continue;
+            }
             if *id != expected {
                 findings.push(
                     ViolationKind::Reference,
-                    format!("{what}: expected id {expected} (ids count up across the plan)"),
+                    format!(
+                        "{what}: expected id {expected} (ids count up across the plan, skipping ids the fleet uses)"
+                    ),
                 );
-            }
-            if fleet.by_id.contains_key(id) {
-                findings.push(ViolationKind::Reference, format!("{what}: the id is already in use"));
-                continue;
             }
             let (Some(type_index), Some(az_index)) =
                 (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))

@@ -32,6 +32,7 @@ pub use summary::{
 
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
+use crate::engines::LaunchIds;
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
@@ -41,7 +42,7 @@ use crate::problem::{PlacementStrategy, Problem, Resources};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Launch {
-    /// `new-1`, `new-2`, … counting up across the whole plan.
+    /// `new-1`, `new-2`, … counting up across the whole plan, skipping ids the fleet uses.
     pub instance_id: String,
     /// Instance type (a pool type).
     pub instance_type: String,
@@ -406,7 +407,8 @@ struct Planner<'p> {
     unpriced_alive: usize,
     paid_alive: usize,
     priced_cost: i128,
-    launch_count: usize,
+    /// Ids of the committed launches, never one the fleet uses.
+    launch_ids: LaunchIds,
     journal: Vec<Change>,
     extra_victim_tries: usize,
     steps_per_launch: usize,
@@ -431,7 +433,7 @@ impl<'p> Planner<'p> {
             unpriced_alive: 0,
             paid_alive: 0,
             priced_cost: 0,
-            launch_count: 0,
+            launch_ids: LaunchIds::new(problem),
             journal: Vec::new(),
             extra_victim_tries: 64,
             steps_per_launch: 4,
@@ -1068,9 +1070,8 @@ impl<'p> Planner<'p> {
         if let Some(new) = unit.launched {
             // A launch is like a target: it cannot be released in the step that starts it.
             step_targets.insert(new);
-            self.launch_count += 1;
             let node = &mut self.nodes[new];
-            node.id = format!("new-{}", self.launch_count);
+            node.id = self.launch_ids.next_id();
             let launch = Launch {
                 instance_id: node.id.clone(),
                 instance_type: problem.instance_types()[node.type_index].name.clone(),
