@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::index::{AzIndex, TypeIndex};
+use crate::model::{Fleet, FleetCopy, FleetInstance};
 use crate::plan::{Action, CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 use crate::verify::{Violation, ViolationKind};
@@ -77,6 +78,65 @@ impl FinalFleet {
             }
         }
         replay.finish()
+    }
+
+    /// The fleet as the scenario's `Fleet` (the model type a next scenario takes): instances in
+    /// this fleet's order under their ids here (`new-N` for launches), one copy entry per
+    /// instance and component with copies, sorted by component; `reserved` kept, `Draining`
+    /// carried over from the problem's fleet. To map launch ids to real ones, use the
+    /// executors of [`crate::execute`].
+    ///
+    /// ```
+    /// use fleetplan::{consolidate, Problem, ScenarioBuilder};
+    /// let scenario = ScenarioBuilder::new(["a"])
+    ///     .pool("ml.g6.12xlarge", 1)
+    ///     .component("chat", 2, 1, 1.0, 1024)
+    ///     .strategy("chat", "BINPACK")
+    ///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+    ///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+    ///     .fleet_copies("chat", "i-1", 1)
+    ///     .fleet_copies("chat", "i-2", 1)
+    ///     .build();
+    /// let problem = Problem::new(&scenario).unwrap();
+    /// let fleet = consolidate(&problem).final_fleet(&problem).to_fleet(&problem);
+    /// assert_eq!(fleet.instances.len(), 1);
+    /// assert_eq!(fleet.copies[0].copy_count, 2.0);
+    /// ```
+    pub fn to_fleet(&self, problem: &Problem) -> Fleet {
+        self.to_fleet_with_ids(problem, &BTreeMap::new())
+    }
+
+    /// [`to_fleet`](Self::to_fleet) with instance ids mapped through `ids` (unmapped ids kept).
+    pub(crate) fn to_fleet_with_ids(&self, problem: &Problem, ids: &BTreeMap<String, String>) -> Fleet {
+        let mut out = Fleet::default();
+        for instance in &self.instances {
+            let id = ids.get(&instance.id).cloned().unwrap_or_else(|| instance.id.clone());
+            let draining =
+                instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|existing| existing.draining);
+            out.instances.push(FleetInstance {
+                instance_id: id.clone(),
+                instance_type: problem
+                    .instance_types()
+                    .get(instance.type_index)
+                    .map(|info| info.name.clone())
+                    .unwrap_or_default(),
+                availability_zone: problem.azs().get(instance.az_index).cloned().unwrap_or_default(),
+                reserved: instance.reserved,
+                state: draining.then(|| "Draining".to_string()),
+            });
+            for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
+                out.copies.push(FleetCopy {
+                    inference_component_name: problem
+                        .components()
+                        .get(component)
+                        .map(|component| component.name.clone())
+                        .unwrap_or_default(),
+                    instance_id: id.clone(),
+                    copy_count: f64::from(count),
+                });
+            }
+        }
+        out
     }
 
     /// Copies of each component per AZ: `[component][az]`.

@@ -6,6 +6,7 @@ pub mod catalogue;
 pub mod control;
 pub mod engines;
 pub mod error;
+pub mod execute;
 pub mod explain;
 pub mod fleet;
 mod index;
@@ -33,6 +34,9 @@ pub use engines::exact::ExactPlanner;
 pub use engines::greedy::{plan_greedy, GreedyPlanner};
 pub use engines::limits::{Limits, Phase, Stats};
 pub use engines::rebalance::{rebalance, verify_rebalance, Launch, RebalancePlan, RebalanceStep, Rebalancer};
+pub use execute::{
+    execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure, StepOutcome,
+};
 pub use error::{Issue, ValidationError, Warning, WarningKind};
 pub use explain::{Explanation, Infeasibility, UnplacedCause};
 pub use fleet::{objective, FinalFleet, FinalInstance};

@@ -243,7 +243,7 @@ fn bad_scripts_get_every_problem_with_its_path() {
             "ScaleEvents[0].Tick: 10 is not before Ticks (10)",
             "LaunchFailures[0].UntilTick: 11 is after Ticks (10)",
             "AzOutages[0].UntilTick: 3 is not after FromTick (3)",
-            "ScaleEvents[0].CopyCount: 2000000 is more than 1000000",
+            "ScaleEvents[0].CopyCount: 2000000 is more than 100000 (the scenario's limit)",
             "AzOutages[1].AvailabilityZone: \"a\" has an earlier outage; give one outage per AZ",
             "LaunchFailures[0].InstanceType: \"ml.zz\" is not in the scenario's catalogue",
             "LaunchFailures[0].AvailabilityZone: \"c\" is not one of the scenario's AvailabilityZones",

@@ -6,7 +6,7 @@
 //! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
 //! fleetplan rebalance SCENARIO [--time-limit-ms N] [--json]
-//! fleetplan simulate SCRIPT [--json] [--svg FILE]
+//! fleetplan simulate SCRIPT [--time-limit-ms N] [--json] [--svg FILE]
 //! fleetplan schema scenario|plan|plan-input
 //! fleetplan size MODEL SCENARIO [--json]
 //! ```
@@ -139,6 +139,11 @@ enum Command {
     Simulate {
         /// Simulation script JSON file, or `-` for standard input.
         script: String,
+        /// Deadline for the whole command in milliseconds, checked before every tick: a run that
+        /// reaches it stops there and says so (`stopped after N ticks: TimeLimit`); 0 or absent =
+        /// no limit.
+        #[arg(long, value_name = "N")]
+        time_limit_ms: Option<u64>,
         /// Print the full per-tick record as JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -323,7 +328,9 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             emit(&if json { sizing.to_json() } else { sizing.to_table() });
             Ok(EXIT_OK)
         }
-        Command::Simulate { script, json, svg } => run_simulate(&script, json, svg, output, options),
+        Command::Simulate { script, time_limit_ms, json, svg } => {
+            run_simulate(&script, deadline_limits(started, time_limit_ms), json, svg, output, options)
+        }
         Command::Schema { document } => {
             emit(&match document {
                 SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
@@ -458,6 +465,7 @@ fn run_rebalance(problem: &Problem, started: Instant, time_limit_ms: Option<u64>
 /// invariant broke.
 fn run_simulate(
     source: &str,
+    limits: Limits,
     json: bool,
     svg: Option<PathBuf>,
     output: Output,
@@ -468,7 +476,7 @@ fn run_simulate(
         .map_err(|error| BadInput(render::validation_text(&error)))?;
     output.warn(&render::warnings_summary(&problem, problem.warnings()));
     let simulation =
-        fleetplan::Simulator::new().run(&script).map_err(|error| BadInput(render::validation_text(&error)))?;
+        fleetplan::Simulator::new().limits(limits).run(&script).map_err(|error| BadInput(render::validation_text(&error)))?;
     if let Some(path) = svg {
         std::fs::write(&path, simulation.to_svg())
             .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;

@@ -21,13 +21,14 @@ mod output;
 mod read;
 pub mod script;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 pub use script::{AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script};
 
-use crate::control::{observe, CapacityLedger, Execution, LaunchFailure};
+use crate::control::{CapacityLedger, Execution, LaunchFailure};
+use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure};
 use crate::engines::consolidate::{verify_consolidation, Consolidator};
 use crate::engines::exact::ExactPlanner;
 use crate::engines::greedy::GreedyPlanner;
@@ -36,9 +37,9 @@ use crate::engines::rebalance::{verify_rebalance, Rebalancer};
 use crate::error::ValidationError;
 use crate::fleet::{imbalance, objective, FinalFleet};
 use crate::index::{AzIndex, TypeIndex};
-use crate::model::{Fleet, FleetCopy, FleetInstance, Scenario};
+use crate::model::{Fleet, Scenario};
 use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
-use crate::problem::{CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
+use crate::problem::{Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
 
 /// Which invariant a [`InvariantFailure`] concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -259,6 +260,9 @@ struct Run<'s> {
     scenario: Scenario,
     ledger: CapacityLedger,
     next_id: u64,
+    /// Every instance id the run has seen (the starting fleet's and every one handed out): a
+    /// new id is never one of them.
+    ids_seen: BTreeSet<String>,
     records: Vec<TickRecord>,
     failures: Vec<InvariantFailure>,
     stats: Stats,
@@ -316,6 +320,7 @@ impl<'s> Run<'s> {
             scenario: script.scenario.clone(),
             ledger: CapacityLedger::new().with_ttl_seconds(ttl),
             next_id: 0,
+            ids_seen: script.scenario.fleet.instances.iter().map(|instance| instance.instance_id.clone()).collect(),
             records: Vec::new(),
             failures: Vec::new(),
             stats: Stats::default(),
@@ -326,10 +331,15 @@ impl<'s> Run<'s> {
         self.failures.push(InvariantFailure { tick, check, message });
     }
 
-    /// A fresh real instance id.
+    /// A fresh real instance id: `i-00001`, `i-00002`, …, skipping any id already seen.
     fn real_id(&mut self) -> String {
-        self.next_id += 1;
-        format!("i-{:05}", self.next_id)
+        loop {
+            self.next_id += 1;
+            let id = format!("i-{:05}", self.next_id);
+            if self.ids_seen.insert(id.clone()) {
+                return id;
+            }
+        }
     }
 
     /// The scenario at `now`, validated; a failure (and the end of the run) when the fleet the
@@ -369,7 +379,7 @@ impl<'s> Run<'s> {
                 Some(problem) => problem,
                 None => self.problem(tick, now)?,
             };
-            if !self.consolidate(tick, &problem, &mut events) {
+            if !self.consolidate(tick, now, &problem, &mut events) {
                 unchanged = Some(problem);
             }
         }
@@ -525,7 +535,7 @@ impl<'s> Run<'s> {
         if terminated > 0 {
             events.push(format!("plan: terminated {terminated}"));
         }
-        match observe(problem, &plan.actions, &execution) {
+        match execute_plan(problem, &plan, &execution) {
             Ok(observed) => {
                 self.ledger.extend(observed.capacity_events);
                 self.scenario.fleet = observed.fleet;
@@ -564,7 +574,7 @@ impl<'s> Run<'s> {
     }
 
     /// Consolidates; returns whether the fleet changed.
-    fn consolidate(&mut self, tick: u32, problem: &Problem, events: &mut Vec<String>) -> bool {
+    fn consolidate(&mut self, tick: u32, now: i64, problem: &Problem, events: &mut Vec<String>) -> bool {
         let mut consolidator = Consolidator::new();
         if let Some(nodes) = self.script.consolidate_node_limit {
             consolidator = consolidator.limits(Limits::new().node_limit(nodes));
@@ -577,20 +587,25 @@ impl<'s> Run<'s> {
         if plan.steps.is_empty() {
             return false;
         }
-        for id in plan.released() {
-            if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
-                let (instance_type, az) =
-                    type_and_az(problem, TypeIndex::new(existing.type_index), AzIndex::new(existing.az_index));
-                self.cloud.give_back(&instance_type, &az);
+        let outcome = match execute_consolidation(problem, &plan, &StepExecution::new(now)) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                for issue in error.issues() {
+                    self.fail(tick, Check::Consolidation, issue.to_string());
+                }
+                return false;
             }
+        };
+        for instance in &outcome.released {
+            self.cloud.give_back(&instance.instance_type, &instance.availability_zone);
         }
         events.push(format!(
             "consolidate: {}, {}, released {}",
             counted(plan.steps.len() as u64, "step", "steps"),
-            counted(plan.move_count() as u64, "move", "moves"),
-            plan.released().count()
+            counted(outcome.moves as u64, "move", "moves"),
+            outcome.released.len()
         ));
-        self.scenario.fleet = fleet_of(problem, &plan.final_fleet(problem), &BTreeMap::new());
+        self.scenario.fleet = outcome.fleet;
         true
     }
 
@@ -613,78 +628,61 @@ impl<'s> Run<'s> {
         if plan.steps.is_empty() {
             return (false, 0, false);
         }
-        let mut ids: BTreeMap<String, String> = BTreeMap::new();
-        let mut done = 0;
-        let mut launched = 0u32;
-        let mut abandoned = None;
+        // Launch step by step against the cloud until a launch fails: that step cannot be made
+        // before it breaks, and no later step runs.
+        let mut execution = StepExecution::new(now);
         'steps: for step in &plan.steps {
-            let mut step_launched: Vec<(String, String, String)> = Vec::new();
             for launch in &step.launch {
                 match self.cloud.launch(tick, &launch.instance_type, &launch.availability_zone) {
                     Ok(()) => {
                         let real = self.real_id();
-                        self.ledger.record(
-                            &launch.instance_type,
-                            &launch.availability_zone,
-                            CapacityEventKind::Launched,
-                            now,
-                        );
-                        step_launched.push((
-                            launch.instance_id.clone(),
-                            launch.instance_type.clone(),
-                            launch.availability_zone.clone(),
-                        ));
-                        ids.insert(launch.instance_id.clone(), real);
+                        execution = execution.launched(&launch.instance_id, &real);
                     }
                     Err(failure) => {
-                        if let Some(event) = failure.capacity_event() {
-                            self.ledger.record(&launch.instance_type, &launch.availability_zone, event, now);
-                        }
-                        // The step cannot be made before it breaks: what it launched is released.
-                        for (plan_id, instance_type, az) in &step_launched {
-                            ids.remove(plan_id);
-                            self.cloud.give_back(instance_type, az);
-                        }
-                        abandoned = Some(format!(
-                            "rebalance: step {} abandoned ({} for {} in {})",
-                            done + 1,
-                            failure_text(failure),
-                            launch.instance_type,
-                            launch.availability_zone
-                        ));
+                        execution = execution.launch_failed(&launch.instance_id, failure);
                         break 'steps;
                     }
                 }
             }
-            launched += step_launched.len() as u32;
-            done += 1;
         }
-        if done > 0 {
-            let fleet = plan.fleet_after(problem, done);
-            let released: Vec<&str> =
-                plan.steps.iter().take(done).flat_map(|step| step.release.iter()).map(String::as_str).collect();
-            for id in &released {
-                if let Some(existing) = problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
-                    let (instance_type, az) =
-                        type_and_az(problem, TypeIndex::new(existing.type_index), AzIndex::new(existing.az_index));
-                    self.cloud.give_back(&instance_type, &az);
-                } else if let Some(launch) = plan.launches().find(|launch| launch.instance_id == *id) {
-                    self.cloud.give_back(&launch.instance_type, &launch.availability_zone);
+        let outcome = match execute_rebalance(problem, &plan, &execution) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                for issue in error.issues() {
+                    self.fail(tick, Check::Rebalance, issue.to_string());
                 }
+                return (false, 0, false);
             }
-            let moves: usize = plan.steps.iter().take(done).map(|step| step.moves.len()).sum();
+        };
+        self.ledger.extend(outcome.capacity_events.iter().cloned());
+        for instance in outcome.released.iter().chain(&outcome.abandoned) {
+            self.cloud.give_back(&instance.instance_type, &instance.availability_zone);
+        }
+        let done = outcome.steps_completed;
+        if done > 0 {
+            let launched = outcome.launched.len();
             events.push(format!(
                 "rebalance: {done} of {}, launched {launched}, {}, released {}",
                 counted(plan.steps.len() as u64, "step", "steps"),
-                counted(moves as u64, "move", "moves"),
-                released.len()
+                counted(outcome.moves as u64, "move", "moves"),
+                outcome.released.len()
             ));
-            self.scenario.fleet = fleet_of(problem, &fleet, &ids);
+            self.scenario.fleet = outcome.fleet;
         }
+        let abandoned = match &outcome.failure {
+            Some(StepFailure::Launch { step, launch, failure }) => Some(format!(
+                "rebalance: step {} abandoned ({} for {} in {})",
+                step + 1,
+                failure_text(*failure),
+                launch.instance_type,
+                launch.availability_zone
+            )),
+            _ => None,
+        };
         let failed = u32::from(abandoned.is_some());
         let changed = done > 0 || abandoned.is_some();
         events.extend(abandoned);
-        (launched > 0, failed, changed)
+        (!outcome.launched.is_empty(), failed, changed)
     }
 
     fn check_after(
@@ -802,35 +800,4 @@ fn draining_copies(fleet: &Fleet) -> BTreeMap<(String, String), f64> {
             copy.copy_count;
     }
     copies
-}
-
-/// A final fleet as the scenario's `Fleet`, launch ids mapped through `ids` (unmapped ids
-/// kept), draining states carried over from the problem's fleet.
-fn fleet_of(problem: &Problem, fleet: &FinalFleet, ids: &BTreeMap<String, String>) -> Fleet {
-    let mut out = Fleet::default();
-    for instance in &fleet.instances {
-        let id = ids.get(&instance.id).cloned().unwrap_or_else(|| instance.id.clone());
-        let draining = instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining);
-        let (instance_type, availability_zone) =
-            type_and_az(problem, TypeIndex::new(instance.type_index), AzIndex::new(instance.az_index));
-        out.instances.push(FleetInstance {
-            instance_id: id.clone(),
-            instance_type,
-            availability_zone,
-            reserved: instance.reserved,
-            state: draining.then(|| "Draining".to_string()),
-        });
-        for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
-            out.copies.push(FleetCopy {
-                inference_component_name: problem
-                    .components()
-                    .get(component)
-                    .map(|component| component.name.clone())
-                    .unwrap_or_default(),
-                instance_id: id.clone(),
-                copy_count: f64::from(count),
-            });
-        }
-    }
-    out
 }

@@ -245,23 +245,23 @@ fn read_scenario(
     let mut scenario = crate::model::Scenario::default();
     match given {
         None | Some(Value::Null) => reader.error("Scenario", "is required".to_string()),
-        Some(value @ Value::Object(_)) => match scenario_and_problem_from_json(&value.to_string(), options) {
-            Ok((read, problem)) => {
-                scenario = read;
-                scenario_problem = Some(problem);
-            }
-            Err(error) => {
-                reader.issues.extend(scenario_issues(&error));
-                // Checked on the plain scenario when it reads; here it did not.
-                let given = |key: &str| value.get(key).is_some_and(|given| !given.is_null());
-                if given("Now") {
-                    reader.error("Scenario.Now", NOW_GIVEN.to_string());
-                }
-                if given("CapacityEvents") {
-                    reader.error("Scenario.CapacityEvents", EVENTS_GIVEN.to_string());
+        Some(Value::Object(given)) => {
+            // The simulator keeps the clock and the events: both keys are refused on their own,
+            // and the scenario is read without them (so it never asks for the one left out).
+            let mut stripped = given.clone();
+            for (key, message) in [("Now", NOW_GIVEN), ("CapacityEvents", EVENTS_GIVEN)] {
+                if stripped.remove(key).is_some_and(|removed| !removed.is_null()) {
+                    reader.error(&format!("Scenario.{key}"), message.to_string());
                 }
             }
-        },
+            match scenario_and_problem_from_json(&Value::Object(stripped).to_string(), options) {
+                Ok((read, problem)) => {
+                    scenario = read;
+                    scenario_problem = Some(problem);
+                }
+                Err(error) => reader.issues.extend(scenario_issues(&error)),
+            }
+        }
         Some(other) => reader.error("Scenario", format!("expected a scenario object, found {}", describe(other))),
     }
     (scenario, scenario_problem)

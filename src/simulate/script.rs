@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use crate::control::LaunchFailure;
 use crate::error::{Issue, ValidationError};
 use crate::model::Scenario;
-use crate::problem::Problem;
+use crate::problem::{Problem, MAX_COPIES_PER_COMPONENT, MAX_TOTAL_COPIES};
 
 /// Most ticks a script may run.
 pub const MAX_TICKS: u32 = 100_000;
@@ -24,7 +24,8 @@ pub const MAX_SCRIPT_EVENTS: usize = 10_000;
 pub const MAX_NODE_LIMIT: u64 = 10_000_000;
 /// The exact planner's per-tick node limit when `ExactNodeLimit` is not given.
 pub const DEFAULT_EXACT_NODE_LIMIT: u64 = 10_000;
-/// Largest `Available` and `CopyCount` in a script (the scenario's own limit).
+/// Largest `Available` in a script. (`ScaleEvents[].CopyCount` has the scenario's own limits,
+/// per component and in total.)
 pub const MAX_SCRIPT_COUNT: u32 = 1_000_000;
 
 /// Which planner plans every tick.
@@ -266,7 +267,12 @@ impl Script {
     /// `Now` or `CapacityEvents`; counts and ticks are in range; every type, AZ and component
     /// named is the scenario's; windows are not empty. Returns the base scenario's problem.
     pub fn validate(&self) -> Result<Problem, ValidationError> {
-        let problem = Problem::new(&self.scenario).map_err(|error| ValidationError::new(scenario_issues(&error)));
+        // `Now` and `CapacityEvents` are refused by `script_issues` on their own; the scenario
+        // is checked without them, so neither asks for the other.
+        let mut scenario = self.scenario.clone();
+        scenario.now = None;
+        scenario.capacity_events.clear();
+        let problem = Problem::new(&scenario).map_err(|error| ValidationError::new(scenario_issues(&error)));
         let mut issues = match &problem {
             Ok(_) => Vec::new(),
             Err(error) => error.issues().to_vec(),
@@ -333,10 +339,12 @@ impl Script {
             }
         }
         for (index, event) in self.scale_events.iter().enumerate() {
-            if event.copy_count > MAX_SCRIPT_COUNT {
+            // The scenario's own limit: a count above it would make the scenario invalid at
+            // that tick (bad input, not a broken invariant).
+            if event.copy_count > MAX_COPIES_PER_COMPONENT {
                 issue(
                     format!("ScaleEvents[{index}].CopyCount"),
-                    format!("{} is more than {MAX_SCRIPT_COUNT}", event.copy_count),
+                    format!("{} is more than {MAX_COPIES_PER_COMPONENT} (the scenario's limit)", event.copy_count),
                 );
             }
         }
@@ -352,8 +360,46 @@ impl Script {
         }
         if let Some(problem) = problem {
             self.name_issues(problem, &mut issues);
+            self.total_copies_issue(problem, &mut issues);
         }
         issues
+    }
+
+    /// The scale events, applied in the simulator's order (by tick, then as listed), must keep
+    /// the copy counts within the scenario's total (`MAX_TOTAL_COPIES`): the first tick that
+    /// would exceed it is named at its last scale event.
+    fn total_copies_issue(&self, problem: &Problem, issues: &mut Vec<Issue>) {
+        if self.scale_events.iter().any(|event| event.copy_count > MAX_COPIES_PER_COMPONENT) {
+            return; // already named, per event
+        }
+        let mut counts: Vec<u64> = problem.components().iter().map(|component| u64::from(component.copy_count)).collect();
+        let mut order: Vec<usize> = (0..self.scale_events.len()).collect();
+        order.sort_by_key(|&index| self.scale_events[index].tick);
+        let mut position = 0;
+        while let Some(&first) = order.get(position) {
+            let tick = self.scale_events[first].tick;
+            let mut last = first;
+            while let Some(&index) = order.get(position).filter(|&&index| self.scale_events[index].tick == tick) {
+                let event = &self.scale_events[index];
+                if let Some(count) = problem.component_index(&event.component).and_then(|c| counts.get_mut(c)) {
+                    *count = u64::from(event.copy_count);
+                }
+                last = index;
+                position += 1;
+            }
+            let total: u64 = counts.iter().sum();
+            if total > MAX_TOTAL_COPIES {
+                issues.push(Issue {
+                    path: format!("ScaleEvents[{last}].CopyCount"),
+                    message: format!(
+                        "{} brings the copy counts to {total} at tick {tick}; at most {MAX_TOTAL_COPIES} (the \
+                         scenario's limit)",
+                        self.scale_events[last].copy_count
+                    ),
+                });
+                return;
+            }
+        }
     }
 
     /// Every tick of an event before `Ticks`; every window (launch failures, outages) ending
