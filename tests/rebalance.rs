@@ -213,6 +213,71 @@ fn draining_instances_are_emptied_and_released_first() {
 }
 
 #[test]
+fn a_draining_instance_whose_copies_need_two_launches_is_emptied() {
+    // Contract §6: one AZ, a draining g6.48xlarge (8 accelerators) with six 1-accelerator copies,
+    // no g6.48xlarge capacity, g6.12xlarge (4 accelerators) open, MaximumStepSize 2. The copies
+    // need two new instances; the greedy units launch one per unit and never emptied it.
+    let mut scenario = ScenarioBuilder::new(["a"])
+        .pool("ml.g6.48xlarge", 1)
+        .pool("ml.g6.12xlarge", 2)
+        .capacity("ml.g6.48xlarge", "a", Some(0), 0)
+        .component("chat", 6, 1, 1.0, 1024)
+        .strategy("chat", "BINPACK")
+        .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
+        .fleet_copies("chat", "i-1", 6)
+        .draining("i-1")
+        .build();
+    step_size(&mut scenario, 2);
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = plan_of(&problem);
+    assert_valid(&problem, &plan);
+    assert!(plan.released().any(|id| id == "i-1"), "{}", plan.to_json());
+    let (draining_left, ..) = rebalance_score(&problem, &plan);
+    assert_eq!(draining_left, 0);
+    assert_eq!(plan.launches().count(), 2);
+    assert!(plan.launches().all(|launch| launch.instance_type == "ml.g6.12xlarge"));
+    assert_eq!(plan.steps.len(), 1, "two launches fit one step of size 2: {}", plan.to_json());
+    assert!(plan.target_objective.is_some());
+    assert_eq!(plan.reached_objective.as_ref(), Some(&plan.objective));
+
+    // With MaximumStepSize 1 it takes two steps: the first launches and moves without releasing.
+    step_size(&mut scenario, 1);
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = plan_of(&problem);
+    assert_valid(&problem, &plan);
+    assert_eq!(rebalance_score(&problem, &plan).0, 0, "{}", plan.to_json());
+    assert_eq!(plan.steps.len(), 2);
+    assert!(plan.steps[0].release.is_empty());
+}
+
+#[test]
+fn two_launches_free_one_larger_fallback_instance() {
+    // One priority-2 8-accelerator instance holds two 4-accelerator copies; the preferred type
+    // has 4 accelerators and costs less per instance. Freeing it takes two launches before the
+    // release: each greedy unit (one launch) leaves a copy behind, so it never happened.
+    let mut scenario = ScenarioBuilder::new(["a"])
+        .instance_type(instance_type("t-small", 4, 4.0))
+        .instance_type(instance_type("t-big", 8, 10.0))
+        .pool("t-small", 1)
+        .pool("t-big", 2)
+        .component("llm", 2, 4, 0.0, 1024)
+        .strategy("llm", "BINPACK")
+        .fleet_instance("b-1", "t-big", "a", false)
+        .fleet_copies("llm", "b-1", 2)
+        .build();
+    step_size(&mut scenario, 2);
+    let problem = Problem::new(&scenario).unwrap();
+    let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
+    assert!(greedy_only.steps.is_empty(), "{}", greedy_only.to_json());
+    let plan = plan_of(&problem);
+    assert_valid(&problem, &plan);
+    assert_eq!(plan.objective.instances_by_priority, [(1, 2)].into(), "{}", plan.to_json());
+    assert_eq!(plan.steps.len(), 1);
+    assert_eq!(plan.steps[0].release, ["b-1"]);
+    assert_eq!(plan.target_objective.as_ref(), Some(&plan.objective));
+}
+
+#[test]
 fn min_and_max_instance_counts_are_kept() {
     // MinInstanceCount 4: every step launches one and releases one.
     let mut scenario = stuck_on_fallback([(None, 0), (None, 0)]);
@@ -315,7 +380,13 @@ fn moved(component: &str, from: &str, to: &str) -> Move {
 
 /// A plan with its objective recomputed, so only the injected fault is reported.
 fn accounted(problem: &Problem, steps: Vec<RebalanceStep>) -> RebalancePlan {
-    let mut plan = RebalancePlan { steps, objective: Objective::default(), stop_reason: StopReason::Completed };
+    let mut plan = RebalancePlan {
+        steps,
+        objective: Objective::default(),
+        stop_reason: StopReason::Completed,
+        target_objective: None,
+        reached_objective: None,
+    };
     plan.objective = objective(problem, &plan.final_fleet(problem));
     plan
 }
@@ -517,6 +588,8 @@ fn the_table_escapes_names_like_every_other_table() {
         }],
         objective: initial_objective(&problem),
         stop_reason: StopReason::Completed,
+        target_objective: None,
+        reached_objective: None,
     };
     let table = rebalance_table(&problem, &plan, None);
     assert!(!table.chars().any(|ch| ch.is_control() && ch != '\n' || ch == '\u{202e}'), "{table:?}");

@@ -16,7 +16,9 @@
 //! its final fleet is from the exact planner's optimum from an empty fleet.
 
 mod check;
+mod path;
 mod summary;
+mod target;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,6 +81,16 @@ pub struct RebalancePlan {
     /// Why the planner stopped (`TimeLimit` when the time limit cut it short).
     #[serde(default = "completed")]
     pub stop_reason: StopReason,
+    /// Objective of the target fleet the target-directed path heads for (the exact planner's
+    /// best fleet for the copies running now, draining instances replaced); `None` when no
+    /// target was planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_objective: Option<Objective>,
+    /// Objective the plan reaches (the same as `objective`), given next to `target_objective`
+    /// so that the distance to the target reads in one place; `None` when no target was
+    /// planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_objective: Option<Objective>,
 }
 
 fn completed() -> StopReason {
@@ -171,6 +183,7 @@ pub struct Rebalancer {
     steps_per_launch: usize,
     variants_up_to: usize,
     self_check: bool,
+    target_directed: bool,
 }
 
 impl Default for Rebalancer {
@@ -182,6 +195,7 @@ impl Default for Rebalancer {
             steps_per_launch: 4,
             variants_up_to: 256,
             self_check: cfg!(debug_assertions),
+            target_directed: true,
         }
     }
 }
@@ -239,6 +253,14 @@ impl Rebalancer {
         self
     }
 
+    /// Whether to plan a target fleet first and a path of steps to it (default on; see
+    /// `docs/rebalance.md`). Off, only the greedy unit search runs (as before the target-directed
+    /// path existed; for comparisons).
+    pub fn target_directed(mut self, enabled: bool) -> Self {
+        self.target_directed = enabled;
+        self
+    }
+
     /// Runs [`verify_rebalance`] on the finished plan and returns a plan without steps if it
     /// finds anything (default: on in debug builds, off in release builds).
     pub fn self_check(mut self, enabled: bool) -> Self {
@@ -251,32 +273,64 @@ impl Rebalancer {
         self.plan_with_stats(problem).0
     }
 
-    /// [`plan`](Self::plan), also returning what the planner did (greedy runs as solves,
-    /// release candidates tried as nodes, steps as rounds).
+    /// [`plan`](Self::plan), also returning what the planner did (the target and greedy runs
+    /// as solves, release candidates tried as nodes, steps as rounds).
     pub fn plan_with_stats(&self, problem: &Problem) -> (RebalancePlan, Stats) {
         let started = Instant::now();
-        let limits = self.limits.armed(None);
+        let limits = limits.armed(None);
         let mut stats = Stats::default();
-        // Several greedy runs, the best plan by `rebalance_score` wins: the best unit for each
-        // candidate, or a release without a launch whenever one works (fewer launches, steps and
-        // moves when both reach the same fleet); small fleets also try launches that free
-        // instances within one step only (a unit spanning steps can be locally better and
-        // globally worse).
+        let max_steps = self.max_steps.unwrap_or(usize::MAX);
+        let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
+        // Target-directed first (the target takes a share of the time left), then the greedy
+        // unit search with the rest; the best plan by `rebalance_score` wins.
+        let target = if self.target_directed { target::plan_target(problem, &limits) } else { None };
+        stats.phase("target", started);
+        if let Some(target) = &target {
+            stats.solves += 1;
+            let phase = Instant::now();
+            let (steps, stop_reason) = path::PathPlanner::new(problem, target).run(max_steps, &limits);
+            let fleet = replay(problem, &steps);
+            let score = fleet_score(problem, &fleet, &steps);
+            // With the self-check on, a path the checker rejects gives way to the greedy plan
+            // (instead of no steps at all); without it a broken path shows, as tests want.
+            let objective = objective(problem, &fleet);
+            let rejected = self.self_check
+                && !verify_rebalance(
+                    problem,
+                    &RebalancePlan {
+                        steps: steps.clone(),
+                        objective,
+                        stop_reason: stop_reason.clone(),
+                        target_objective: None,
+                        reached_objective: None,
+                    },
+                )
+                .is_empty();
+            if !rejected {
+                best = Some((score, steps, stop_reason, fleet));
+            }
+            stats.phase("target path", phase);
+        }
+        // Several greedy runs: the best unit for each candidate, or a release without a launch
+        // whenever one works (fewer launches, steps and moves when both reach the same fleet);
+        // small fleets also try launches that free instances within one step only (a unit
+        // spanning steps can be locally better and globally worse).
+        let phase = Instant::now();
         let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
         if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
             variants.extend([(false, 1), (true, 1)]);
         }
-        let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
         for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
-            if run > 0 && (limits.stop_now().is_some() || limits.nodes().is_some_and(|n| stats.nodes >= n)) {
+            if (run > 0 || best.is_some())
+                && (limits.stop_now().is_some() || limits.nodes().is_some_and(|n| stats.nodes >= n))
+            {
                 break;
             }
             let mut planner = Planner::new(problem);
             planner.extra_victim_tries = self.extra_victim_tries;
             planner.steps_per_launch = steps_per_launch;
             planner.release_first = release_first;
-            let (steps, stop_reason) =
-                planner.run(self.max_steps.unwrap_or(usize::MAX), &limits, &mut stats.nodes);
+            let (steps, stop_reason) = planner.run(max_steps, &limits, &mut stats.nodes);
             stats.solves += 1;
             let (draining, counts, cost) = planner.key();
             let moves = steps.iter().map(|step| step.moves.len()).sum();
@@ -285,18 +339,29 @@ impl Rebalancer {
                 best = Some((score, steps, stop_reason, planner.final_fleet()));
             }
         }
-        stats.phase("search", started);
-        // The first run always happens, so `best` is set; the fallback keeps this panic-free.
+        stats.phase("search", phase);
+        let target_objective = target.map(|target| target.objective);
+        // The first greedy run always happens, so `best` is set; the fallback keeps this panic-free.
         let Some((_, steps, stop_reason, fleet)) = best else {
+            let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
             let plan = RebalancePlan {
                 steps: Vec::new(),
-                objective: objective(problem, &FinalFleet::apply(problem, &[]).0),
+                reached_objective: target_objective.as_ref().map(|_| objective.clone()),
+                objective,
                 stop_reason: StopReason::TimeLimit,
+                target_objective,
             };
             return (plan, stats);
         };
         stats.rounds = steps.len() as u64;
-        let plan = RebalancePlan { steps, objective: objective(problem, &fleet), stop_reason };
+        let reached = objective(problem, &fleet);
+        let plan = RebalancePlan {
+            steps,
+            reached_objective: target_objective.as_ref().map(|_| reached.clone()),
+            objective: reached,
+            stop_reason,
+            target_objective,
+        };
         if self.self_check {
             let checked = Instant::now();
             let faults = verify_rebalance(problem, &plan);
@@ -305,11 +370,41 @@ impl Rebalancer {
                 // Never hand out a plan the checker rejects: no steps is always valid.
                 let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
                 let stop_reason = StopReason::InternalError(format!("the rebalance plan failed its check: {first}"));
-                return (RebalancePlan { steps: Vec::new(), objective, stop_reason }, stats);
+                let plan = RebalancePlan {
+                    steps: Vec::new(),
+                    reached_objective: plan.target_objective.as_ref().map(|_| objective.clone()),
+                    objective,
+                    stop_reason,
+                    target_objective: plan.target_objective,
+                };
+                return (plan, stats);
             }
         }
         (plan, stats)
     }
+}
+
+/// The fleet after `steps` (replayed by id on the problem's fleet).
+fn replay(problem: &Problem, steps: &[RebalanceStep]) -> FinalFleet {
+    let mut replay = crate::engines::step_check::Replay::new(problem);
+    for step in steps {
+        step.launch.iter().for_each(|launch| replay.launch(launch));
+        step.moves.iter().for_each(|planned| replay.apply_move(planned));
+        step.release.iter().for_each(|id| replay.release(id));
+    }
+    replay.finish()
+}
+
+/// [`RebalanceScore`] of a fleet reached by `steps`.
+fn fleet_score(problem: &Problem, fleet: &FinalFleet, steps: &[RebalanceStep]) -> RebalanceScore {
+    let key = objective(problem, fleet).key();
+    let draining = fleet
+        .instances
+        .iter()
+        .filter(|instance| instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining))
+        .count();
+    let moves = steps.iter().map(|step| step.moves.len()).sum();
+    (draining, key.fallback_counts, key.cost_micros, steps.len(), moves)
 }
 
 /// [`rebalance_score`]: draining instances left, `(n6, …, n1)`, cost in millionths, steps,
