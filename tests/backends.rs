@@ -71,9 +71,30 @@ proptest! {
     /// Two proven optima of the same problem have the same objective, whichever backend and
     /// whichever formulation (aggregated with cuts, or the plain slot model) proved them.
     #[test]
-    fn backends_and_formulations_agree_on_proven_optima(problem in common::problem(common::Size::SMALL)) {
+    fn backends_and_formulations_agree_on_proven_optima(problem in common::problem(common::Config::SMALL)) {
         agree_on_proven_optima(&problem)?;
     }
+}
+
+/// The case the old strategy's regression file held (`backends.proptest-regressions`):
+/// MinInstanceCount 1 with the only type blocked in the only AZ (Infeasible for every backend).
+#[test]
+fn backends_agree_on_an_unreachable_minimum() {
+    let text = serde_json::json!({
+        "AvailabilityZones": ["zone-a"],
+        "InstanceTypes": [{"InstanceType": "ml.test0.xlarge", "AcceleratorCount": 1, "AcceleratorMemoryGiB": 24,
+            "VCpuCount": 8, "MemoryInMb": 32768}],
+        "Capacity": [{"InstanceType": "ml.test0.xlarge", "AvailabilityZone": "zone-a", "Available": 0}],
+        "Endpoint": {"EndpointName": "ep", "VariantName": "AllTraffic",
+            "InstancePools": [{"InstanceType": "ml.test0.xlarge", "Priority": 1}],
+            "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1}},
+        "InferenceComponents": [{"InferenceComponentName": "ic-0", "RuntimeConfig": {"CopyCount": 0},
+            "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 0, "MinMemoryRequiredInMb": 128},
+                "SchedulingConfig": {"PlacementStrategy": "BINPACK"}}}]
+    })
+    .to_string();
+    let problem = Problem::from_json(&text).unwrap();
+    agree_on_proven_optima(&problem).unwrap();
 }
 
 proptest! {
@@ -82,7 +103,7 @@ proptest! {
     /// The same on medium scenarios (8 components, 5 pool types, 8 existing instances).
     #[test]
     #[ignore = "long cross-check (about 20 s): .ci/run runs it with CBC, `cargo test --features cli,cbc --test cross_checks -- --include-ignored`"]
-    fn backends_agree_on_medium_scenarios(problem in common::problem(common::Size::MEDIUM)) {
+    fn backends_agree_on_medium_scenarios(problem in common::problem(common::Config::MEDIUM)) {
         agree_on_proven_optima(&problem)?;
     }
 }

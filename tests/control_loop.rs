@@ -426,35 +426,8 @@ fn blocked_pairs(events: &[CapacityEvent], now: f64, ttl: f64) -> BTreeSet<(Stri
 }
 
 /// A random scenario with random draining flags and a random event history at a random `Now`.
-fn scenario_with_history(size: common::Size) -> impl Strategy<Value = Scenario> {
-    let events = prop::collection::vec((0usize..5, 0usize..3, 0usize..3, 0i64..=1_000), 0..=8);
-    let draining = prop::collection::vec(any::<bool>(), 8);
-    let ttl = prop::sample::select(vec![None, Some(0u32), Some(60), Some(600)]);
-    (common::scenario(size), events, draining, 1_000i64..=1_400, ttl).prop_map(
-        |(mut scenario, events, draining, now, ttl)| {
-            for (instance, flag) in scenario.fleet.instances.iter_mut().zip(draining) {
-                if flag {
-                    instance.state = Some("Draining".into());
-                }
-            }
-            let types: Vec<String> =
-                scenario.endpoint.instance_pools.iter().map(|pool| pool.instance_type.clone()).collect();
-            let azs = scenario.availability_zones.clone();
-            let kinds = CapacityEventKind::ALL;
-            scenario.capacity_events = events
-                .into_iter()
-                .map(|(t, z, kind, time)| CapacityEvent {
-                    instance_type: types[t % types.len()].clone(),
-                    availability_zone: azs[z % azs.len()].clone(),
-                    event: kinds[kind].as_str().to_string(),
-                    time: time as f64,
-                })
-                .collect();
-            scenario.now = Some(now as f64);
-            scenario.capacity_error_ttl_seconds = ttl.map(f64::from);
-            scenario
-        },
-    )
+fn scenario_with_history(config: common::Config) -> impl Strategy<Value = Scenario> {
+    common::scenario(common::Config { draining_percent: 50, events: 8, ..config })
 }
 
 fn check_plan(problem: &Problem, scenario: &Scenario, plan: &Plan) -> Result<(), TestCaseError> {
@@ -480,7 +453,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn greedy_plans_verify_and_never_launch_into_a_live_block(scenario in scenario_with_history(common::Size::MEDIUM)) {
+    fn greedy_plans_verify_and_never_launch_into_a_live_block(scenario in scenario_with_history(common::Config::MEDIUM)) {
         let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
         check_plan(&problem, &scenario, &plan_greedy(&problem))?;
     }
@@ -490,7 +463,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn exact_plans_verify_and_never_launch_into_a_live_block(scenario in scenario_with_history(common::Size::SMALL)) {
+    fn exact_plans_verify_and_never_launch_into_a_live_block(scenario in scenario_with_history(common::Config::SMALL)) {
         let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
         check_plan(&problem, &scenario, &exact().plan(&problem))?;
     }
@@ -501,59 +474,316 @@ proptest! {
     /// allows"); cases the exact planner does not prove optimal are discarded.
     #[test]
     fn partial_execution_then_replanning_reaches_the_objective_of_planning_once(
-        scenario in common::scenario(common::Size::SMALL),
+        scenario in common::scenario(common::Config::SMALL),
         launch_faults in prop::collection::vec(0usize..4, 16),
         placement_faults in prop::collection::vec(any::<bool>(), 64),
     ) {
-        let mut scenario = scenario;
-        scenario.capacity.clear();
-        let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
-        let once = exact().plan(&problem);
-        prop_assume!(once.status == Status::Optimal);
+        check_partial_execution(scenario, &launch_faults, &placement_faults)?;
+    }
+}
 
-        let mut execution = Execution::new(5_000);
-        let mut launch_number = 0;
-        let mut placement_number = 0;
-        for action in &once.actions {
-            match action {
-                Action::LaunchInstance { instance_id, .. } => {
-                    execution = match launch_faults[launch_number % launch_faults.len()] {
-                        0 => execution.launch_failed(instance_id, LaunchFailure::InsufficientCapacity),
-                        1 => execution.launch_failed(instance_id, LaunchFailure::ProvisioningTimeout),
-                        2 => execution.launch_failed(instance_id, LaunchFailure::Other),
-                        _ => execution.launched(instance_id, &format!("i-real-{launch_number}")),
-                    };
-                    launch_number += 1;
-                }
-                Action::PlaceCopy { component, instance_id, .. } => {
-                    if placement_faults[placement_number % placement_faults.len()] {
-                        execution = execution.placement_failed(component, instance_id);
-                    }
-                    placement_number += 1;
-                }
-                _ => {}
+/// The property of `partial_execution_then_replanning_reaches_the_objective_of_planning_once`.
+fn check_partial_execution(
+    scenario: Scenario,
+    launch_faults: &[usize],
+    placement_faults: &[bool],
+) -> Result<(), TestCaseError> {
+    let mut scenario = scenario;
+    scenario.capacity.clear();
+    let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
+    let once = exact().plan(&problem);
+    prop_assume!(once.status == Status::Optimal);
+
+    let mut execution = Execution::new(5_000);
+    let mut launch_number = 0;
+    let mut placement_number = 0;
+    for action in &once.actions {
+        match action {
+            Action::LaunchInstance { instance_id, .. } => {
+                execution = match launch_faults[launch_number % launch_faults.len()] {
+                    0 => execution.launch_failed(instance_id, LaunchFailure::InsufficientCapacity),
+                    1 => execution.launch_failed(instance_id, LaunchFailure::ProvisioningTimeout),
+                    2 => execution.launch_failed(instance_id, LaunchFailure::Other),
+                    _ => execution.launched(instance_id, &format!("i-real-{launch_number}")),
+                };
+                launch_number += 1;
             }
+            Action::PlaceCopy { component, instance_id, .. } => {
+                if placement_faults[placement_number % placement_faults.len()] {
+                    execution = execution.placement_failed(component, instance_id);
+                }
+                placement_number += 1;
+            }
+            _ => {}
         }
-        let observed = observe(&problem, &once.actions, &execution)
-            .map_err(|e| TestCaseError::fail(format!("observe: {e}")))?;
-        let mut ledger = CapacityLedger::new();
-        ledger.extend(observed.capacity_events.iter().cloned());
-        let mut next = scenario.clone();
-        next.fleet = observed.fleet.clone();
+    }
+    let observed =
+        observe(&problem, &once.actions, &execution).map_err(|e| TestCaseError::fail(format!("observe: {e}")))?;
+    let mut ledger = CapacityLedger::new();
+    ledger.extend(observed.capacity_events.iter().cloned());
+    let mut next = scenario.clone();
+    next.fleet = observed.fleet.clone();
 
-        // Right after the failures the errors are live: the re-plan must respect them.
-        ledger.apply(&mut next, 5_001);
-        let live = Problem::new(&next).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
-        check_plan(&live, &next, &plan_greedy(&live))?;
+    // Right after the failures the errors are live: the re-plan must respect them.
+    ledger.apply(&mut next, 5_001);
+    let live = Problem::new(&next).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
+    check_plan(&live, &next, &plan_greedy(&live))?;
 
-        // Once they expired, capacity allows again: re-planning reaches the optimum of planning once.
-        ledger.apply(&mut next, 5_000 + 180);
-        let later = Problem::new(&next).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
-        prop_assert!(later.capacity_blocks().is_empty());
-        let again = exact().plan(&later);
-        prop_assert!(verify(&later, &again).is_empty(), "{:?}", verify(&later, &again));
-        prop_assume!(again.status == Status::Optimal);
-        prop_assert_eq!(again.objective.key(), once.objective.key(), "\nonce: {}\nagain: {}", once.to_json(), again.to_json());
+    // Once they expired, capacity allows again: re-planning reaches the optimum of planning once.
+    ledger.apply(&mut next, 5_000 + 180);
+    let later = Problem::new(&next).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
+    prop_assert!(later.capacity_blocks().is_empty());
+    let again = exact().plan(&later);
+    prop_assert!(verify(&later, &again).is_empty(), "{:?}", verify(&later, &again));
+    prop_assume!(again.status == Status::Optimal);
+    prop_assert_eq!(
+        again.objective.key(),
+        once.objective.key(),
+        "\nonce: {}\nagain: {}",
+        once.to_json(),
+        again.to_json()
+    );
+    Ok(())
+}
+
+/// The cases the old strategy's regression file held (`control_loop.proptest-regressions`):
+/// MinInstanceCount 2 with a full SPREAD component, and per-type BINPACK components on tied
+/// priorities.
+#[test]
+fn partial_execution_former_failures() {
+    let cases: Vec<(Scenario, Vec<usize>, Vec<bool>)> = vec![
+        (
+            Scenario {
+                availability_zones: vec!["zone-a".into()],
+                instance_types: vec![InstanceTypeSpec {
+                    instance_type: "ml.test0.xlarge".into(),
+                    accelerator_count: 2.0,
+                    accelerator_memory_gib: 24.0,
+                    v_cpu_count: 16.0,
+                    memory_in_mb: 65536.0,
+                    hourly_price: None,
+                }],
+                capacity: vec![],
+                endpoint: Endpoint {
+                    endpoint_name: "ep".into(),
+                    variant_name: "AllTraffic".into(),
+                    model_name: None,
+                    instance_type: None,
+                    instance_pools: vec![InstancePool {
+                        instance_type: "ml.test0.xlarge".into(),
+                        priority: 1.0,
+                        model_name_override: None,
+                    }],
+                    desired_instance_count: None,
+                    managed_instance_scaling: Some(ManagedInstanceScaling {
+                        status: Some("ENABLED".into()),
+                        min_instance_count: Some(2.0),
+                        max_instance_count: None,
+                        scale_in_policy: None,
+                    }),
+                },
+                inference_components: vec![InferenceComponent {
+                    inference_component_name: "ic-0".into(),
+                    specification: Some(ComponentSpecification {
+                        instance_type: None,
+                        model_name: None,
+                        compute_resource_requirements: ComputeResourceRequirements {
+                            number_of_accelerator_devices_required: Some(0.0),
+                            number_of_cpu_cores_required: None,
+                            min_memory_required_in_mb: 65536.0,
+                        },
+                        scheduling_config: Some(SchedulingConfig {
+                            placement_strategy: Some("SPREAD".into()),
+                            availability_zone_balance: None,
+                        }),
+                    }),
+                    specifications: None,
+                    runtime_config: RuntimeConfig { copy_count: 5.0 },
+                }],
+                fleet: Fleet {
+                    instances: vec![
+                        FleetInstance {
+                            instance_id: "i-0".into(),
+                            instance_type: "ml.test0.xlarge".into(),
+                            availability_zone: "zone-a".into(),
+                            reserved: false,
+                            state: None,
+                        },
+                        FleetInstance {
+                            instance_id: "i-1".into(),
+                            instance_type: "ml.test0.xlarge".into(),
+                            availability_zone: "zone-a".into(),
+                            reserved: false,
+                            state: None,
+                        },
+                    ],
+                    copies: vec![
+                        FleetCopy {
+                            inference_component_name: "ic-0".into(),
+                            instance_id: "i-0".into(),
+                            copy_count: 1.0,
+                        },
+                        FleetCopy {
+                            inference_component_name: "ic-0".into(),
+                            instance_id: "i-1".into(),
+                            copy_count: 1.0,
+                        },
+                    ],
+                },
+                now: None,
+                capacity_error_ttl_seconds: None,
+                capacity_events: vec![],
+            },
+            vec![0, 3, 3, 0, 2, 1, 0, 2, 0, 3, 3, 0, 3, 1, 3, 3],
+            vec![
+                true, true, true, true, false, true, false, false, false, false, false, false, true, true, true, true,
+                false, true, true, false, true, true, false, false, false, false, false, false, false, true, false,
+                false, false, true, true, false, true, false, false, false, true, true, true, true, false, false, true,
+                false, true, false, true, false, false, true, true, true, false, false, true, true, true, true, true,
+                false,
+            ],
+        ),
+        (
+            Scenario {
+                availability_zones: vec!["zone-a".into(), "zone-b".into()],
+                instance_types: vec![
+                    InstanceTypeSpec {
+                        instance_type: "ml.test0.xlarge".into(),
+                        accelerator_count: 2.0,
+                        accelerator_memory_gib: 24.0,
+                        v_cpu_count: 16.0,
+                        memory_in_mb: 65536.0,
+                        hourly_price: None,
+                    },
+                    InstanceTypeSpec {
+                        instance_type: "ml.test1.xlarge".into(),
+                        accelerator_count: 1.0,
+                        accelerator_memory_gib: 24.0,
+                        v_cpu_count: 8.0,
+                        memory_in_mb: 32768.0,
+                        hourly_price: Some(1.0),
+                    },
+                    InstanceTypeSpec {
+                        instance_type: "ml.test2.xlarge".into(),
+                        accelerator_count: 4.0,
+                        accelerator_memory_gib: 24.0,
+                        v_cpu_count: 48.0,
+                        memory_in_mb: 196608.0,
+                        hourly_price: Some(4.6),
+                    },
+                ],
+                capacity: vec![],
+                endpoint: Endpoint {
+                    endpoint_name: "ep".into(),
+                    variant_name: "AllTraffic".into(),
+                    model_name: None,
+                    instance_type: None,
+                    instance_pools: vec![
+                        InstancePool {
+                            instance_type: "ml.test0.xlarge".into(),
+                            priority: 2.0,
+                            model_name_override: None,
+                        },
+                        InstancePool {
+                            instance_type: "ml.test1.xlarge".into(),
+                            priority: 2.0,
+                            model_name_override: None,
+                        },
+                        InstancePool {
+                            instance_type: "ml.test2.xlarge".into(),
+                            priority: 2.0,
+                            model_name_override: None,
+                        },
+                    ],
+                    desired_instance_count: None,
+                    managed_instance_scaling: Some(ManagedInstanceScaling {
+                        status: Some("ENABLED".into()),
+                        min_instance_count: Some(2.0),
+                        max_instance_count: None,
+                        scale_in_policy: None,
+                    }),
+                },
+                inference_components: vec![
+                    InferenceComponent {
+                        inference_component_name: "ic-0".into(),
+                        specification: None,
+                        specifications: Some(vec![
+                            ComponentSpecification {
+                                instance_type: Some("ml.test0.xlarge".into()),
+                                model_name: None,
+                                compute_resource_requirements: ComputeResourceRequirements {
+                                    number_of_accelerator_devices_required: Some(0.0),
+                                    number_of_cpu_cores_required: Some(2.5),
+                                    min_memory_required_in_mb: 128.0,
+                                },
+                                scheduling_config: Some(SchedulingConfig {
+                                    placement_strategy: Some("BINPACK".into()),
+                                    availability_zone_balance: None,
+                                }),
+                            },
+                            ComponentSpecification {
+                                instance_type: Some("ml.test1.xlarge".into()),
+                                model_name: None,
+                                compute_resource_requirements: ComputeResourceRequirements {
+                                    number_of_accelerator_devices_required: Some(0.0),
+                                    number_of_cpu_cores_required: Some(2.75),
+                                    min_memory_required_in_mb: 128.0,
+                                },
+                                scheduling_config: Some(SchedulingConfig {
+                                    placement_strategy: Some("BINPACK".into()),
+                                    availability_zone_balance: None,
+                                }),
+                            },
+                        ]),
+                        runtime_config: RuntimeConfig { copy_count: 4.0 },
+                    },
+                    InferenceComponent {
+                        inference_component_name: "ic-1".into(),
+                        specification: None,
+                        specifications: Some(vec![ComponentSpecification {
+                            instance_type: Some("ml.test1.xlarge".into()),
+                            model_name: None,
+                            compute_resource_requirements: ComputeResourceRequirements {
+                                number_of_accelerator_devices_required: Some(0.0),
+                                number_of_cpu_cores_required: Some(4.75),
+                                min_memory_required_in_mb: 128.0,
+                            },
+                            scheduling_config: Some(SchedulingConfig {
+                                placement_strategy: Some("BINPACK".into()),
+                                availability_zone_balance: None,
+                            }),
+                        }]),
+                        runtime_config: RuntimeConfig { copy_count: 3.0 },
+                    },
+                ],
+                fleet: Fleet {
+                    instances: vec![FleetInstance {
+                        instance_id: "i-0".into(),
+                        instance_type: "ml.test1.xlarge".into(),
+                        availability_zone: "zone-a".into(),
+                        reserved: false,
+                        state: None,
+                    }],
+                    copies: vec![],
+                },
+                now: None,
+                capacity_error_ttl_seconds: None,
+                capacity_events: vec![],
+            },
+            vec![2, 2, 2, 0, 1, 0, 0, 2, 1, 0, 2, 0, 1, 3, 3, 2],
+            vec![
+                true, false, false, false, false, false, false, true, true, false, true, true, true, false, true, true,
+                false, false, true, false, true, true, true, false, true, false, true, false, true, false, true, true,
+                true, true, false, true, false, false, true, false, false, true, true, true, true, false, false, false,
+                true, false, true, true, false, false, true, false, true, true, true, false, false, true, false, false,
+            ],
+        ),
+    ];
+    for (index, (scenario, launch_faults, placement_faults)) in cases.into_iter().enumerate() {
+        match check_partial_execution(scenario, &launch_faults, &placement_faults) {
+            Ok(()) | Err(TestCaseError::Reject(_)) => {}
+            Err(error) => panic!("case {index}: {error}"),
+        }
     }
 }
 

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::common;
+
 use fleetplan::fleet::{objective, FinalFleet};
 use fleetplan::verify::check_fleet;
 use fleetplan::{verify, Action, AzIndex, ExactPlanner, Objective, Problem, Status, TypeIndex, ViolationKind};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// One instance while enumerating.
 #[derive(Clone)]
@@ -276,104 +278,6 @@ fn oracle(problem: &Problem) -> Option<Objective> {
     oracle.best
 }
 
-/// A tiny random scenario as JSON.
-fn tiny_scenario() -> impl Strategy<Value = Value> {
-    let types = prop::collection::vec(
-        (
-            1u32..=4,
-            1u32..=4,
-            prop::sample::select(vec![2048u32, 4096, 8192]),
-            prop::option::weighted(0.9, 1u32..=3),
-            1u32..=2,
-        ),
-        1..=2,
-    );
-    let components = prop::collection::vec(
-        (
-            prop::sample::select(vec![0u32, 1, 2, 2, 3, 3]),
-            0u32..=2,
-            prop::sample::select(vec![0.5f64, 1.0, 2.0]),
-            prop::sample::select(vec![1024u32, 2048, 4096]),
-            prop::option::of(0u32..=1),
-            any::<bool>(),
-            any::<bool>(),
-        ),
-        1..=3,
-    );
-    let capacity = prop::collection::vec((prop::option::weighted(0.5, 0u32..=2), 0u32..=1), 4);
-    let fleet = prop::option::weighted(0.3, (0u32..=1, 0u32..=2));
-    (1usize..=2, types, components, capacity, 0u32..=2, prop::option::of(1u32..=4), fleet).prop_map(
-        |(zones, types, components, capacity, min, max, fleet)| {
-            let azs: Vec<String> = ["az-a", "az-b"][..zones].iter().map(|s| s.to_string()).collect();
-            let type_json: Vec<Value> = types
-                .iter()
-                .enumerate()
-                .map(|(t, &(acc, cpu, mem, price, _))| {
-                    let mut v = json!({"InstanceType": format!("ml.t{t}"), "AcceleratorCount": acc, "VCpuCount": cpu, "MemoryInMb": mem});
-                    if let Some(price) = price {
-                        v["HourlyPrice"] = json!(price);
-                    }
-                    v
-                })
-                .collect();
-            let pools: Vec<Value> =
-                types.iter().enumerate().map(|(t, &(.., priority))| json!({"InstanceType": format!("ml.t{t}"), "Priority": priority})).collect();
-            let mut cap = Vec::new();
-            for t in 0..types.len() {
-                for z in 0..zones {
-                    let (available, reserved) = capacity[t * 2 + z];
-                    if available.is_some() || reserved > 0 {
-                        cap.push(json!({"InstanceType": format!("ml.t{t}"), "AvailabilityZone": azs[z], "Available": available, "Reserved": reserved}));
-                    }
-                }
-            }
-            let mut total = 0;
-            let comps: Vec<Value> = components
-                .iter()
-                .enumerate()
-                .map(|(c, &(copies, acc, cpu, mem, balance, spread, only_first))| {
-                    let copies = copies.min(5 - total.min(5));
-                    total += copies;
-                    let mut sched = json!({"PlacementStrategy": if spread {"SPREAD"} else {"BINPACK"}});
-                    if let Some(limit) = balance {
-                        sched["AvailabilityZoneBalance"] = json!({"EnforcementMode": "PERMISSIVE", "MaxImbalance": limit});
-                    }
-                    let requirement = json!({"NumberOfAcceleratorDevicesRequired": acc, "NumberOfCpuCoresRequired": cpu, "MinMemoryRequiredInMb": mem});
-                    let mut v = json!({"InferenceComponentName": format!("ic{c}"), "RuntimeConfig": {"CopyCount": copies}});
-                    if only_first && types.len() > 1 {
-                        v["Specifications"] = json!([{"InstanceType": "ml.t0", "ComputeResourceRequirements": requirement, "SchedulingConfig": sched}]);
-                    } else {
-                        v["Specification"] = json!({"ComputeResourceRequirements": requirement, "SchedulingConfig": sched});
-                    }
-                    v
-                })
-                .collect();
-            let mut scaling = json!({"Status": "ENABLED", "MinInstanceCount": min});
-            if let Some(max) = max {
-                scaling["MaxInstanceCount"] = json!(max.max(min));
-            }
-            let mut scenario = json!({
-                "AvailabilityZones": azs,
-                "InstanceTypes": type_json,
-                "Capacity": cap,
-                "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": pools, "ManagedInstanceScaling": scaling},
-                "InferenceComponents": comps,
-            });
-            if let Some((copies0, copies_last)) = fleet {
-                let last = components.len() - 1;
-                scenario["Fleet"] = json!({
-                    "Instances": [{"InstanceId": "i-1", "InstanceType": "ml.t0", "AvailabilityZone": "az-a"}],
-                    "Copies": [
-                        {"InferenceComponentName": "ic0", "InstanceId": "i-1", "CopyCount": copies0},
-                        {"InferenceComponentName": format!("ic{last}"), "InstanceId": "i-1", "CopyCount": copies_last}
-                    ]
-                });
-            }
-            scenario
-        },
-    )
-}
-
 fn check_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
     let plan = ExactPlanner::new().plan(problem);
     match oracle(problem) {
@@ -415,19 +319,33 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn reported_bounds_never_exceed_the_oracle_optimum(scenario in tiny_scenario()) {
-        let text = scenario.to_string();
-        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
-        check_bounds_against_oracle(&problem).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    fn reported_bounds_never_exceed_the_oracle_optimum(problem in common::problem(common::Config::TINY)) {
+        check_bounds_against_oracle(&problem)?;
     }
 
     #[test]
-    fn exact_matches_the_oracle(scenario in tiny_scenario()) {
-        let text = scenario.to_string();
-        // A generated fleet may already break packing; such input is rejected by validation.
-        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
-        check_against_oracle(&problem).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+    fn exact_matches_the_oracle(problem in common::problem(common::Config::TINY)) {
+        check_against_oracle(&problem)?;
     }
+}
+
+/// The case the old strategy's regression file held (`exact_oracle.proptest-regressions`): no
+/// copies wanted, one unpriced type.
+#[test]
+fn nothing_to_place_on_an_unpriced_type_matches_the_oracle() {
+    let text = json!({
+        "AvailabilityZones": ["az-a"],
+        "InstanceTypes": [{"InstanceType": "ml.t0", "AcceleratorCount": 1, "VCpuCount": 1, "MemoryInMb": 2048}],
+        "Endpoint": {"EndpointName": "e", "VariantName": "v", "InstancePools": [{"InstanceType": "ml.t0", "Priority": 1}],
+            "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 0}},
+        "InferenceComponents": [{"InferenceComponentName": "ic0", "RuntimeConfig": {"CopyCount": 0},
+            "Specification": {"ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 0, "NumberOfCpuCoresRequired": 0.5, "MinMemoryRequiredInMb": 1024},
+                "SchedulingConfig": {"PlacementStrategy": "BINPACK"}}}]
+    })
+    .to_string();
+    let problem = Problem::from_json(&text).unwrap();
+    check_against_oracle(&problem).unwrap();
+    check_bounds_against_oracle(&problem).unwrap();
 }
 
 #[test]
@@ -517,9 +435,7 @@ proptest! {
     /// A node limit (unlike a time limit) makes the result a function of the input, bound
     /// included.
     #[test]
-    fn node_limited_runs_are_deterministic_bound_included(scenario in tiny_scenario()) {
-        let text = scenario.to_string();
-        let Ok(problem) = Problem::from_json(&text) else { return Ok(()) };
+    fn node_limited_runs_are_deterministic_bound_included(problem in common::problem(common::Config::TINY)) {
         for nodes in [1, 5] {
             let first = ExactPlanner::new().node_limit(nodes).plan(&problem);
             let second = ExactPlanner::new().node_limit(nodes).plan(&problem);

@@ -640,7 +640,7 @@ proptest! {
     /// AZ); `Room` and `Short` agree with actually placing one more copy; `Unplaced` counts add
     /// up; the report's numbers are consistent with the fleet and the shared objective.
     #[test]
-    fn explanations_and_reports_are_consistent(problem in common::problem(common::Size::MEDIUM), launches in 0i64..6) {
+    fn explanations_and_reports_are_consistent(problem in common::problem(common::Config::MEDIUM), launches in 0i64..6) {
         let actions = instance_changes(&problem, launches).launch_actions();
         let (fleet, violations) = FinalFleet::apply(&problem, &actions);
         prop_assert!(violations.is_empty(), "{:?}", violations);

@@ -492,28 +492,21 @@ fn checker_flags_a_release_before_the_instance_is_empty_and_before_draining() {
 // ---- Random fleets: every plan passes the checker. ----
 
 /// Random scenarios with some fleet instances draining and a random MaximumStepSize.
-fn scenario_with_draining(size: common::Size) -> impl Strategy<Value = Scenario> {
-    (common::scenario(size), prop::collection::vec(any::<bool>(), size.fleet), 1u32..=3).prop_map(
-        |(mut scenario, draining, size)| {
-            for (instance, draining) in scenario.fleet.instances.iter_mut().zip(draining) {
-                if draining {
-                    instance.state = Some("Draining".into());
-                }
-            }
-            step_size(&mut scenario, size);
-            scenario
-        },
-    )
-}
-
-const FLEETS: common::Size = common::Size { azs: 3, pool_types: 4, components: 5, copies: 8, fleet: 10, capacity: 3 };
+const FLEETS: common::Config = common::Config {
+    pool_types: (1, 4),
+    components: (1, 5),
+    copies: (0, 8),
+    fleet: (0, 10),
+    draining_percent: 50,
+    step_size: Some((1, 3)),
+    ..common::Config::SMALL
+};
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_plan_passes_the_checker(scenario in scenario_with_draining(FLEETS)) {
-        let Ok(problem) = Problem::new(&scenario) else { return Ok(()) };
+    fn every_plan_passes_the_checker(problem in common::problem(FLEETS)) {
         let plan = plan_of(&problem);
         let violations = verify_rebalance(&problem, &plan);
         prop_assert!(violations.is_empty(), "violations: {:#?}\nplan: {}", violations, plan.to_json());
@@ -525,7 +518,7 @@ proptest! {
     }
 
     #[test]
-    fn every_plan_of_the_shared_generator_passes_the_checker(problem in common::problem(common::Size::MEDIUM)) {
+    fn every_plan_of_the_shared_generator_passes_the_checker(problem in common::problem(common::Config::MEDIUM)) {
         let plan = plan_of(&problem);
         let violations = verify_rebalance(&problem, &plan);
         prop_assert!(violations.is_empty(), "violations: {:#?}\nplan: {}", violations, plan.to_json());

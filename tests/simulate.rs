@@ -11,7 +11,11 @@ use std::sync::Arc;
 
 use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
 use fleetplan::simulate::{PlannerChoice, Script, Simulation, Simulator};
-use fleetplan::{Action, ExactPlanner, Limits, Problem, ScenarioBuilder, Status, StopReason};
+use fleetplan::{
+    Action, ComponentSpecification, ComputeResourceRequirements, Endpoint, ExactPlanner, Fleet, FleetCopy,
+    FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits, ManagedInstanceScaling, Problem,
+    RuntimeConfig, Scenario, ScenarioBuilder, SchedulingConfig, Status, StopReason,
+};
 use proptest::prelude::*;
 
 fn script_text(name: &str) -> String {
@@ -326,7 +330,7 @@ fn the_exact_planner_runs_ticks_under_a_node_limit() {
 fn random_script() -> impl Strategy<Value = Script> {
     let ticks = 4u32..=12;
     (
-        common::scenario(common::Size::SMALL),
+        common::scenario(common::Config::SMALL),
         ticks,
         prop::collection::vec((0u32..12, 0usize..8, 0usize..4, prop::option::of(0u32..=3)), 0..6),
         prop::collection::vec((0u32..12, 0usize..4, 0u32..=8), 0..6),
@@ -383,13 +387,19 @@ proptest! {
     /// Random scripts never break an invariant, never panic, and replay byte for byte.
     #[test]
     fn random_scripts_keep_every_invariant(script in random_script()) {
-        let simulation = Simulator::new().run(&script).map_err(|error| TestCaseError::fail(format!("invalid: {error}")))?;
-        prop_assert_eq!(&simulation.failures, &vec![], "{}", simulation.to_table());
-        prop_assert_eq!(simulation.stop_reason.clone(), StopReason::Completed);
-        prop_assert_eq!(simulation.ticks.len(), script.ticks as usize);
-        let again = Simulator::new().run(&script).map_err(|error| TestCaseError::fail(format!("invalid: {error}")))?;
-        prop_assert_eq!(simulation.to_json(), again.to_json());
+        check_script(&script)?;
     }
+}
+
+/// Random scripts never break an invariant, never panic, and replay byte for byte.
+fn check_script(script: &Script) -> Result<(), TestCaseError> {
+    let simulation = Simulator::new().run(script).map_err(|error| TestCaseError::fail(format!("invalid: {error}")))?;
+    prop_assert_eq!(&simulation.failures, &vec![], "{}", simulation.to_table());
+    prop_assert_eq!(simulation.stop_reason.clone(), StopReason::Completed);
+    prop_assert_eq!(simulation.ticks.len(), script.ticks as usize);
+    let again = Simulator::new().run(script).map_err(|error| TestCaseError::fail(format!("invalid: {error}")))?;
+    prop_assert_eq!(simulation.to_json(), again.to_json());
+    Ok(())
 }
 
 proptest! {
@@ -411,70 +421,237 @@ proptest! {
     /// after the previous round's errors expired.
     #[test]
     fn repeated_partial_execution_converges_to_the_objective_of_planning_once(
-        scenario in common::scenario(common::Size::SMALL),
+        scenario in common::scenario(common::Config::SMALL),
         faults in prop::collection::vec(0usize..6, 1..24),
     ) {
-        let mut scenario = scenario;
-        scenario.capacity.clear();
-        let exact = ExactPlanner::new().node_limit(20_000);
-        let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
-        let once = exact.plan(&problem);
-        prop_assume!(once.status == Status::Optimal);
+        check_repeated_partial_execution(scenario, &faults)?;
+    }
+}
 
-        let mut ledger = CapacityLedger::new();
-        let mut now = 10_000;
-        let mut fault = faults.iter().cycle();
-        let mut current = scenario.clone();
-        let mut problem = problem;
-        let mut plan = once.clone();
-        // Three faulty rounds at most; the fourth executes in full.
-        for round in 0..4 {
-            let faulty = round < 3;
-            let mut execution = Execution::new(now);
-            // Removals first: a real executor cannot place into room a failed removal kept
-            // (plans may place onto room their own removals free), so every placement on an
-            // instance with a failed removal fails too.
-            let mut kept_room: Vec<&str> = Vec::new();
-            for action in &plan.actions {
-                if let Action::RemoveCopy { component, instance_id } = action {
-                    if faulty && fault.next() == Some(&4) {
-                        execution = execution.removal_failed(component, instance_id);
-                        kept_room.push(instance_id);
-                    }
+/// The property of `repeated_partial_execution_converges_to_the_objective_of_planning_once`.
+fn check_repeated_partial_execution(scenario: Scenario, faults: &[usize]) -> Result<(), TestCaseError> {
+    let mut scenario = scenario;
+    scenario.capacity.clear();
+    let exact = ExactPlanner::new().node_limit(20_000);
+    let problem = Problem::new(&scenario).map_err(|e| TestCaseError::fail(format!("invalid: {e}")))?;
+    let once = exact.plan(&problem);
+    prop_assume!(once.status == Status::Optimal);
+
+    let mut ledger = CapacityLedger::new();
+    let mut now = 10_000;
+    let mut fault = faults.iter().cycle();
+    let mut current = scenario.clone();
+    let mut problem = problem;
+    let mut plan = once.clone();
+    // Three faulty rounds at most; the fourth executes in full.
+    for round in 0..4 {
+        let faulty = round < 3;
+        let mut execution = Execution::new(now);
+        // Removals first: a real executor cannot place into room a failed removal kept
+        // (plans may place onto room their own removals free), so every placement on an
+        // instance with a failed removal fails too.
+        let mut kept_room: Vec<&str> = Vec::new();
+        for action in &plan.actions {
+            if let Action::RemoveCopy { component, instance_id } = action {
+                if faulty && fault.next() == Some(&4) {
+                    execution = execution.removal_failed(component, instance_id);
+                    kept_room.push(instance_id);
                 }
             }
-            for action in &plan.actions {
-                match action {
-                    Action::LaunchInstance { instance_id, .. } => {
-                        execution = match (faulty, fault.next().copied().unwrap_or(5)) {
-                            (true, 0) => execution.launch_failed(instance_id, LaunchFailure::InsufficientCapacity),
-                            (true, 1) => execution.launch_failed(instance_id, LaunchFailure::ProvisioningTimeout),
-                            (true, 2) => execution.launch_failed(instance_id, LaunchFailure::Other),
-                            _ => execution.launched(instance_id, &format!("i-r{round}-{instance_id}")),
-                        };
-                    }
-                    Action::PlaceCopy { component, instance_id, .. }
-                        if kept_room.contains(&instance_id.as_str()) || (faulty && fault.next() == Some(&3)) =>
-                    {
-                        execution = execution.placement_failed(component, instance_id);
-                    }
-                    _ => {}
-                }
-            }
-            let observed = observe(&problem, &plan.actions, &execution)
-                .map_err(|e| TestCaseError::fail(format!("observe: {e}")))?;
-            ledger.extend(observed.capacity_events.iter().cloned());
-            current.fleet = observed.fleet;
-            // Re-plan once the errors expired: capacity allows again.
-            now += i64::from(ledger.ttl_seconds());
-            ledger.apply(&mut current, now);
-            problem = Problem::new(&current).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
-            prop_assert!(problem.capacity_blocks().is_empty());
-            plan = exact.plan(&problem);
-            prop_assert!(fleetplan::verify(&problem, &plan).is_empty(), "{:?}", fleetplan::verify(&problem, &plan));
-            prop_assume!(plan.status == Status::Optimal);
         }
-        prop_assert_eq!(plan.objective.key(), once.objective.key(), "\nonce: {}\nlast: {}", once.to_json(), plan.to_json());
+        for action in &plan.actions {
+            match action {
+                Action::LaunchInstance { instance_id, .. } => {
+                    execution = match (faulty, fault.next().copied().unwrap_or(5)) {
+                        (true, 0) => execution.launch_failed(instance_id, LaunchFailure::InsufficientCapacity),
+                        (true, 1) => execution.launch_failed(instance_id, LaunchFailure::ProvisioningTimeout),
+                        (true, 2) => execution.launch_failed(instance_id, LaunchFailure::Other),
+                        _ => execution.launched(instance_id, &format!("i-r{round}-{instance_id}")),
+                    };
+                }
+                Action::PlaceCopy { component, instance_id, .. }
+                    if kept_room.contains(&instance_id.as_str()) || (faulty && fault.next() == Some(&3)) =>
+                {
+                    execution = execution.placement_failed(component, instance_id);
+                }
+                _ => {}
+            }
+        }
+        let observed =
+            observe(&problem, &plan.actions, &execution).map_err(|e| TestCaseError::fail(format!("observe: {e}")))?;
+        ledger.extend(observed.capacity_events.iter().cloned());
+        current.fleet = observed.fleet;
+        // Re-plan once the errors expired: capacity allows again.
+        now += i64::from(ledger.ttl_seconds());
+        ledger.apply(&mut current, now);
+        problem = Problem::new(&current).map_err(|e| TestCaseError::fail(format!("observed fleet invalid: {e}")))?;
+        prop_assert!(problem.capacity_blocks().is_empty());
+        plan = exact.plan(&problem);
+        prop_assert!(fleetplan::verify(&problem, &plan).is_empty(), "{:?}", fleetplan::verify(&problem, &plan));
+        prop_assume!(plan.status == Status::Optimal);
+    }
+    prop_assert_eq!(plan.objective.key(), once.objective.key(), "\nonce: {}\nlast: {}", once.to_json(), plan.to_json());
+    Ok(())
+}
+
+/// The cases the old strategy's regression file held (`simulate.proptest-regressions`): an
+/// outage of the only AZ at tick 0 with MinInstanceCount 1, and repeated partial execution of
+/// per-type and shared BINPACK components on a running fleet.
+#[test]
+fn former_failures_of_the_random_scripts() {
+    let scenario = Scenario {
+        availability_zones: vec!["zone-a".into()],
+        instance_types: vec![InstanceTypeSpec {
+            instance_type: "ml.test0.xlarge".into(),
+            accelerator_count: 1.0,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 8.0,
+            memory_in_mb: 32768.0,
+            hourly_price: None,
+        }],
+        capacity: vec![],
+        endpoint: Endpoint {
+            endpoint_name: "ep".into(),
+            variant_name: "AllTraffic".into(),
+            model_name: None,
+            instance_type: None,
+            instance_pools: vec![InstancePool {
+                instance_type: "ml.test0.xlarge".into(),
+                priority: 1.0,
+                model_name_override: None,
+            }],
+            desired_instance_count: None,
+            managed_instance_scaling: Some(ManagedInstanceScaling {
+                status: Some("ENABLED".into()),
+                min_instance_count: Some(1.0),
+                max_instance_count: None,
+                scale_in_policy: None,
+            }),
+        },
+        inference_components: vec![InferenceComponent {
+            inference_component_name: "ic-0".into(),
+            specification: Some(ComponentSpecification {
+                instance_type: None,
+                model_name: None,
+                compute_resource_requirements: ComputeResourceRequirements {
+                    number_of_accelerator_devices_required: Some(0.0),
+                    number_of_cpu_cores_required: None,
+                    min_memory_required_in_mb: 128.0,
+                },
+                scheduling_config: Some(SchedulingConfig {
+                    placement_strategy: Some("BINPACK".into()),
+                    availability_zone_balance: None,
+                }),
+            }),
+            specifications: None,
+            runtime_config: RuntimeConfig { copy_count: 0.0 },
+        }],
+        fleet: Fleet { instances: vec![], copies: vec![] },
+        now: None,
+        capacity_error_ttl_seconds: None,
+        capacity_events: vec![],
+    };
+    check_script(&Script::new(scenario, 4).az_outage(0, 1, "zone-a")).unwrap();
+    let scenario = Scenario {
+        availability_zones: vec!["zone-a".into(), "zone-b".into()],
+        instance_types: vec![InstanceTypeSpec {
+            instance_type: "ml.test0.xlarge".into(),
+            accelerator_count: 8.0,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 96.0,
+            memory_in_mb: 393216.0,
+            hourly_price: None,
+        }],
+        capacity: vec![],
+        endpoint: Endpoint {
+            endpoint_name: "ep".into(),
+            variant_name: "AllTraffic".into(),
+            model_name: None,
+            instance_type: None,
+            instance_pools: vec![InstancePool {
+                instance_type: "ml.test0.xlarge".into(),
+                priority: 1.0,
+                model_name_override: None,
+            }],
+            desired_instance_count: None,
+            managed_instance_scaling: Some(ManagedInstanceScaling {
+                status: Some("ENABLED".into()),
+                min_instance_count: Some(0.0),
+                max_instance_count: None,
+                scale_in_policy: None,
+            }),
+        },
+        inference_components: vec![
+            InferenceComponent {
+                inference_component_name: "ic-0".into(),
+                specification: None,
+                specifications: Some(vec![ComponentSpecification {
+                    instance_type: Some("ml.test0.xlarge".into()),
+                    model_name: None,
+                    compute_resource_requirements: ComputeResourceRequirements {
+                        number_of_accelerator_devices_required: Some(3.0),
+                        number_of_cpu_cores_required: None,
+                        min_memory_required_in_mb: 128.0,
+                    },
+                    scheduling_config: Some(SchedulingConfig {
+                        placement_strategy: Some("BINPACK".into()),
+                        availability_zone_balance: None,
+                    }),
+                }]),
+                runtime_config: RuntimeConfig { copy_count: 1.0 },
+            },
+            InferenceComponent {
+                inference_component_name: "ic-1".into(),
+                specification: Some(ComponentSpecification {
+                    instance_type: None,
+                    model_name: None,
+                    compute_resource_requirements: ComputeResourceRequirements {
+                        number_of_accelerator_devices_required: Some(1.0),
+                        number_of_cpu_cores_required: None,
+                        min_memory_required_in_mb: 128.0,
+                    },
+                    scheduling_config: Some(SchedulingConfig {
+                        placement_strategy: Some("BINPACK".into()),
+                        availability_zone_balance: None,
+                    }),
+                }),
+                specifications: None,
+                runtime_config: RuntimeConfig { copy_count: 5.0 },
+            },
+        ],
+        fleet: Fleet {
+            instances: vec![
+                FleetInstance {
+                    instance_id: "i-0".into(),
+                    instance_type: "ml.test0.xlarge".into(),
+                    availability_zone: "zone-a".into(),
+                    reserved: false,
+                    state: None,
+                },
+                FleetInstance {
+                    instance_id: "i-1".into(),
+                    instance_type: "ml.test0.xlarge".into(),
+                    availability_zone: "zone-a".into(),
+                    reserved: false,
+                    state: None,
+                },
+            ],
+            copies: vec![
+                FleetCopy { inference_component_name: "ic-0".into(), instance_id: "i-0".into(), copy_count: 2.0 },
+                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1.0 },
+                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1.0 },
+            ],
+        },
+        now: None,
+        capacity_error_ttl_seconds: None,
+        capacity_events: vec![],
+    };
+    match check_repeated_partial_execution(
+        scenario,
+        &vec![1, 1, 2, 4, 1, 1, 3, 5, 1, 0, 0, 4, 2, 2, 5, 1, 4, 3, 5, 4, 5, 3, 5],
+    ) {
+        Ok(()) | Err(TestCaseError::Reject(_)) => {}
+        Err(error) => panic!("{error}"),
     }
 }
 

@@ -410,7 +410,7 @@ mod reasons_and_causes_agree {
         /// Before planning (every launch open) and after greedy (capacity used up, instances
         /// full, `MaxInstanceCount` reached): each cause is stated in the reasons.
         #[test]
-        fn on_generated_fleets(problem in common::problem(common::Size::MEDIUM)) {
+        fn on_generated_fleets(problem in common::problem(common::Config::MEDIUM)) {
             let (before, _) = FinalFleet::apply(&problem, &[]);
             check(&problem, &before)?;
             let plan = plan_greedy(&problem);
