@@ -11,7 +11,7 @@ use std::time::Duration;
 use fleetplan::{verify, Consolidator, ExactPlanner, GreedyPlanner, Limits, Problem, Rebalancer, StopReason};
 use proptest::prelude::*;
 
-use crate::common::{self, Size};
+use crate::common::{self, Config};
 
 fn load(name: &str) -> Problem {
     let path = format!("{}/scenarios/{name}.json", env!("CARGO_MANIFEST_DIR"));
@@ -116,7 +116,7 @@ proptest! {
 
     /// Deterministic (node limits, no deadline): a larger node limit never gives a worse plan.
     #[test]
-    fn a_larger_node_limit_never_gives_a_worse_plan(problem in common::problem(Size::MEDIUM)) {
+    fn a_larger_node_limit_never_gives_a_worse_plan(problem in common::problem(Config::MEDIUM)) {
         let mut previous: Option<fleetplan::Plan> = None;
         for nodes in [1u64, 10, 100, 1_000] {
             let plan = ExactPlanner::new().node_limit(nodes).plan(&problem);

@@ -277,7 +277,7 @@ impl Rebalancer {
     /// as solves, release candidates tried as nodes, steps as rounds).
     pub fn plan_with_stats(&self, problem: &Problem) -> (RebalancePlan, Stats) {
         let started = Instant::now();
-        let limits = limits.armed(None);
+        let limits = self.limits.armed(None);
         let mut stats = Stats::default();
         let max_steps = self.max_steps.unwrap_or(usize::MAX);
         let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
