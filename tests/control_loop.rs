@@ -852,3 +852,50 @@ fn the_reliability_report_counts_draining_instances() {
     assert!(!calm.to_table().contains("Draining"));
     assert!(!calm.to_json().contains("Draining"));
 }
+
+/// Issue 18, defect 1 class: a fleet observed without an id map keeps the plan's `new-N` ids;
+/// planning it again never launches one of them (greedy, exact, rebalance), and `observe`
+/// refuses a plan that does.
+#[test]
+fn a_fleet_that_kept_generated_ids_never_gets_them_again() {
+    let mut scenario = two_tier();
+    let problem = Problem::new(&scenario).unwrap();
+    let plan = plan_greedy(&problem);
+    let ids: Vec<String> = plan
+        .actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::LaunchInstance { instance_id, .. } => Some(instance_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["new-1", "new-2"]);
+    let execution = Execution::new(1_000).launch_failed("new-2", LaunchFailure::InsufficientCapacity);
+    scenario.fleet = observe(&problem, &plan.actions, &execution).unwrap().fleet;
+    let problem = Problem::new(&scenario).unwrap();
+    assert_eq!(problem.fleet().iter().map(|instance| instance.id.as_str()).collect::<Vec<_>>(), ["new-1"]);
+    for plan in both_plans(&problem) {
+        assert!(verify(&problem, &plan).is_empty(), "{}", plan.to_json());
+        for action in &plan.actions {
+            if let Action::LaunchInstance { instance_id, .. } = action {
+                assert_ne!(instance_id, "new-1", "{}", plan.to_json());
+            }
+        }
+    }
+    for launch in rebalance(&problem).launches() {
+        assert_ne!(launch.instance_id, "new-1");
+    }
+    let reused = [Action::LaunchInstance {
+        instance_id: "new-1".into(),
+        instance_type: P5.into(),
+        availability_zone: AZ_B.into(),
+        reserved: false,
+    }];
+    let messages: Vec<String> = observe(&problem, &reused, &Execution::new(2_000))
+        .unwrap_err()
+        .issues()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(messages, ["Actions[0]: launch id \"new-1\" is already in use"]);
+}

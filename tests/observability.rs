@@ -699,3 +699,26 @@ proptest! {
         prop_assert_eq!(json["Components"].as_array().map(Vec::len), Some(problem.components().len()));
     }
 }
+
+/// Issue 18, defect 1 class: launch actions never take an id an instance of the fleet carries.
+#[test]
+fn launch_actions_skip_ids_the_fleet_uses() {
+    let scenario = ScenarioBuilder::new(["a"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("llm", 1, 4, 0.0, 1024)
+        .fleet_instance("new-1", "ml.g6.12xlarge", "a", false)
+        .fleet_instance("new-3", "ml.g6.12xlarge", "a", false)
+        .build();
+    let problem = Problem::new(&scenario).unwrap();
+    let actions = instance_changes(&problem, 2).launch_actions();
+    let ids: Vec<&str> = actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::LaunchInstance { instance_id, .. } => Some(instance_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["new-2", "new-4"]);
+    let (_, violations) = FinalFleet::apply(&problem, &actions);
+    assert!(violations.is_empty(), "{violations:?}");
+}

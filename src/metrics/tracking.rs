@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use serde::Serialize;
 
 use super::{non_negative, MetricsError};
+use crate::engines::LaunchIds;
 use crate::fleet::price_micros;
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Action;
@@ -252,6 +253,8 @@ impl TargetTracking {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct LaunchStep {
+    /// The id the launch gets: `new-1`, `new-2`, … skipping ids the fleet already carries.
+    pub instance_id: String,
     /// Instance type.
     pub instance_type: String,
     /// Its pool priority.
@@ -304,15 +307,15 @@ pub struct InstanceChanges {
 }
 
 impl InstanceChanges {
-    /// The launches as `LaunchInstance` actions with ids `new-1`, `new-2`, … (removals need
+    /// The launches as `LaunchInstance` actions with their ids ([`LaunchStep::instance_id`]: `new-1`,
+    /// `new-2`, … skipping ids the fleet already carries) (removals need
     /// their copies moved first, which is consolidation's job, so they are not turned into
     /// actions here).
     pub fn launch_actions(&self) -> Vec<Action> {
         self.launches
             .iter()
-            .enumerate()
-            .map(|(index, step)| Action::LaunchInstance {
-                instance_id: format!("new-{}", index + 1),
+            .map(|step| Action::LaunchInstance {
+                instance_id: step.instance_id.clone(),
                 instance_type: step.instance_type.clone(),
                 availability_zone: step.availability_zone.clone(),
                 reserved: step.reserved,
@@ -363,6 +366,7 @@ pub fn instance_changes(problem: &Problem, delta: i64) -> InstanceChanges {
     let fleet_size = problem.fleet().len() as u64;
     let scaling = problem.scaling();
     let mut changes = InstanceChanges::default();
+    let mut launch_ids = LaunchIds::new(problem);
     let types = problem.instance_types();
     let az_name = |az: usize| problem.azs().get(az).cloned().unwrap_or_default();
 
@@ -398,6 +402,7 @@ pub fn instance_changes(problem: &Problem, delta: i64) -> InstanceChanges {
                 *count += 1;
             }
             changes.launches.push(LaunchStep {
+                instance_id: launch_ids.next_id(),
                 instance_type: types.get(t).map(|info| info.name.clone()).unwrap_or_default(),
                 priority: types.get(t).map_or(0, |info| info.priority),
                 availability_zone: az_name(z),
