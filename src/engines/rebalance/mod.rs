@@ -274,8 +274,7 @@ impl Rebalancer {
             planner.extra_victim_tries = self.extra_victim_tries;
             planner.steps_per_launch = steps_per_launch;
             planner.release_first = release_first;
-            let (steps, stop_reason) =
-                planner.run(self.max_steps.unwrap_or(usize::MAX), &limits, &mut stats.nodes);
+            let (steps, stop_reason) = planner.run(self.max_steps.unwrap_or(usize::MAX), &limits, &mut stats.nodes);
             stats.solves += 1;
             let (draining, counts, cost) = planner.key();
             let moves = steps.iter().map(|step| step.moves.len()).sum();
