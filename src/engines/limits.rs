@@ -34,8 +34,9 @@ enum Cancel {
 /// - **Node limit** ([`node_limit`](Self::node_limit)): deterministic, unlike the clock; its unit
 ///   is the engine's own unit of search (see there).
 /// - **Cancellation** ([`cancel_flag`](Self::cancel_flag), [`cancel_when`](Self::cancel_when)):
-///   checked between solver time slices, greedy passes, search nodes and steps; the engine returns
-///   within about 50 ms of the request (measured, see `docs/contract.md`).
+///   checked between solver time slices (10 ms), greedy passes, search nodes and steps, also
+///   without a deadline; the engine then returns its best verified plan with
+///   [`StopReason::Cancelled`] (latency measured in `docs/benchmarks.md`).
 ///
 /// **No engine runs unbounded.** When a `Limits` sets neither a time limit, a deadline nor a
 /// node limit, an engine with a default bound applies it: the exact planner a 10 s time limit

@@ -146,12 +146,7 @@ pub const DEFAULT_NODE_LIMIT: u64 = 20_000;
 
 impl Default for Consolidator {
     fn default() -> Self {
-        Consolidator {
-            limits: Limits::new(),
-            max_steps: None,
-            exhaustive_instances: 6,
-            pinning_instances: 64,
-        }
+        Consolidator { limits: Limits::new(), max_steps: None, exhaustive_instances: 6, pinning_instances: 64 }
     }
 }
 

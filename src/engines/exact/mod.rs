@@ -532,7 +532,14 @@ impl ExactPlanner {
             let Some((_, solution)) = cheapest else {
                 let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
                 let bound = lex_bound(&facts, &fixed, None);
-                return self.stopped(problem, &facts, full.deadline, last.into_iter().collect(), stop, bound.or(best_bound));
+                return self.stopped(
+                    problem,
+                    &facts,
+                    full.deadline,
+                    last.into_iter().collect(),
+                    stop,
+                    bound.or(best_bound),
+                );
             };
             let bound = lex_bound(&facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
             if let Some(stop) = cost_stop {
@@ -556,7 +563,7 @@ impl ExactPlanner {
                 }
                 Err(failed) => failed,
             };
-            if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            if full.deadline.is_some_and(|deadline| Instant::now() >= deadline) || self.limits.cancelled() {
                 return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
             }
             // A slot group has one variable per (slot, component): refuse huge ones.
@@ -680,8 +687,14 @@ impl ExactPlanner {
         stop: StopReason,
         bound: Option<Objective>,
     ) -> Outcome {
-        // The deadline has usually passed: packing gets a short grace.
-        let deadline = deadline.map(|deadline| deadline.max(Instant::now()) + DEADLINE_GRACE);
+        // The deadline has usually passed: packing gets a short grace. After a cancellation it
+        // gets that grace from now, whatever the deadline (the caller is waiting).
+        let now = Instant::now();
+        let deadline = if self.limits.cancelled() {
+            Some(now + DEADLINE_GRACE)
+        } else {
+            deadline.map(|deadline| deadline.max(now) + DEADLINE_GRACE)
+        };
         let mut best: Option<(Vec<Action>, Objective)> = None;
         for solution in &solutions {
             let Ok(actions) = realize(problem, facts, solution, deadline) else { continue };
