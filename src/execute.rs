@@ -396,11 +396,11 @@ impl<'a> StepRun<'a> {
         match outcome.unwrap_or_else(|| LaunchOutcome::Launched { instance_id: launch.instance_id.clone() }) {
             LaunchOutcome::Launched { instance_id: real_id } => {
                 if !self.ids_in_use.insert(real_id.clone()) {
+                    // Reported; the launch still counts, so its moves are not reported again.
                     self.issue(
                         format!("StepExecution.launched({:?})", launch.instance_id),
                         format!("{real_id:?} is already an instance id"),
                     );
-                    return None;
                 }
                 self.events.insert((type_index, az_index), CapacityEventKind::Launched);
                 let counts = self.launch_counts.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_default();
@@ -494,7 +494,8 @@ impl<'a> StepRun<'a> {
         let copies = self.slots[index].instance.total_copies();
         if copies > 0 {
             // Releasing it would lose copies: the plan does not fit this fleet.
-            self.issue(path, format!("{id} still holds {copies} copies"));
+            let noun = if copies == 1 { "copy" } else { "copies" };
+            self.issue(path, format!("{id} still holds {copies} {noun}"));
             return;
         }
         self.slots[index].alive = false;

@@ -12,6 +12,7 @@ mod consolidate;
 mod contract_docs;
 mod control_loop;
 mod exact_lns;
+mod execute;
 mod exact_oracle;
 mod exact_prefix;
 mod exact_props;
