@@ -381,14 +381,10 @@ impl<'a> StepRun<'a> {
         let (Some(type_index), Some(az_index)) =
             (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
         else {
-            self.issue(
-                path,
-                format!("unknown type {:?} or AZ {:?}", launch.instance_type, launch.availability_zone),
-            );
+            self.issue(path, format!("unknown type {:?} or AZ {:?}", launch.instance_type, launch.availability_zone));
             return None;
         };
-        if self.by_plan_id.contains_key(&launch.instance_id) || self.attempted_launches.contains(&launch.instance_id)
-        {
+        if self.by_plan_id.contains_key(&launch.instance_id) || self.attempted_launches.contains(&launch.instance_id) {
             self.issue(path, format!("launch id {:?} is already in use", launch.instance_id));
             return None;
         }
@@ -403,7 +399,8 @@ impl<'a> StepRun<'a> {
                     );
                 }
                 self.events.insert((type_index, az_index), CapacityEventKind::Launched);
-                let counts = self.launch_counts.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_default();
+                let counts =
+                    self.launch_counts.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_default();
                 counts.0 += 1;
                 counts.1 += u32::from(launch.reserved);
                 self.instance_ids.insert(launch.instance_id.clone(), real_id);
@@ -452,10 +449,7 @@ impl<'a> StepRun<'a> {
             return;
         };
         let (Some(from), Some(to)) = (self.live_slot(&planned.from), self.live_slot(&planned.to)) else {
-            self.issue(
-                path,
-                format!("{:?} or {:?} is not a running instance at this point", planned.from, planned.to),
-            );
+            self.issue(path, format!("{:?} or {:?} is not a running instance at this point", planned.from, planned.to));
             return;
         };
         let source = &mut self.slots[from].instance;

@@ -72,15 +72,18 @@ fn a_scheduler_drives_the_whole_loop_through_the_public_api() {
     let observed = execute_plan(&problem, &plan, &execution).expect("the execution describes the plan");
     assert_eq!(
         view(&observed.fleet),
-        (vec![instance("i-1", P5, "a", false), instance("i-3", P5, "a", false)], vec![
-            copies("llm", "i-1", 1),
-            copies("chat", "i-3", 2)
-        ])
+        (
+            vec![instance("i-1", P5, "a", false), instance("i-3", P5, "a", false)],
+            vec![copies("llm", "i-1", 1), copies("chat", "i-3", 2)]
+        )
     );
-    assert_eq!(observed.capacity_events, vec![
-        event(P5, "a", CapacityEventKind::Launched, 1_000),
-        event(P5, "b", CapacityEventKind::InsufficientCapacity, 1_000),
-    ]);
+    assert_eq!(
+        observed.capacity_events,
+        vec![
+            event(P5, "a", CapacityEventKind::Launched, 1_000),
+            event(P5, "b", CapacityEventKind::InsufficientCapacity, 1_000),
+        ]
+    );
     assert_eq!(observed.failed_launches, vec!["new-2".to_string()]);
     ledger.extend(observed.capacity_events.iter().cloned());
     scenario.fleet = observed.fleet;
@@ -237,10 +240,13 @@ fn a_failed_launch_leaves_the_fleet_as_after_the_previous_step_and_abandons_its_
     assert_eq!(outcome.fleet, problem_fleet(&problem));
     assert_eq!(outcome.abandoned.iter().map(|i| i.instance_id.as_str()).collect::<Vec<_>>(), ["i-9"]);
     assert!(outcome.launched.is_empty() && outcome.released.is_empty());
-    assert_eq!(outcome.capacity_events, vec![
-        event(P5, "a", CapacityEventKind::Launched, 7),
-        event(P5, "b", CapacityEventKind::InsufficientCapacity, 7),
-    ]);
+    assert_eq!(
+        outcome.capacity_events,
+        vec![
+            event(P5, "a", CapacityEventKind::Launched, 7),
+            event(P5, "b", CapacityEventKind::InsufficientCapacity, 7),
+        ]
+    );
 }
 
 fn problem_fleet(problem: &Problem) -> Fleet {

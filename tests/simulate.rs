@@ -378,7 +378,10 @@ fn now_and_capacity_events_are_each_refused_without_demanding_the_other() {
     );
     // Built in code: the same.
     let mut built = Script::from_json(&script_text("ice-fallback-recovery.json")).expect("valid");
-    built.scenario.capacity_events.push(CapacityRecord::new("ml.p5.48xlarge", "us-east-1a", CapacityEventKind::Launched, 0).to_event());
+    built
+        .scenario
+        .capacity_events
+        .push(CapacityRecord::new("ml.p5.48xlarge", "us-east-1a", CapacityEventKind::Launched, 0).to_event());
     assert_eq!(Simulator::new().run(&built).expect_err("refused").to_string(), events_given);
 }
 
@@ -598,7 +601,8 @@ mod cli {
         script["Ticks"] = serde_json::json!(100_000);
         let path = std::env::temp_dir().join(format!("fleetplan-simulate-long-{}.json", std::process::id()));
         std::fs::write(&path, script.to_string()).expect("written");
-        let output = Command::new(BIN).arg("simulate").arg(&path).args(["--time-limit-ms", "200"]).output().expect("runs");
+        let output =
+            Command::new(BIN).arg("simulate").arg(&path).args(["--time-limit-ms", "200"]).output().expect("runs");
         let _ = std::fs::remove_file(&path);
         assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
         let table = String::from_utf8(output.stdout).expect("UTF-8");
@@ -607,10 +611,9 @@ mod cli {
 
     #[test]
     fn simulate_names_a_scale_event_beyond_the_scenario_limit_with_exit_2() {
-        let mut script: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(script_path("ice-fallback-recovery.json")).expect("shipped"),
-        )
-        .expect("JSON");
+        let mut script: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(script_path("ice-fallback-recovery.json")).expect("shipped"))
+                .expect("JSON");
         script["ScaleEvents"][0]["CopyCount"] = serde_json::json!(200_000);
         let output = Command::new(BIN)
             .args(["simulate", "-"])
