@@ -595,3 +595,50 @@ impl<'a> StepRun<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::consolidate::consolidate;
+    use crate::model::ScenarioBuilder;
+
+    /// Two g6 with one copy each in one AZ: consolidation moves one and releases its host.
+    fn two_halves() -> (Problem, ConsolidationPlan) {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("chat", 2, 1, 1.0, 1024)
+            .strategy("chat", "BINPACK")
+            .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+            .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("chat", "i-1", 1)
+            .fleet_copies("chat", "i-2", 1)
+            .build();
+        let problem = Problem::new(&scenario).expect("valid");
+        let plan = consolidate(&problem);
+        assert_eq!((plan.steps.len(), plan.move_count()), (1, 1));
+        (problem, plan)
+    }
+
+    #[test]
+    fn a_consolidation_with_a_failed_release_keeps_the_emptied_instance() {
+        let (problem, plan) = two_halves();
+        let released = plan.steps[0].release[0].clone();
+        let outcome =
+            execute_consolidation(&problem, &plan, &StepExecution::new(5).release_failed(&released)).expect("valid");
+        assert_eq!((outcome.steps_completed, outcome.moves, outcome.released.len()), (1, 1, 0));
+        assert_eq!(outcome.fleet.instances.len(), 2);
+        assert_eq!(outcome.fleet.copies.len(), 1, "both copies on one instance");
+        assert!(outcome.capacity_events.is_empty(), "no launches, no capacity events");
+    }
+
+    #[test]
+    fn a_failed_move_stops_before_the_release_and_names_the_move() {
+        let (problem, plan) = two_halves();
+        let outcome = execute_consolidation(&problem, &plan, &StepExecution::new(5).move_failed(0, 0)).expect("valid");
+        assert_eq!(outcome.failure.as_ref().map(StepFailure::step), Some(0));
+        assert_eq!(outcome.fleet, FinalFleet::apply(&problem, &[]).0.to_fleet(&problem));
+        let error = execute_consolidation(&problem, &plan, &StepExecution::new(5).launched("new-1", "i-3"))
+            .expect_err("no such");
+        assert_eq!(error.to_string(), "StepExecution.launches[\"new-1\"]: the plan does not launch this id");
+    }
+}
