@@ -12,6 +12,11 @@
 //!    really runs now, with `new-N` ids mapped to the real ones, plus the capacity events the
 //!    execution taught (for the ledger).
 //!
+//! Consolidation and rebalance plans are executed by [`crate::execute`]
+//! ([`execute_consolidation`](crate::execute::execute_consolidation),
+//! [`execute_rebalance`](crate::execute::execute_rebalance)), which return the same kind of
+//! capacity events.
+//!
 //! No clock is read here: every time is the caller's, in seconds on any epoch.
 //!
 //! ```

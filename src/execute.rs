@@ -381,14 +381,10 @@ impl<'a> StepRun<'a> {
         let (Some(type_index), Some(az_index)) =
             (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
         else {
-            self.issue(
-                path,
-                format!("unknown type {:?} or AZ {:?}", launch.instance_type, launch.availability_zone),
-            );
+            self.issue(path, format!("unknown type {:?} or AZ {:?}", launch.instance_type, launch.availability_zone));
             return None;
         };
-        if self.by_plan_id.contains_key(&launch.instance_id) || self.attempted_launches.contains(&launch.instance_id)
-        {
+        if self.by_plan_id.contains_key(&launch.instance_id) || self.attempted_launches.contains(&launch.instance_id) {
             self.issue(path, format!("launch id {:?} is already in use", launch.instance_id));
             return None;
         }
@@ -396,14 +392,15 @@ impl<'a> StepRun<'a> {
         match outcome.unwrap_or_else(|| LaunchOutcome::Launched { instance_id: launch.instance_id.clone() }) {
             LaunchOutcome::Launched { instance_id: real_id } => {
                 if !self.ids_in_use.insert(real_id.clone()) {
+                    // Reported; the launch still counts, so its moves are not reported again.
                     self.issue(
                         format!("StepExecution.launched({:?})", launch.instance_id),
                         format!("{real_id:?} is already an instance id"),
                     );
-                    return None;
                 }
                 self.events.insert((type_index, az_index), CapacityEventKind::Launched);
-                let counts = self.launch_counts.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_default();
+                let counts =
+                    self.launch_counts.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_default();
                 counts.0 += 1;
                 counts.1 += u32::from(launch.reserved);
                 self.instance_ids.insert(launch.instance_id.clone(), real_id);
@@ -452,10 +449,7 @@ impl<'a> StepRun<'a> {
             return;
         };
         let (Some(from), Some(to)) = (self.live_slot(&planned.from), self.live_slot(&planned.to)) else {
-            self.issue(
-                path,
-                format!("{:?} or {:?} is not a running instance at this point", planned.from, planned.to),
-            );
+            self.issue(path, format!("{:?} or {:?} is not a running instance at this point", planned.from, planned.to));
             return;
         };
         let source = &mut self.slots[from].instance;
@@ -494,7 +488,8 @@ impl<'a> StepRun<'a> {
         let copies = self.slots[index].instance.total_copies();
         if copies > 0 {
             // Releasing it would lose copies: the plan does not fit this fleet.
-            self.issue(path, format!("{id} still holds {copies} copies"));
+            let noun = if copies == 1 { "copy" } else { "copies" };
+            self.issue(path, format!("{id} still holds {copies} {noun}"));
             return;
         }
         self.slots[index].alive = false;
@@ -598,5 +593,52 @@ impl<'a> StepRun<'a> {
             instance_ids: self.instance_ids,
             capacity_events,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::consolidate::consolidate;
+    use crate::model::ScenarioBuilder;
+
+    /// Two g6 with one copy each in one AZ: consolidation moves one and releases its host.
+    fn two_halves() -> (Problem, ConsolidationPlan) {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("chat", 2, 1, 1.0, 1024)
+            .strategy("chat", "BINPACK")
+            .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
+            .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
+            .fleet_copies("chat", "i-1", 1)
+            .fleet_copies("chat", "i-2", 1)
+            .build();
+        let problem = Problem::new(&scenario).expect("valid");
+        let plan = consolidate(&problem);
+        assert_eq!((plan.steps.len(), plan.move_count()), (1, 1));
+        (problem, plan)
+    }
+
+    #[test]
+    fn a_consolidation_with_a_failed_release_keeps_the_emptied_instance() {
+        let (problem, plan) = two_halves();
+        let released = plan.steps[0].release[0].clone();
+        let outcome =
+            execute_consolidation(&problem, &plan, &StepExecution::new(5).release_failed(&released)).expect("valid");
+        assert_eq!((outcome.steps_completed, outcome.moves, outcome.released.len()), (1, 1, 0));
+        assert_eq!(outcome.fleet.instances.len(), 2);
+        assert_eq!(outcome.fleet.copies.len(), 1, "both copies on one instance");
+        assert!(outcome.capacity_events.is_empty(), "no launches, no capacity events");
+    }
+
+    #[test]
+    fn a_failed_move_stops_before_the_release_and_names_the_move() {
+        let (problem, plan) = two_halves();
+        let outcome = execute_consolidation(&problem, &plan, &StepExecution::new(5).move_failed(0, 0)).expect("valid");
+        assert_eq!(outcome.failure.as_ref().map(StepFailure::step), Some(0));
+        assert_eq!(outcome.fleet, FinalFleet::apply(&problem, &[]).0.to_fleet(&problem));
+        let error = execute_consolidation(&problem, &plan, &StepExecution::new(5).launched("new-1", "i-3"))
+            .expect_err("no such");
+        assert_eq!(error.to_string(), "StepExecution.launches[\"new-1\"]: the plan does not launch this id");
     }
 }

@@ -111,8 +111,10 @@ impl FinalFleet {
         let mut out = Fleet::default();
         for instance in &self.instances {
             let id = ids.get(&instance.id).cloned().unwrap_or_else(|| instance.id.clone());
-            let draining =
-                instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|existing| existing.draining);
+            let draining = instance
+                .existing
+                .and_then(|index| problem.fleet().get(index))
+                .is_some_and(|existing| existing.draining);
             out.instances.push(FleetInstance {
                 instance_id: id.clone(),
                 instance_type: problem

@@ -15,6 +15,7 @@ mod exact_lns;
 mod exact_oracle;
 mod exact_prefix;
 mod exact_props;
+mod execute;
 mod fuzz_replay;
 mod generator;
 mod greedy_gap;

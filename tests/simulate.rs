@@ -12,9 +12,7 @@ use std::sync::Arc;
 use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
 use fleetplan::simulate::{PlannerChoice, Script, Simulation, Simulator};
 use fleetplan::{
-    Action, ComponentSpecification, ComputeResourceRequirements, Endpoint, ExactPlanner, Fleet, FleetCopy,
-    FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits, ManagedInstanceScaling, Problem,
-    RuntimeConfig, Scenario, ScenarioBuilder, SchedulingConfig, Status, StopReason,
+    Action, CapacityEventKind, CapacityRecord, ComponentSpecification, ComputeResourceRequirements, Endpoint, ExactPlanner, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits, ManagedInstanceScaling, Problem, RuntimeConfig, Scenario, ScenarioBuilder, SchedulingConfig, Status, StopReason,
 };
 use proptest::prelude::*;
 
@@ -323,6 +321,77 @@ fn the_exact_planner_runs_ticks_under_a_node_limit() {
     assert_eq!(tiers(&simulation)[10], (0, 4));
     assert_eq!(tiers(&simulation)[19], (4, 0));
     assert_eq!(simulation.to_json(), Simulator::new().run(&script).expect("valid").to_json());
+}
+
+#[test]
+fn the_fake_cloud_never_hands_out_an_id_of_the_starting_fleet() {
+    // Regression (defect 2): the starting fleet has i-00001, the first launch got i-00001 too.
+    let scenario = ScenarioBuilder::new(["a", "b"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("chat", 3, 4, 4.0, 16_384)
+        .fleet_instance("i-00001", "ml.g6.12xlarge", "a", false)
+        .fleet_instance("i-00003", "ml.g6.12xlarge", "b", false)
+        .fleet_copies("chat", "i-00001", 1)
+        .fleet_copies("chat", "i-00003", 1)
+        .build();
+    let script = Script::new(scenario, 3).scale(1, "chat", 4);
+    let simulation = Simulator::new().run(&script).expect("valid");
+    assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
+    assert_eq!((simulation.ticks[1].instances, simulation.ticks[1].placed_copies), (4, 4));
+    assert_eq!(simulation.stop_reason, StopReason::Completed);
+}
+
+#[test]
+fn scale_events_beyond_the_scenario_limits_are_bad_input() {
+    // Regression (defect 3): a count the scenario refuses was a broken invariant
+    // (`InternalError`) at its tick instead of bad input.
+    let scenario = ScenarioBuilder::new(["a"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("chat", 1, 1, 1.0, 1_024)
+        .component("code", 1, 1, 1.0, 1_024)
+        .build();
+    let error = Simulator::new().run(&Script::new(scenario.clone(), 3).scale(1, "chat", 200_000)).expect_err("bad");
+    assert_eq!(error.to_string(), "ScaleEvents[0].CopyCount: 200000 is more than 100000 (the scenario's limit)");
+    let script = Script::new(scenario, 3).scale(2, "code", 50_000).scale(1, "chat", 60_000);
+    let error = Simulator::new().run(&script).expect_err("bad");
+    assert_eq!(
+        error.to_string(),
+        "ScaleEvents[0].CopyCount: 50000 brings the copy counts to 110000 at tick 2; at most 100000 (the scenario's \
+         limit)"
+    );
+}
+
+#[test]
+fn now_and_capacity_events_are_each_refused_without_demanding_the_other() {
+    // Regression (defect 6): CapacityEvents demanded Now, and Now was then refused.
+    let mut script: serde_json::Value = serde_json::from_str(&script_text("ice-fallback-recovery.json")).expect("JSON");
+    script["Scenario"]["CapacityEvents"] = serde_json::json!([
+        {"InstanceType": "ml.p5.48xlarge", "AvailabilityZone": "us-east-1a", "Event": "Launched", "Time": 0}
+    ]);
+    let events_given = "Scenario.CapacityEvents: the simulator records capacity events itself; script capacity with \
+                        CloudCapacity, LaunchFailures and AzOutages";
+    assert_eq!(errors(&script.to_string()), events_given);
+    script["Scenario"]["Now"] = serde_json::json!(0);
+    assert_eq!(
+        errors(&script.to_string()),
+        format!("Scenario.Now: the simulator keeps the clock (tick × TickSeconds); leave Now out\n{events_given}")
+    );
+    // Built in code: the same.
+    let mut built = Script::from_json(&script_text("ice-fallback-recovery.json")).expect("valid");
+    built
+        .scenario
+        .capacity_events
+        .push(CapacityRecord::new("ml.p5.48xlarge", "us-east-1a", CapacityEventKind::Launched, 0).to_event());
+    assert_eq!(Simulator::new().run(&built).expect_err("refused").to_string(), events_given);
+}
+
+#[test]
+fn a_deadline_stops_the_run_and_the_result_says_so() {
+    let script = Script::from_json(&script_text("ice-fallback-recovery.json")).expect("valid");
+    let simulation =
+        Simulator::new().limits(Limits::new().deadline(std::time::Instant::now())).run(&script).expect("valid");
+    assert_eq!((simulation.ticks.len(), simulation.stop_reason.clone()), (0, StopReason::TimeLimit));
+    assert!(simulation.to_table().contains("stopped after 0 ticks: time limit reached"), "{}", simulation.to_table());
 }
 
 /// A random script over a random small scenario: capacity changes, scale events, failure
@@ -693,6 +762,51 @@ mod cli {
         assert_eq!(json["Ticks"][4]["UnplacedCopies"], 3);
         assert_eq!(json["Failures"], serde_json::json!([]));
         assert_eq!(json["StopReason"], "Completed");
+    }
+
+    #[test]
+    fn simulate_takes_a_time_limit_and_says_when_it_stopped() {
+        // A valid 100,000-tick script (minutes without a limit).
+        let mut script: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(script_path("scale-churn-consolidation.json")).expect("shipped"),
+        )
+        .expect("JSON");
+        script["Ticks"] = serde_json::json!(100_000);
+        let path = std::env::temp_dir().join(format!("fleetplan-simulate-long-{}.json", std::process::id()));
+        std::fs::write(&path, script.to_string()).expect("written");
+        let output =
+            Command::new(BIN).arg("simulate").arg(&path).args(["--time-limit-ms", "200"]).output().expect("runs");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let table = String::from_utf8(output.stdout).expect("UTF-8");
+        assert!(table.contains(" ticks: time limit reached\n"), "{table}");
+    }
+
+    #[test]
+    fn simulate_names_a_scale_event_beyond_the_scenario_limit_with_exit_2() {
+        let mut script: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(script_path("ice-fallback-recovery.json")).expect("shipped"))
+                .expect("JSON");
+        script["ScaleEvents"][0]["CopyCount"] = serde_json::json!(200_000);
+        let output = Command::new(BIN)
+            .args(["simulate", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(script.to_string().as_bytes())?;
+                }
+                child.wait_with_output()
+            })
+            .expect("runs");
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "ScaleEvents[0].CopyCount: 200000 is more than 100000 (the scenario's limit)\n"
+        );
     }
 
     #[test]

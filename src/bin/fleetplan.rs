@@ -475,8 +475,10 @@ fn run_simulate(
     let (script, problem) = fleetplan::simulate::Script::from_json_with(&text, options)
         .map_err(|error| BadInput(render::validation_text(&error)))?;
     output.warn(&render::warnings_summary(&problem, problem.warnings()));
-    let simulation =
-        fleetplan::Simulator::new().limits(limits).run(&script).map_err(|error| BadInput(render::validation_text(&error)))?;
+    let simulation = fleetplan::Simulator::new()
+        .limits(limits)
+        .run(&script)
+        .map_err(|error| BadInput(render::validation_text(&error)))?;
     if let Some(path) = svg {
         std::fs::write(&path, simulation.to_svg())
             .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;

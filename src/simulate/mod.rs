@@ -6,11 +6,12 @@
 //! outage losing its instances); the [`CapacityLedger`] is applied at the tick's time; the
 //! planner (greedy, or exact with a per-tick node limit) plans; the plan is "executed" against
 //! the fake cloud — a launch succeeds only if the cloud has capacity left and no failure window
-//! or outage covers it — and [`observe`] turns the outcome into the next fleet and capacity
+//! or outage covers it — and [`execute_plan`] turns the outcome into the next fleet and capacity
 //! events; every `ConsolidateEvery` ticks [`Consolidator`] and every `RebalanceEvery` ticks
-//! [`Rebalancer`] run and their steps are applied (a rebalance step whose launch fails is
-//! abandoned, its launches released, and the failure recorded). Then the invariants are checked
-//! and the tick is recorded.
+//! [`Rebalancer`] run and their steps are applied through [`execute_consolidation`] and
+//! [`execute_rebalance`] (a rebalance step whose launch fails is abandoned, its launches
+//! released, and the failure recorded). Then the invariants are checked and the tick is
+//! recorded.
 //!
 //! No clock is read: time is `tick × TickSeconds`, and the planners are bounded by node limits,
 //! so the same script gives the same [`Simulation`], byte for byte. A [`Limits`] deadline or
@@ -28,13 +29,13 @@ use serde::Serialize;
 pub use script::{AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script};
 
 use crate::control::{CapacityLedger, Execution, LaunchFailure};
-use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure};
 use crate::engines::consolidate::{verify_consolidation, Consolidator};
 use crate::engines::exact::ExactPlanner;
 use crate::engines::greedy::GreedyPlanner;
 use crate::engines::limits::{Limits, Stats};
 use crate::engines::rebalance::{verify_rebalance, Rebalancer};
 use crate::error::ValidationError;
+use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure};
 use crate::fleet::{imbalance, objective, FinalFleet};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, Scenario};
@@ -63,7 +64,7 @@ pub enum Check {
     InstanceBounds,
     /// No instance runs in an AZ during its outage.
     Outage,
-    /// [`observe`] accepted the plan and its execution.
+    /// [`execute_plan`] (that is, [`observe`](crate::control::observe)) accepted the plan and its execution.
     Observe,
 }
 

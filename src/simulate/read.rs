@@ -249,17 +249,19 @@ fn read_scenario(
             // The simulator keeps the clock and the events: both keys are refused on their own,
             // and the scenario is read without them (so it never asks for the one left out).
             let mut stripped = given.clone();
-            for (key, message) in [("Now", NOW_GIVEN), ("CapacityEvents", EVENTS_GIVEN)] {
-                if stripped.remove(key).is_some_and(|removed| !removed.is_null()) {
-                    reader.error(&format!("Scenario.{key}"), message.to_string());
-                }
-            }
+            let refused: Vec<(&str, &str)> = [("Now", NOW_GIVEN), ("CapacityEvents", EVENTS_GIVEN)]
+                .into_iter()
+                .filter(|(key, _)| stripped.remove(*key).is_some_and(|removed| !removed.is_null()))
+                .collect();
             match scenario_and_problem_from_json(&Value::Object(stripped).to_string(), options) {
                 Ok((read, problem)) => {
                     scenario = read;
                     scenario_problem = Some(problem);
                 }
                 Err(error) => reader.issues.extend(scenario_issues(&error)),
+            }
+            for (key, message) in refused {
+                reader.error(&format!("Scenario.{key}"), message.to_string());
             }
         }
         Some(other) => reader.error("Scenario", format!("expected a scenario object, found {}", describe(other))),

@@ -372,7 +372,8 @@ impl Script {
         if self.scale_events.iter().any(|event| event.copy_count > MAX_COPIES_PER_COMPONENT) {
             return; // already named, per event
         }
-        let mut counts: Vec<u64> = problem.components().iter().map(|component| u64::from(component.copy_count)).collect();
+        let mut counts: Vec<u64> =
+            problem.components().iter().map(|component| u64::from(component.copy_count)).collect();
         let mut order: Vec<usize> = (0..self.scale_events.len()).collect();
         order.sort_by_key(|&index| self.scale_events[index].tick);
         let mut position = 0;

@@ -28,6 +28,7 @@ use super::target::Target;
 use super::{FleetKey, Launch, RebalanceStep};
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::Limits;
+use crate::engines::LaunchIds;
 use crate::fleet::{imbalance, price_micros, UNIT_COST_MICROS};
 use crate::index::{ComponentIndex, TypeIndex};
 use crate::plan::StopReason;
@@ -107,6 +108,10 @@ pub(super) struct PathPlanner<'p> {
     paid_alive: usize,
     priced_cost: i128,
     launch_count: usize,
+    /// Launch ids handed out so far, in order (`launch_count` of them are in use; an undone
+    /// launch's id is reused by the next launch), none equal to a fleet id.
+    issued_ids: Vec<String>,
+    fresh_ids: LaunchIds,
     journal: Vec<Change>,
     steps: Vec<RebalanceStep>,
     step_size: usize,
@@ -145,6 +150,8 @@ impl<'p> PathPlanner<'p> {
             paid_alive: 0,
             priced_cost: 0,
             launch_count: 0,
+            issued_ids: Vec::new(),
+            fresh_ids: LaunchIds::new(problem),
             journal: Vec::new(),
             steps: Vec::new(),
             step_size: usize::try_from(problem.scaling().maximum_step_size.max(1)).unwrap_or(1),
@@ -437,10 +444,15 @@ impl<'p> PathPlanner<'p> {
         let reserved = self.launched[type_index][az] < slots;
         self.launched[type_index][az] += 1;
         self.launch_count += 1;
+        while self.issued_ids.len() < self.launch_count {
+            let id = self.fresh_ids.next_id();
+            self.issued_ids.push(id);
+        }
+        let id = self.issued_ids[self.launch_count - 1].clone();
         let node = &mut self.nodes[index];
         node.pending = false;
         node.reserved = reserved;
-        node.id = format!("new-{}", self.launch_count);
+        node.id = id;
         node.peak = Resources::ZERO;
         self.add_alive(index);
         self.journal.push(Change::Launch { node: index });
