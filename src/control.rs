@@ -48,7 +48,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::model::{CapacityEvent, Fleet, FleetCopy, FleetInstance, Scenario};
 use crate::plan::Action;
 use crate::problem::{CapacityBlock, CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
@@ -419,8 +419,8 @@ impl<'a> Observation<'a> {
         }
     }
 
-    fn issue(&mut self, path: String, message: String) {
-        self.issues.push(Issue { path, message });
+    fn issue(&mut self, kind: IssueKind, path: String, message: String) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     fn launch(
@@ -435,11 +435,15 @@ impl<'a> Observation<'a> {
         let (Some(type_index), Some(az_index)) =
             (problem.type_index(instance_type), problem.az_index(availability_zone))
         else {
-            self.issue(path, format!("unknown type {instance_type:?} or AZ {availability_zone:?}"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("unknown type {instance_type:?} or AZ {availability_zone:?}"),
+            );
             return;
         };
         if self.by_plan_id.contains_key(instance_id) || self.failed_launches.iter().any(|id| id == instance_id) {
-            self.issue(path, format!("launch id {instance_id:?} is already in use"));
+            self.issue(IssueKind::Duplicate, path, format!("launch id {instance_id:?} is already in use"));
             return;
         }
         self.launched_ids.insert(instance_id.to_string());
@@ -453,6 +457,7 @@ impl<'a> Observation<'a> {
             LaunchOutcome::Launched { instance_id: real_id } => {
                 if !self.real_ids.insert(real_id.clone()) {
                     self.issue(
+                        IssueKind::Duplicate,
                         format!("Execution.launched({instance_id:?})"),
                         format!("{real_id:?} is already an instance id"),
                     );
@@ -482,7 +487,7 @@ impl<'a> Observation<'a> {
 
     fn place(&mut self, path: String, component: &str, instance_id: &str) {
         let Some(component_index) = self.problem.component_index(component) else {
-            self.issue(path, format!("{component:?} is not a component of the problem"));
+            self.issue(IssueKind::UnknownName, path, format!("{component:?} is not a component of the problem"));
             return;
         };
         let reported_failed = match self.placements_left.get_mut(&(component.to_string(), instance_id.to_string())) {
@@ -497,7 +502,11 @@ impl<'a> Observation<'a> {
             return;
         }
         let Some(&target) = self.by_plan_id.get(instance_id) else {
-            self.issue(path, format!("instance {instance_id:?} is neither in the fleet nor launched before"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("instance {instance_id:?} is neither in the fleet nor launched before"),
+            );
             return;
         };
         *self.running[target].copies.entry(component_index).or_insert(0) += 1;
@@ -507,7 +516,11 @@ impl<'a> Observation<'a> {
         let (Some(component_index), Some(&target)) =
             (self.problem.component_index(component), self.by_plan_id.get(instance_id))
         else {
-            self.issue(path, format!("unknown component {component:?} or instance {instance_id:?}"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("unknown component {component:?} or instance {instance_id:?}"),
+            );
             return;
         };
         if let Some(left) = self.removals_left.get_mut(&(component.to_string(), instance_id.to_string())) {
@@ -518,13 +531,15 @@ impl<'a> Observation<'a> {
         }
         match self.running[target].copies.get_mut(&component_index) {
             Some(count) if *count > 0 => *count -= 1,
-            _ => self.issue(path, format!("no copy of {component} on {instance_id} to remove")),
+            _ => {
+                self.issue(IssueKind::Inconsistent, path, format!("no copy of {component} on {instance_id} to remove"))
+            }
         }
     }
 
     fn terminate(&mut self, path: String, instance_id: &str) {
         let Some(&target) = self.by_plan_id.get(instance_id) else {
-            self.issue(path, format!("instance {instance_id:?} is not in the fleet"));
+            self.issue(IssueKind::UnknownName, path, format!("instance {instance_id:?} is not in the fleet"));
             return;
         };
         self.terminated_ids.insert(instance_id.to_string());
@@ -538,12 +553,17 @@ impl<'a> Observation<'a> {
         let execution = self.execution;
         for plan_id in execution.launches.keys() {
             if !self.launched_ids.contains(plan_id.as_str()) {
-                self.issue(format!("Execution.launches[{plan_id:?}]"), "the plan does not launch this id".to_string());
+                self.issue(
+                    IssueKind::Inconsistent,
+                    format!("Execution.launches[{plan_id:?}]"),
+                    "the plan does not launch this id".to_string(),
+                );
             }
         }
         let placements_left = std::mem::take(&mut self.placements_left);
         for ((component, instance_id), left) in placements_left.iter().filter(|(_, &left)| left > 0) {
             self.issue(
+                IssueKind::Inconsistent,
                 format!("Execution.failed_placements[{component:?}, {instance_id:?}]"),
                 format!("{left} more failed placement(s) than the plan's PlaceCopy actions"),
             );
@@ -551,6 +571,7 @@ impl<'a> Observation<'a> {
         let removals_left = std::mem::take(&mut self.removals_left);
         for ((component, instance_id), left) in removals_left.iter().filter(|(_, &left)| left > 0) {
             self.issue(
+                IssueKind::Inconsistent,
                 format!("Execution.failed_removals[{component:?}, {instance_id:?}]"),
                 format!("{left} more failed removal(s) than the plan's RemoveCopy actions"),
             );
@@ -558,6 +579,7 @@ impl<'a> Observation<'a> {
         for instance_id in &execution.failed_terminations {
             if !self.terminated_ids.contains(instance_id.as_str()) {
                 self.issue(
+                    IssueKind::Inconsistent,
                     format!("Execution.failed_terminations[{instance_id:?}]"),
                     "the plan does not terminate this instance".to_string(),
                 );

@@ -33,7 +33,7 @@ pub use engines::exact::ExactPlanner;
 pub use engines::greedy::{plan_greedy, GreedyPlanner};
 pub use engines::limits::{Limits, Phase, Stats};
 pub use engines::rebalance::{rebalance, verify_rebalance, Launch, RebalancePlan, RebalanceStep, Rebalancer};
-pub use error::{Issue, ValidationError, Warning, WarningKind};
+pub use error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 pub use explain::{Explanation, Infeasibility, UnplacedCause};
 pub use fleet::{objective, FinalFleet, FinalInstance};
 pub use index::{AzIndex, ComponentIndex, TypeIndex};

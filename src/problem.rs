@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalogue::builtin_instance_types;
-use crate::error::{Issue, ValidationError, Warning, WarningKind};
+use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::*;
 
@@ -31,6 +31,15 @@ pub const MAX_INSTANCE_TYPES: usize = 1_000;
 pub const MAX_FLEET_INSTANCES: usize = 100_000;
 /// Largest number of entries in `Fleet.Copies`.
 pub const MAX_FLEET_COPY_ENTRIES: usize = 200_000;
+/// Largest number of entries in `Capacity` (one per (type, AZ) is all that can be meant).
+pub const MAX_CAPACITY_ENTRIES: usize = 100_000;
+/// Largest number of entries in `CapacityEvents`: only the latest event per (type, AZ) within
+/// `CapacityErrorTtlSeconds` matters, so a caller never needs to send more.
+pub const MAX_CAPACITY_EVENTS: usize = 10_000;
+/// Most entries in `Endpoint.InstancePools`.
+pub const MAX_INSTANCE_POOLS: usize = 5;
+/// Most entries in an inference component's `Specifications`.
+pub const MAX_SPECIFICATIONS: usize = 5;
 /// Largest `MinInstanceCount` or `DesiredInstanceCount`: instances the plan must launch.
 pub const MAX_PLANNED_INSTANCES: u32 = 100_000;
 /// Largest instance count accepted where it only limits (`MaxInstanceCount`, capacity).
@@ -532,6 +541,32 @@ pub(crate) fn number_text(value: f64) -> String {
     }
 }
 
+/// The lists whose size is limited up front (docs/contract.md §1.4): (path, length, limit).
+/// `Endpoint.InstancePools` and `Specifications` have their own, smaller limits, reported with
+/// the other checks of their entries.
+fn list_sizes(scenario: &Scenario) -> [(&'static str, usize, usize); 7] {
+    [
+        ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
+        ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
+        ("Capacity", scenario.capacity.len(), MAX_CAPACITY_ENTRIES),
+        ("InferenceComponents", scenario.inference_components.len(), MAX_COMPONENTS),
+        ("Fleet.Instances", scenario.fleet.instances.len(), MAX_FLEET_INSTANCES),
+        ("Fleet.Copies", scenario.fleet.copies.len(), MAX_FLEET_COPY_ENTRIES),
+        ("CapacityEvents", scenario.capacity_events.len(), MAX_CAPACITY_EVENTS),
+    ]
+}
+
+/// The size limit of the list at a JSON path, for lists limited up front (see [`list_sizes`]),
+/// with the list's place in the order they are reported.
+#[cfg(feature = "json")]
+pub(crate) fn list_limit(path: &str) -> Option<(usize, usize)> {
+    list_sizes(&Scenario::default())
+        .into_iter()
+        .enumerate()
+        .find(|(_, (list, _, _))| *list == path)
+        .map(|(order, (_, _, limit))| (order, limit))
+}
+
 /// Whether a number must be whole.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -578,8 +613,8 @@ fn index_by_name<'a>(names: impl IntoIterator<Item = &'a String>) -> BTreeMap<&'
 }
 
 impl Validator {
-    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.issues.push(Issue { path: path.into(), message: message.into() });
+    fn error(&mut self, kind: IssueKind, path: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     fn warn(&mut self, kind: WarningKind, path: impl Into<String>, message: impl Into<String>) {
@@ -601,16 +636,16 @@ impl Validator {
         let shown = self.shown(path, value);
         let (min_text, max_text) = (number_text(min), number_text(max));
         if !value.is_finite() {
-            self.error(path, format!("{shown} is not a number"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is not a number"));
             None
         } else if kind == Kind::Integer && value.fract() != 0.0 {
-            self.error(path, format!("expected an integer, found {shown}"));
+            self.error(IssueKind::NotAWholeNumber, path, format!("expected an integer, found {shown}"));
             None
         } else if value < min {
-            self.error(path, format!("{shown} is below the minimum {min_text}"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is below the minimum {min_text}"));
             None
         } else if value > max {
-            self.error(path, format!("{shown} is above the maximum {max_text}"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is above the maximum {max_text}"));
             None
         } else {
             Some(value)
@@ -677,16 +712,14 @@ impl Validator {
     /// Sizes first: beyond them the rest of validation alone could take minutes, so an
     /// oversized list is reported (with every other oversized list) and nothing else.
     fn sizes(&mut self, scenario: &Scenario) {
-        let sizes: [(&str, usize, usize); 5] = [
-            ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
-            ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
-            ("InferenceComponents", scenario.inference_components.len(), MAX_COMPONENTS),
-            ("Fleet.Instances", scenario.fleet.instances.len(), MAX_FLEET_INSTANCES),
-            ("Fleet.Copies", scenario.fleet.copies.len(), MAX_FLEET_COPY_ENTRIES),
-        ];
+        let sizes = list_sizes(scenario);
         for (path, length, limit) in sizes {
             if length > limit {
-                self.error(path, format!("{length} entries; at most {limit} are accepted (size limits)"));
+                self.error(
+                    IssueKind::TooLarge,
+                    path,
+                    format!("{length} entries; at most {limit} are accepted (size limits)"),
+                );
             }
         }
     }
@@ -695,14 +728,18 @@ impl Validator {
     fn availability_zones(&mut self, scenario: &Scenario) -> Vec<String> {
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
-            self.error("AvailabilityZones", "at least one availability zone is required");
+            self.error(IssueKind::Empty, "AvailabilityZones", "at least one availability zone is required");
         }
         let mut seen = BTreeSet::new();
         for (index, az) in azs.iter().enumerate() {
             if az.is_empty() {
-                self.error(format!("AvailabilityZones[{index}]"), "empty name");
+                self.error(IssueKind::Empty, format!("AvailabilityZones[{index}]"), "empty name");
             } else if !seen.insert(az.as_str()) {
-                self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("AvailabilityZones[{index}]"),
+                    format!("{} is listed twice", quoted(az)),
+                );
             }
         }
         azs
@@ -718,11 +755,15 @@ impl Validator {
         for (index, spec) in scenario.instance_types.iter().enumerate() {
             let path = format!("InstanceTypes[{index}]");
             if spec.instance_type.is_empty() {
-                self.error(format!("{path}.InstanceType"), "empty name");
+                self.error(IssueKind::Empty, format!("{path}.InstanceType"), "empty name");
                 continue;
             }
             if !overridden.insert(spec.instance_type.clone()) {
-                self.error(format!("{path}.InstanceType"), format!("{} is listed twice", quoted(&spec.instance_type)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("{path}.InstanceType"),
+                    format!("{} is listed twice", quoted(&spec.instance_type)),
+                );
             }
             let ok = [
                 self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
@@ -754,10 +795,15 @@ impl Validator {
         let mut pools: Vec<Pool> = Vec::new();
         match (&endpoint.instance_type, endpoint.instance_pools.is_empty()) {
             (Some(_), false) => {
-                self.error("Endpoint.InstanceType", "give either InstanceType or InstancePools, not both");
+                self.error(
+                    IssueKind::Conflict,
+                    "Endpoint.InstanceType",
+                    "give either InstanceType or InstancePools, not both",
+                );
             }
             (None, true) => {
                 self.error(
+                    IssueKind::MissingField,
                     "Endpoint.InstancePools",
                     "at least one instance pool (or Endpoint.InstanceType) is required",
                 );
@@ -765,6 +811,7 @@ impl Validator {
             (Some(name), true) => {
                 if !catalogue.contains_key(name) {
                     self.error(
+                        IssueKind::UnknownName,
                         "Endpoint.InstanceType",
                         format!("{} is not in the instance type catalogue", quoted(name)),
                     );
@@ -773,8 +820,9 @@ impl Validator {
                 }
             }
             (None, false) => {
-                if endpoint.instance_pools.len() > 5 {
+                if endpoint.instance_pools.len() > MAX_INSTANCE_POOLS {
                     self.error(
+                        IssueKind::TooLarge,
                         "Endpoint.InstancePools",
                         format!("{} pools given, at most 5 are allowed", endpoint.instance_pools.len()),
                     );
@@ -785,12 +833,14 @@ impl Validator {
                     let mut ok = priority.is_some();
                     if !catalogue.contains_key(&pool.instance_type) {
                         self.error(
+                            IssueKind::UnknownName,
                             format!("{path}.InstanceType"),
                             format!("{} is not in the instance type catalogue", quoted(&pool.instance_type)),
                         );
                         ok = false;
                     } else if pools.iter().any(|(name, _, _)| name == &pool.instance_type) {
                         self.error(
+                            IssueKind::Duplicate,
                             format!("{path}.InstanceType"),
                             format!("{} is listed twice", quoted(&pool.instance_type)),
                         );
@@ -835,6 +885,7 @@ impl Validator {
             match info(&instance.instance_type, 6, false, None) {
                 Some(type_info) => types.push(type_info),
                 None => self.error(
+                    IssueKind::UnknownName,
                     format!("Fleet.Instances[{index}].InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&instance.instance_type)),
                 ),
@@ -868,18 +919,21 @@ impl Validator {
             let az = az_by_name.get(entry.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&entry.availability_zone)),
                 );
             }
             if !catalogue.contains_key(&entry.instance_type) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&entry.instance_type)),
                 );
             }
             if !capacity_seen.insert((entry.instance_type.clone(), entry.availability_zone.clone())) {
                 self.error(
+                    IssueKind::Duplicate,
                     path.clone(),
                     format!(
                         "a second entry for ({}, {})",
@@ -917,6 +971,7 @@ impl Validator {
         if let Some(max) = max_instances {
             if min_instances > max {
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("{scaling_path}.MinInstanceCount"),
                     format!("MinInstanceCount {min_instances} is greater than MaxInstanceCount {max}"),
                 );
@@ -924,7 +979,11 @@ impl Validator {
         }
         if let Some(status) = &scaling_spec.status {
             if status != "ENABLED" && status != "DISABLED" {
-                self.error(format!("{scaling_path}.Status"), format!("{} is not ENABLED or DISABLED", quoted(status)));
+                self.error(
+                    IssueKind::InvalidValue,
+                    format!("{scaling_path}.Status"),
+                    format!("{} is not ENABLED or DISABLED", quoted(status)),
+                );
             }
         }
         let policy = scaling_spec.scale_in_policy.clone().unwrap_or_default();
@@ -934,6 +993,7 @@ impl Validator {
             Some("CONSOLIDATION") => ScaleInStrategy::Consolidation,
             Some(other) => {
                 self.error(
+                    IssueKind::InvalidValue,
                     format!("{policy_path}.Strategy"),
                     format!("{} is not IDLE_RELEASE or CONSOLIDATION", quoted(other)),
                 );
@@ -998,6 +1058,7 @@ impl Validator {
         let total_copies: u64 = components.iter().map(|component| u64::from(component.copy_count)).sum();
         if total_copies > MAX_TOTAL_COPIES {
             self.error(
+                IssueKind::TooLarge,
                 "InferenceComponents",
                 format!(
                     "the copy counts add up to {total_copies}; at most {MAX_TOTAL_COPIES} are accepted (size limits)"
@@ -1020,9 +1081,13 @@ impl Validator {
         let path = format!("InferenceComponents[{index}]");
         let name = &spec.inference_component_name;
         if name.is_empty() {
-            self.error(format!("{path}.InferenceComponentName"), "empty name");
+            self.error(IssueKind::Empty, format!("{path}.InferenceComponentName"), "empty name");
         } else if !names.insert(name.clone()) {
-            self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
+            self.error(
+                IssueKind::Duplicate,
+                format!("{path}.InferenceComponentName"),
+                format!("{} is listed twice", quoted(name)),
+            );
         }
         let copy_count = self.count(
             &format!("{path}.RuntimeConfig.CopyCount"),
@@ -1065,10 +1130,10 @@ impl Validator {
         let mut configs: Vec<(String, &SchedulingConfig)> = Vec::new();
         match (&spec.specification, &spec.specifications) {
             (Some(_), Some(_)) => {
-                self.error(path, "give either Specification or Specifications, not both");
+                self.error(IssueKind::Conflict, path, "give either Specification or Specifications, not both");
             }
             (None, None) => {
-                self.error(path, "one of Specification or Specifications is required");
+                self.error(IssueKind::MissingField, path, "one of Specification or Specifications is required");
             }
             (Some(single), None) => {
                 let spec_path = format!("{path}.Specification");
@@ -1086,8 +1151,9 @@ impl Validator {
                 }
             }
             (None, Some(list)) => {
-                if list.is_empty() || list.len() > 5 {
+                if list.is_empty() || list.len() > MAX_SPECIFICATIONS {
                     self.error(
+                        IssueKind::TooLarge,
                         format!("{path}.Specifications"),
                         format!("{} specifications given, 1 to 5 are allowed", list.len()),
                     );
@@ -1099,11 +1165,16 @@ impl Validator {
                         configs.push((spec_path.clone(), config));
                     }
                     let Some(type_name) = &item.instance_type else {
-                        self.error(format!("{spec_path}.InstanceType"), "is required in Specifications");
+                        self.error(
+                            IssueKind::MissingField,
+                            format!("{spec_path}.InstanceType"),
+                            "is required in Specifications",
+                        );
                         continue;
                     };
                     let Some(t) = pool_index(type_name) else {
                         self.error(
+                            IssueKind::UnknownName,
                             format!("{spec_path}.InstanceType"),
                             format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
                         );
@@ -1111,6 +1182,7 @@ impl Validator {
                     };
                     if requirements[t].is_some() {
                         self.error(
+                            IssueKind::Duplicate,
                             format!("{spec_path}.InstanceType"),
                             format!("{} is listed twice", quoted(type_name)),
                         );
@@ -1135,6 +1207,7 @@ impl Validator {
         if let Some((first_path, first)) = configs.first() {
             if let Some((other_path, _)) = configs.iter().find(|(_, config)| config != first) {
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("{other_path}.SchedulingConfig"),
                     format!("differs from {first_path}.SchedulingConfig; all specifications must agree"),
                 );
@@ -1148,6 +1221,7 @@ impl Validator {
                 None | Some("SPREAD") => {}
                 Some("BINPACK") => strategy = PlacementStrategy::Binpack,
                 Some(other) => self.error(
+                    IssueKind::InvalidValue,
                     format!("{config_path}.PlacementStrategy"),
                     format!("{} is not SPREAD or BINPACK", quoted(other)),
                 ),
@@ -1157,6 +1231,7 @@ impl Validator {
                 if let Some(mode) = &balance.enforcement_mode {
                     if mode != "PERMISSIVE" {
                         self.error(
+                            IssueKind::InvalidValue,
                             format!("{balance_path}.EnforcementMode"),
                             format!("{} is not PERMISSIVE", quoted(mode)),
                         );
@@ -1202,15 +1277,20 @@ impl Validator {
         for (index, instance) in scenario.fleet.instances.iter().enumerate() {
             let path = format!("Fleet.Instances[{index}]");
             if instance.instance_id.is_empty() {
-                self.error(format!("{path}.InstanceId"), "empty id");
+                self.error(IssueKind::Empty, format!("{path}.InstanceId"), "empty id");
                 untrusted.insert(String::new());
             } else if !ids.insert(instance.instance_id.clone()) {
-                self.error(format!("{path}.InstanceId"), format!("{} is listed twice", quoted(&instance.instance_id)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("{path}.InstanceId"),
+                    format!("{} is listed twice", quoted(&instance.instance_id)),
+                );
                 untrusted.insert(instance.instance_id.clone());
             }
             let az = az_by_name.get(instance.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&instance.availability_zone)),
                 );
@@ -1219,7 +1299,11 @@ impl Validator {
                 None | Some("InService") => false,
                 Some("Draining") => true,
                 Some(other) => {
-                    self.error(format!("{path}.State"), format!("{} is not InService or Draining", quoted(other)));
+                    self.error(
+                        IssueKind::InvalidValue,
+                        format!("{path}.State"),
+                        format!("{} is not InService or Draining", quoted(other)),
+                    );
                     false
                 }
             };
@@ -1266,6 +1350,7 @@ impl Validator {
             let component = component_by_name.get(copy.inference_component_name.as_str()).copied();
             if component.is_none() && !declared_components.contains(copy.inference_component_name.as_str()) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InferenceComponentName"),
                     format!(
                         "{} is not an inference component of this endpoint",
@@ -1276,6 +1361,7 @@ impl Validator {
             let instance = fleet_by_id.get(copy.instance_id.as_str()).copied();
             if instance.is_none() && !ids.contains(&copy.instance_id) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceId"),
                     format!("{} is not an instance in Fleet.Instances", quoted(&copy.instance_id)),
                 );
@@ -1287,6 +1373,7 @@ impl Validator {
             let type_index = fleet[instance].type_index;
             if components[component].requirements[type_index].is_none() {
                 self.error(
+                    IssueKind::Inconsistent,
                     path.clone(),
                     format!(
                         "{} has no specification for {} (instance {})",
@@ -1328,6 +1415,7 @@ impl Validator {
             if !used.fits_in(&capacity) {
                 let index = listed_at.get(instance.id.as_str()).copied().unwrap_or(0);
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("Fleet.Instances[{index}]"),
                     format!(
                         "instance {} ({}) already breaks packing: its {}",
@@ -1380,8 +1468,11 @@ impl Validator {
             None => DEFAULT_CAPACITY_ERROR_TTL_SECONDS,
         };
         if !scenario.capacity_events.is_empty() && scenario.now.is_none() {
-            self.error("Now", "is required when CapacityEvents is given");
+            self.error(IssueKind::MissingField, "Now", "is required when CapacityEvents is given");
         }
+        // Looked up once per event (up to MAX_CAPACITY_EVENTS): maps, not scans.
+        let az_by_name = index_by_name(azs);
+        let type_by_name = index_by_name(types.iter().map(|info| &info.name));
         // (type, AZ) → (kind, time) of the latest event so far.
         let mut latest: BTreeMap<(TypeIndex, AzIndex), (CapacityEventKind, i64)> = BTreeMap::new();
         for (index, event) in scenario.capacity_events.iter().enumerate() {
@@ -1389,6 +1480,7 @@ impl Validator {
             let kind = CapacityEventKind::parse(&event.event);
             if kind.is_none() {
                 self.error(
+                    IssueKind::InvalidValue,
                     format!("{path}.Event"),
                     format!("{} is not InsufficientCapacity, ProvisioningTimeout or Launched", quoted(&event.event)),
                 );
@@ -1398,24 +1490,26 @@ impl Validator {
                 .map(|value| value as i64);
             if let (Some(time), Some(now)) = (time, now) {
                 if time > now {
-                    self.error(format!("{path}.Time"), format!("{time} is after Now ({now})"));
+                    self.error(IssueKind::Inconsistent, format!("{path}.Time"), format!("{time} is after Now ({now})"));
                 }
             }
             if !catalogue.contains_key(&event.instance_type) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&event.instance_type)),
                 );
             }
-            let az = azs.iter().position(|name| name == &event.availability_zone).map(AzIndex::new);
+            let az = az_by_name.get(event.availability_zone.as_str()).copied().map(AzIndex::new);
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&event.availability_zone)),
                 );
             }
             // A catalogue type that is neither in the pool nor in the fleet is never launched.
-            let type_index = types.iter().position(|info| info.name == event.instance_type).map(TypeIndex::new);
+            let type_index = type_by_name.get(event.instance_type.as_str()).copied().map(TypeIndex::new);
             if let (Some(kind), Some(time), Some(t), Some(z)) = (kind, time, type_index, az) {
                 if latest.get(&(t, z)).is_none_or(|&(_, seen)| time >= seen) {
                     latest.insert((t, z), (kind, time));

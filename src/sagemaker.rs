@@ -78,7 +78,7 @@ use aws_sdk_sagemaker::types::{
 };
 use serde_json::{Map, Number, Value};
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::fleet::FinalFleet;
 use crate::model::{CapacityEntry, CapacityEvent, Fleet, InstanceTypeSpec, Scenario};
 use crate::{Plan, Problem, ReadOptions};
@@ -469,11 +469,12 @@ fn specification_document(spec: &SpecificationFields<'_>, path: &str, issues: &m
                     Some(number) => {
                         entry.insert(key.into(), Value::Number(number));
                     }
-                    None => issues.push(Issue {
-                        path: format!("{requirements_path}.{key}"),
+                    None => issues.push(Issue::new(
+                        IssueKind::OutOfRange,
+                        format!("{requirements_path}.{key}"),
                         // As the validator words a NaN in a scenario built in code.
-                        message: format!("{value} is not a number"),
-                    }),
+                        format!("{value} is not a number"),
+                    )),
                 }
             }
         }

@@ -51,7 +51,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::model::{ComponentSpecification, ComputeResourceRequirements, InstanceTypeSpec};
 
 /// Default share of each accelerator's memory kept back for activations, the CUDA context and
@@ -280,13 +280,20 @@ impl ModelDescription {
 
     pub(crate) fn issues(&self) -> Vec<Issue> {
         let mut issues = Vec::new();
-        let mut error = |path: &str, message: String| issues.push(Issue { path: path.to_string(), message });
+        let mut error = |kind: IssueKind, path: &str, message: String| issues.push(Issue::new(kind, path, message));
         if let Some(message) = name_problem(&self.name) {
-            error("Name", message);
+            let kind = if self.name.is_empty() {
+                IssueKind::Empty
+            } else if self.name.chars().count() > MAX_NAME_LENGTH {
+                IssueKind::TooLarge
+            } else {
+                IssueKind::InvalidValue
+            };
+            error(kind, "Name", message);
         }
         let mut range = |path: &str, value: u64, min: u64, max: u64| {
             if let Some(message) = range_problem(&value.to_string(), value as f64, min, max) {
-                error(path, message);
+                error(IssueKind::OutOfRange, path, message);
             }
         };
         range("ParameterCount", self.parameter_count, 1, MAX_PARAMETER_COUNT);
@@ -305,14 +312,18 @@ impl ModelDescription {
         if let Some(message) =
             overhead_problem(&crate::problem::number_text(self.overhead_fraction), self.overhead_fraction)
         {
-            error("OverheadFraction", message);
+            error(IssueKind::OutOfRange, "OverheadFraction", message);
         }
         if self.weight_precisions.is_empty() {
-            error("WeightPrecisions", "at least one precision is required".to_string());
+            error(IssueKind::Empty, "WeightPrecisions", "at least one precision is required".to_string());
         }
         for (index, precision) in self.weight_precisions.iter().enumerate() {
             if self.weight_precisions[..index].contains(precision) {
-                error(&format!("WeightPrecisions[{index}]"), format!("{precision} is listed twice"));
+                error(
+                    IssueKind::Duplicate,
+                    &format!("WeightPrecisions[{index}]"),
+                    format!("{precision} is listed twice"),
+                );
             }
         }
         issues

@@ -608,3 +608,71 @@ fn inputs_at_the_size_limits_are_accepted_and_beyond_them_named() {
         vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount: 100001 is above the maximum 100000"]
     );
 }
+
+/// Issue #18 defect 5: a `Now` with a type error was read as 0, and every event `Time` after 0
+/// got a false second error (`Time: 100 is after Now (0)`).
+#[test]
+fn an_invalid_now_adds_no_follow_on_error() {
+    for (now, expected) in [
+        (json!("150"), "Now: expected an integer, found \"150\""),
+        (json!(150.5), "Now: expected an integer, found 150.5"),
+        (json!(1e19), "Now: 1e19 is above the maximum 1000000000000000"),
+    ] {
+        let mut scenario = base();
+        scenario["Now"] = now;
+        scenario["CapacityEvents"] = json!([{"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
+            "Event": "InsufficientCapacity", "Time": 100}]);
+        assert_eq!(messages(&scenario.to_string()), vec![expected.to_string()]);
+    }
+    // The same holds for the other optional numbers checked against another field.
+    let mut scenario = base();
+    scenario["Endpoint"]["ManagedInstanceScaling"]["MaxInstanceCount"] = json!("8");
+    assert_eq!(
+        messages(&scenario.to_string()),
+        vec!["Endpoint.ManagedInstanceScaling.MaxInstanceCount: expected an integer, found \"8\""]
+    );
+}
+
+/// Issue #18 defect 4: `CapacityEvents` had no size limit (a million events took seconds and
+/// gigabytes). Every list has one; at the limit the input is accepted, beyond it named.
+#[test]
+fn capacity_events_and_capacity_have_size_limits() {
+    use fleetplan::problem::{MAX_CAPACITY_ENTRIES, MAX_CAPACITY_EVENTS};
+    let event = json!({"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
+        "Event": "InsufficientCapacity", "Time": 100});
+    let mut scenario = base();
+    scenario["Now"] = json!(1000);
+    scenario["CapacityEvents"] = Value::Array(vec![event.clone(); MAX_CAPACITY_EVENTS]);
+    assert!(Problem::from_json(&scenario.to_string()).is_ok());
+    scenario["CapacityEvents"] = Value::Array(vec![event; MAX_CAPACITY_EVENTS + 1]);
+    let capacity = json!({"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b", "Available": 1});
+    scenario["Capacity"] = Value::Array(vec![capacity; MAX_CAPACITY_ENTRIES + 1]);
+    let expected = vec![
+        format!(
+            "Capacity: {} entries; at most {MAX_CAPACITY_ENTRIES} are accepted (size limits)",
+            MAX_CAPACITY_ENTRIES + 1
+        ),
+        format!(
+            "CapacityEvents: {} entries; at most {MAX_CAPACITY_EVENTS} are accepted (size limits)",
+            MAX_CAPACITY_EVENTS + 1
+        ),
+    ];
+    let text = scenario.to_string();
+    assert_eq!(messages(&text), expected);
+    // A scenario built in code is held to the same limits.
+    let scenario = fleetplan::json::scenario_from_json(&base().to_string()).unwrap();
+    let mut oversized = scenario.clone();
+    oversized.now = Some(1000.0);
+    oversized.capacity_events = vec![
+        fleetplan::CapacityEvent {
+            instance_type: "ml.g6e.12xlarge".into(),
+            availability_zone: "us-east-1b".into(),
+            event: "Launched".into(),
+            time: 100.0,
+        };
+        MAX_CAPACITY_EVENTS + 1
+    ];
+    let error = Problem::new(&oversized).unwrap_err();
+    let issues: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
+    assert_eq!(issues, expected[1..].to_vec());
+}

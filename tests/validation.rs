@@ -365,3 +365,36 @@ proptest! {
 
 // ---------------------------------------------------------------------------------------------
 // Regressions found by fuzzing (fuzz/): each input once made validation panic or misreport.
+
+/// Every issue carries a kind a program can match (issue #18): the broken scenario above, one
+/// issue per kind checked by path.
+#[test]
+fn every_issue_has_a_matchable_kind() {
+    use fleetplan::IssueKind;
+    let error = Problem::from_json(MANY_RULES_BROKEN).unwrap_err();
+    let kind_at = |path: &str| {
+        error.issues().iter().find(|issue| issue.path == path).map(|issue| issue.kind()).unwrap_or_else(|| {
+            panic!("no issue at {path}: {error}");
+        })
+    };
+    assert_eq!(kind_at("InstanceTypes[0].AcceleratorCount"), IssueKind::NotAWholeNumber);
+    assert_eq!(kind_at("InferenceComponents[0].RuntimeConfig.CopyCount"), IssueKind::TypeMismatch);
+    assert_eq!(kind_at("InferenceComponents[4].RuntimeConfig.CopyCount"), IssueKind::MissingField);
+    assert_eq!(kind_at("AvailabilityZones[1]"), IssueKind::Duplicate);
+    assert_eq!(kind_at("InstanceTypes[0].VCpuCount"), IssueKind::OutOfRange);
+    assert_eq!(kind_at("Endpoint.InstancePools"), IssueKind::TooLarge);
+    assert_eq!(kind_at("Endpoint.InstancePools[3].InstanceType"), IssueKind::UnknownName);
+    assert_eq!(kind_at("Endpoint.ManagedInstanceScaling.MinInstanceCount"), IssueKind::Inconsistent);
+    assert_eq!(kind_at("Endpoint.ManagedInstanceScaling.Status"), IssueKind::InvalidValue);
+    assert_eq!(kind_at("InferenceComponents[1]"), IssueKind::Conflict);
+    assert_eq!(kind_at("InferenceComponents[4].InferenceComponentName"), IssueKind::Empty);
+    assert_eq!(kind_at("Fleet.Instances[3]"), IssueKind::Inconsistent);
+    // Document-level and key-level kinds.
+    let malformed = Problem::from_json("{").unwrap_err();
+    assert_eq!(malformed.issues()[0].kind(), IssueKind::Malformed);
+    let twice = Problem::from_json(r#"{"AvailabilityZones": ["a"], "AvailabilityZones": ["a"]}"#).unwrap_err();
+    assert!(twice.issues().iter().any(|issue| issue.kind() == IssueKind::DuplicateKey), "{twice}");
+    let strict = fleetplan::ReadOptions::strict();
+    let unknown = Problem::from_json_with(r#"{"AvailabilityZones": ["a"], "Tags": []}"#, &strict).unwrap_err();
+    assert!(unknown.issues().iter().any(|issue| issue.kind() == IssueKind::UnknownKey), "{unknown}");
+}
