@@ -57,12 +57,12 @@ fn scenario(instances: usize) -> Problem {
             builder = builder.fleet_copies(&format!("ic-{component:03}"), &id, 1);
         }
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().unwrap();
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
     scaling.scale_in_policy = Some(fleetplan::ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(10.0),
+        maximum_step_size: Some(10),
     });
     Problem::new(&scenario).expect("generated scenario is valid")
 }

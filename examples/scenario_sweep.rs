@@ -165,7 +165,7 @@ fn shapes() -> Vec<Shape> {
         .map(|spec| Shape {
             price: PRICES.iter().find(|(n, _)| *n == spec.instance_type).map_or(1.0, |&(_, p)| p),
             name: spec.instance_type.clone(),
-            accelerators: spec.accelerator_count as u32,
+            accelerators: spec.accelerator_count,
             vcpus: spec.v_cpu_count as u32,
             memory_mib: spec.memory_in_mb as u32,
             custom: None,
@@ -180,7 +180,7 @@ fn shapes() -> Vec<Shape> {
             price,
             custom: Some(InstanceTypeSpec {
                 instance_type: name.into(),
-                accelerator_count: f64::from(accelerators),
+                accelerator_count: accelerators,
                 accelerator_memory_gib: f64::from(gib),
                 v_cpu_count: f64::from(vcpus),
                 memory_in_mb: f64::from(memory_mib),
@@ -233,7 +233,7 @@ fn specification(
         instance_type,
         model_name,
         compute_resource_requirements: ComputeResourceRequirements {
-            number_of_accelerator_devices_required: Some(f64::from(accelerators)),
+            number_of_accelerator_devices_required: Some(accelerators),
             number_of_cpu_cores_required: cores,
             min_memory_required_in_mb: f64::from(memory),
         },
@@ -290,7 +290,7 @@ fn generate(seed: u64, index: u64) -> Generated {
         } else {
             scenario.endpoint.instance_pools.push(InstancePool {
                 instance_type: shape.name.clone(),
-                priority: f64::from(priority),
+                priority: priority as u8,
                 model_name_override: rng.chance(25).then(|| format!("build-{}", shape.name.trim_start_matches("ml."))),
             });
         }
@@ -350,8 +350,8 @@ fn generate(seed: u64, index: u64) -> Generated {
             scenario.capacity.push(CapacityEntry {
                 instance_type: shape.name.clone(),
                 availability_zone: az.clone(),
-                available: available.map(f64::from),
-                reserved: f64::from(reserved),
+                available,
+                reserved,
             });
         }
     }
@@ -367,14 +367,14 @@ fn generate(seed: u64, index: u64) -> Generated {
     for c in 0..component_count {
         let name = format!("{}-{c:02}", rng.pick(&["chat", "embed", "rerank", "vision", "code", "asr", "llm"]));
         let balance = rng.chance(65).then(|| AvailabilityZoneBalance {
-            enforcement_mode: rng.chance(80).then(|| "PERMISSIVE".to_string()),
-            max_imbalance: if rng.chance(10) { None } else { Some(f64::from(rng.range(0, 2))) },
+            enforcement_mode: rng.chance(80).then_some(EnforcementMode::Permissive),
+            max_imbalance: if rng.chance(10) { None } else { Some(rng.range(0, 2)) },
         });
         let scheduling = (balance.is_some() || rng.chance(60)).then(|| SchedulingConfig {
             placement_strategy: match rng.below(5) {
                 0 => None,
-                1 | 2 => Some("SPREAD".into()),
-                _ => Some("BINPACK".into()),
+                1 | 2 => Some(PlacementStrategy::Spread),
+                _ => Some(PlacementStrategy::Binpack),
             },
             availability_zone_balance: balance,
         });
@@ -382,7 +382,7 @@ fn generate(seed: u64, index: u64) -> Generated {
         let mut component = InferenceComponent {
             inference_component_name: name.clone(),
             runtime_config: RuntimeConfig {
-                copy_count: f64::from(match rng.below(100) {
+                copy_count: (match rng.below(100) {
                     0..=4 => 0,
                     5..=14 => 1,
                     15..=64 => rng.range(2, 4),
@@ -457,7 +457,7 @@ fn generate(seed: u64, index: u64) -> Generated {
                 scenario.fleet.copies.push(FleetCopy {
                     inference_component_name: components[c].inference_component_name.clone(),
                     instance_id: id.clone(),
-                    copy_count: f64::from(count),
+                    copy_count: count,
                 });
             }
         }
@@ -465,7 +465,7 @@ fn generate(seed: u64, index: u64) -> Generated {
     // Scale-in: some components want fewer copies than run now.
     for (component, &running) in components.iter_mut().zip(&existing) {
         if running > 0 && rng.chance(30) {
-            component.runtime_config.copy_count = f64::from(rng.range(0, running - 1));
+            component.runtime_config.copy_count = rng.range(0, running - 1);
         }
     }
     scenario.inference_components = components;
@@ -473,7 +473,7 @@ fn generate(seed: u64, index: u64) -> Generated {
     // Single-model endpoint.
     if single_model {
         scenario.endpoint.model_name = Some("single-model".into());
-        scenario.endpoint.desired_instance_count = Some(f64::from(rng.range(0, 10)));
+        scenario.endpoint.desired_instance_count = Some(rng.range(0, 10));
         if !scenario.fleet.instances.is_empty() && rng.chance(30) {
             // Explicit copies on some instances instead of "every instance runs one".
             let ids: Vec<String> = scenario.fleet.instances.iter().map(|i| i.instance_id.clone()).collect();
@@ -482,7 +482,7 @@ fn generate(seed: u64, index: u64) -> Generated {
                     scenario.fleet.copies.push(FleetCopy {
                         inference_component_name: scenario.endpoint.variant_name.clone(),
                         instance_id: id,
-                        copy_count: 1.0,
+                        copy_count: 1,
                     });
                 }
             }
@@ -494,7 +494,7 @@ fn generate(seed: u64, index: u64) -> Generated {
         let fleet_len = scenario.fleet.instances.len() as u32;
         let mut min = if rng.chance(70) { 0 } else { rng.range(1, 4) };
         // Copies a scenario wants, as a rough scale for a generous maximum.
-        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count as u32).sum();
+        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count).sum();
         let max = match rng.below(100) {
             0..=39 => None,
             40..=74 => Some(rng.range(fleet_len + wanted / 4, fleet_len + wanted.max(4))),
@@ -506,13 +506,13 @@ fn generate(seed: u64, index: u64) -> Generated {
             min = min.min(max);
         }
         scenario.endpoint.managed_instance_scaling = Some(ManagedInstanceScaling {
-            status: rng.chance(80).then(|| "ENABLED".to_string()),
-            min_instance_count: (min > 0 || rng.chance(50)).then_some(f64::from(min)),
-            max_instance_count: max.map(f64::from),
+            status: rng.chance(80).then_some(ScalingStatus::Enabled),
+            min_instance_count: (min > 0 || rng.chance(50)).then_some(min),
+            max_instance_count: max,
             scale_in_policy: rng.chance(40).then(|| ScaleInPolicySpec {
-                strategy: Some(rng.pick(&["IDLE_RELEASE", "CONSOLIDATION"]).to_string()),
-                cooldown_in_minutes: rng.chance(50).then(|| f64::from(rng.range(5, 60))),
-                maximum_step_size: rng.chance(50).then(|| f64::from(rng.range(1, 4))),
+                strategy: Some(rng.pick(&[ScaleInStrategy::IdleRelease, ScaleInStrategy::Consolidation])),
+                cooldown_in_minutes: rng.chance(50).then(|| rng.range(5, 60)),
+                maximum_step_size: rng.chance(50).then(|| rng.range(1, 4)),
             }),
         });
     }
@@ -642,7 +642,7 @@ struct Facts {
 
 fn need_of(requirements: &ComputeResourceRequirements) -> (u64, u64, u64) {
     (
-        requirements.number_of_accelerator_devices_required.unwrap_or(0.0) as u64,
+        u64::from(requirements.number_of_accelerator_devices_required.unwrap_or(0)),
         (requirements.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil() as u64,
         requirements.min_memory_required_in_mb.ceil() as u64,
     )
@@ -655,7 +655,7 @@ fn facts(scenario: &Scenario) -> Facts {
         catalogue.insert(spec.instance_type.clone(), spec.clone());
     }
     let mut pools: Vec<(String, u8)> =
-        scenario.endpoint.instance_pools.iter().map(|p| (p.instance_type.clone(), p.priority as u8)).collect();
+        scenario.endpoint.instance_pools.iter().map(|p| (p.instance_type.clone(), p.priority)).collect();
     if let Some(name) = &scenario.endpoint.instance_type {
         pools.push((name.clone(), 1));
     }
@@ -664,7 +664,7 @@ fn facts(scenario: &Scenario) -> Facts {
         if let Some(spec) = catalogue.get(name) {
             types.entry(name.to_string()).or_insert(TypeFacts {
                 offer: (
-                    spec.accelerator_count as u64,
+                    u64::from(spec.accelerator_count),
                     (spec.v_cpu_count * 1000.0).floor() as u64,
                     spec.memory_in_mb.floor() as u64,
                 ),
@@ -683,7 +683,7 @@ fn facts(scenario: &Scenario) -> Facts {
     let mut components = Vec::new();
     if scenario.inference_components.is_empty() {
         let whole: BTreeMap<String, (u64, u64, u64)> = types.iter().map(|(name, t)| (name.clone(), t.offer)).collect();
-        let count = scenario.endpoint.desired_instance_count.unwrap_or(0.0) as u64;
+        let count = u64::from(scenario.endpoint.desired_instance_count.unwrap_or(0));
         components.push((scenario.endpoint.variant_name.clone(), count, whole, true, Some(1)));
     }
     for component in &scenario.inference_components {
@@ -701,14 +701,14 @@ fn facts(scenario: &Scenario) -> Facts {
             }
             config = config.or_else(|| spec.scheduling_config.clone());
         }
-        let spread = config.as_ref().and_then(|c| c.placement_strategy.as_deref()) != Some("BINPACK");
+        let spread = config.as_ref().and_then(|c| c.placement_strategy) != Some(PlacementStrategy::Binpack);
         let max_imbalance = config
             .as_ref()
             .and_then(|c| c.availability_zone_balance.as_ref())
-            .map(|b| b.max_imbalance.unwrap_or(0.0) as u64);
+            .map(|b| u64::from(b.max_imbalance.unwrap_or(0)));
         components.push((
             component.inference_component_name.clone(),
-            component.runtime_config.copy_count as u64,
+            u64::from(component.runtime_config.copy_count),
             requirements,
             spread,
             max_imbalance,
@@ -718,7 +718,10 @@ fn facts(scenario: &Scenario) -> Facts {
         .capacity
         .iter()
         .map(|c| {
-            ((c.instance_type.clone(), c.availability_zone.clone()), (c.reserved as u64, c.available.map(|a| a as u64)))
+            (
+                (c.instance_type.clone(), c.availability_zone.clone()),
+                (u64::from(c.reserved), c.available.map(u64::from)),
+            )
         })
         .collect();
     let scaling = scenario.endpoint.managed_instance_scaling.clone().unwrap_or_default();
@@ -737,8 +740,8 @@ fn facts(scenario: &Scenario) -> Facts {
     }
     for copy in &scenario.fleet.copies {
         if let Some(entry) = fleet.get_mut(&copy.instance_id) {
-            if copy.copy_count > 0.0 {
-                *entry.3.entry(copy.inference_component_name.clone()).or_insert(0) += copy.copy_count as u64;
+            if copy.copy_count > 0 {
+                *entry.3.entry(copy.inference_component_name.clone()).or_insert(0) += u64::from(copy.copy_count);
             }
         }
     }
@@ -773,8 +776,8 @@ fn facts(scenario: &Scenario) -> Facts {
         types,
         components,
         limits,
-        min: scaling.min_instance_count.unwrap_or(0.0) as u64,
-        max: scaling.max_instance_count.map(|m| m as u64),
+        min: u64::from(scaling.min_instance_count.unwrap_or(0)),
+        max: scaling.max_instance_count.map(u64::from),
         fleet,
         empty_start,
         builds,

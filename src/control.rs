@@ -23,7 +23,7 @@
 //!     .pool("ml.g6.48xlarge", 2)
 //!     .component("llm", 2, 8, 8.0, 65_536)
 //!     .max_imbalance("llm", 0)
-//!     .build();
+//!     .build().unwrap();
 //! let mut ledger = CapacityLedger::new();
 //! ledger.apply(&mut scenario, 1_000);
 //! let problem = Problem::new(&scenario).unwrap();
@@ -49,7 +49,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{Issue, IssueKind, ValidationError};
-use crate::model::{CapacityEvent, Fleet, FleetCopy, FleetInstance, Scenario};
+use crate::model::{CapacityEvent, Fleet, FleetCopy, FleetInstance, InstanceState, Scenario};
 use crate::plan::Action;
 use crate::problem::{CapacityBlock, CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
 
@@ -82,8 +82,8 @@ impl CapacityRecord {
         CapacityEvent {
             instance_type: self.instance_type.clone(),
             availability_zone: self.availability_zone.clone(),
-            event: self.event.as_str().to_string(),
-            time: self.time as f64,
+            event: self.event,
+            time: self.time,
         }
     }
 }
@@ -201,8 +201,8 @@ impl CapacityLedger {
     /// already in the scenario are replaced. Records with a time after `now` are left out: on
     /// that clock they have not happened yet.
     pub fn apply(&self, scenario: &mut Scenario, now: i64) {
-        scenario.now = Some(now as f64);
-        scenario.capacity_error_ttl_seconds = Some(f64::from(self.ttl_seconds));
+        scenario.now = Some(now);
+        scenario.capacity_error_ttl_seconds = Some(self.ttl_seconds);
         scenario.capacity_events =
             self.decisive(now).into_values().map(|index| self.records[index].to_event()).collect();
     }
@@ -603,13 +603,14 @@ impl<'a> Observation<'a> {
                 instance_type: types.get(instance.type_index).map(|info| info.name.clone()).unwrap_or_default(),
                 availability_zone: azs.get(instance.az_index).cloned().unwrap_or_default(),
                 reserved: instance.reserved,
-                state: instance.draining.then(|| "Draining".to_string()),
+                state: instance.draining.then_some(InstanceState::Draining),
             });
             for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
                 fleet.copies.push(FleetCopy {
                     inference_component_name: components.get(component).map(|c| c.name.clone()).unwrap_or_default(),
                     instance_id: instance.id.clone(),
-                    copy_count: count as f64,
+                    // At most MAX_COPIES_PER_COMPONENT per instance: the conversion never saturates.
+                    copy_count: u32::try_from(count).unwrap_or(u32::MAX),
                 });
             }
         }
@@ -676,15 +677,12 @@ mod tests {
         ledger.record("ml.g5.xlarge", "a", CapacityEventKind::Launched, 99);
         let mut scenario = Scenario::default();
         ledger.apply(&mut scenario, 10);
-        assert_eq!((scenario.now, scenario.capacity_error_ttl_seconds), (Some(10.0), Some(30.0)));
-        let events: Vec<(String, String, f64)> = scenario
+        assert_eq!((scenario.now, scenario.capacity_error_ttl_seconds), (Some(10), Some(30)));
+        let events: Vec<(String, &str, i64)> = scenario
             .capacity_events
             .iter()
-            .map(|event| (event.availability_zone.clone(), event.event.clone(), event.time))
+            .map(|event| (event.availability_zone.clone(), event.event.as_str(), event.time))
             .collect();
-        assert_eq!(
-            events,
-            vec![("a".into(), "InsufficientCapacity".into(), 7.0), ("b".into(), "Launched".into(), 5.0)]
-        );
+        assert_eq!(events, vec![("a".into(), "InsufficientCapacity", 7), ("b".into(), "Launched", 5)]);
     }
 }

@@ -373,7 +373,7 @@ mod tests {
     fn reserved_instances_are_free_and_priorities_are_counted() {
         let priced = |name: &str, price| InstanceTypeSpec {
             instance_type: name.into(),
-            accelerator_count: 4.0,
+            accelerator_count: 4,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 48.0,
             memory_in_mb: 196_608.0,
@@ -384,7 +384,8 @@ mod tests {
             .instance_type(priced("ml.y", 3.0))
             .pool("ml.x", 1)
             .pool("ml.y", 2)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions = [
             launch("new-1", "ml.x", "a", true),
@@ -398,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_missing_price_makes_every_paid_instance_cost_one() {
-        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).build();
+        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).build().unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions = [launch("new-1", "ml.g5.xlarge", "a", false), launch("new-2", "ml.g5.xlarge", "a", false)];
         assert_eq!(objective_of_actions(&problem, &actions).cost_micros, 2_000_000);

@@ -18,7 +18,8 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
-use crate::model::*;
+use crate::model;
+use crate::raw::*;
 
 mod model_file;
 pub(crate) use model_file::model_description_from_json;
@@ -38,12 +39,14 @@ impl ReadOptions {
 }
 
 /// Parses a scenario from JSON text. Type errors name their JSON path; all are reported.
-/// Unknown keys follow the default (non-strict) rules; their warning is dropped here because
-/// a [`Scenario`] carries no warnings (use [`crate::Problem::from_json`] to see it).
-pub fn scenario_from_json(text: &str) -> Result<Scenario, ValidationError> {
+/// Without type errors the scenario is also validated (as by [`crate::Problem::new`]): a typed
+/// [`model::Scenario`] holds only values its types can represent, and validation is what
+/// guarantees that. Unknown keys follow the default (non-strict) rules; their warning is dropped
+/// here because a [`model::Scenario`] carries no warnings (use [`crate::Problem::from_json`]).
+pub fn scenario_from_json(text: &str) -> Result<model::Scenario, ValidationError> {
     let read = read_scenario(text, &ReadOptions::default())?;
     if read.issues.is_empty() {
-        Ok(read.scenario)
+        validate_read(read).map(|(scenario, _)| scenario)
     } else {
         Err(ValidationError::new(read.issues))
     }
@@ -65,7 +68,7 @@ pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate
 pub(crate) fn scenario_and_problem_from_json(
     text: &str,
     options: &ReadOptions,
-) -> Result<(Scenario, crate::Problem), ValidationError> {
+) -> Result<(model::Scenario, crate::Problem), ValidationError> {
     validate_read(read_scenario(text, options)?)
 }
 
@@ -78,7 +81,7 @@ pub(crate) fn scenario_and_problem_from_value(
     value: &Value,
     options: &ReadOptions,
     complete: impl FnOnce(&mut Scenario),
-) -> Result<(Scenario, crate::Problem), ValidationError> {
+) -> Result<(model::Scenario, crate::Problem), ValidationError> {
     let parsed =
         Parsed { value: value.clone(), duplicates: Vec::new(), raw_numbers: BTreeMap::new(), oversized: Vec::new() };
     let mut read = read_parsed(parsed, options);
@@ -87,7 +90,7 @@ pub(crate) fn scenario_and_problem_from_value(
 }
 
 /// Validates what the reader produced, reporting type and semantic problems together.
-fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationError> {
+fn validate_read(read: Read) -> Result<(model::Scenario, crate::Problem), ValidationError> {
     let validator = || crate::problem::Validator::with_raw_numbers(read.raw_numbers.clone());
     if read.oversized {
         return Err(ValidationError::new(read.issues));
@@ -97,7 +100,7 @@ fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationErr
         if let Some(warning) = read.warning {
             problem.warnings.insert(0, warning);
         }
-        return Ok((read.scenario, problem));
+        return Ok((read.scenario.to_typed(), problem));
     }
     // Validate what could be read, but drop issues about fields that already have a type error:
     // their defaulted values would only produce follow-on noise.
@@ -1059,5 +1062,6 @@ mod tests {
             r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
         let scenario = scenario_from_json(text).unwrap();
         assert_eq!(scenario.endpoint.instance_type.as_deref(), Some("ml.g5.xlarge"));
+        assert_eq!(scenario.availability_zones, vec!["a".to_string()]);
     }
 }

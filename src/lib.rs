@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod model;
 pub mod plan;
 pub mod problem;
+mod raw;
 pub mod render;
 pub mod report;
 #[cfg(feature = "sagemaker")]
@@ -42,8 +43,9 @@ pub use json::ReadOptions;
 pub use metrics::MetricsError;
 pub use model::{
     AvailabilityZoneBalance, CapacityEntry, CapacityEvent, ComponentSpecification, ComputeResourceRequirements,
-    Endpoint, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec,
-    ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
+    Endpoint, EnforcementMode, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceState,
+    InstanceTypeSpec, ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, ScaleInStrategy, ScalingStatus,
+    Scenario, ScenarioBuilder, SchedulingConfig,
 };
 pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};

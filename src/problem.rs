@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::catalogue::builtin_instance_types;
 use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 use crate::index::{AzIndex, TypeIndex};
-use crate::model::*;
+use crate::model;
+pub use crate::model::{CapacityEventKind, PlacementStrategy, ScaleInStrategy};
+use crate::raw::*;
 
 // Size limits (docs/contract.md §1.4). Within them every command returns within its
 // `--time-limit-ms` plus a small constant (about a second on a 2-core machine, measured in
@@ -133,24 +135,6 @@ impl Resources {
     }
 }
 
-/// Placement strategy within an AZ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PlacementStrategy {
-    /// Spread copies over instances.
-    Spread,
-    /// Pack copies onto few instances.
-    Binpack,
-}
-
-/// Scale-in strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ScaleInStrategy {
-    /// Release instances once idle.
-    IdleRelease,
-    /// Consolidate copies onto fewer instances, then release.
-    Consolidation,
-}
-
 /// Managed scaling settings after validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScalingLimits {
@@ -256,48 +240,6 @@ pub const MAX_CAPACITY_ERROR_TTL_SECONDS: u32 = 86_400;
 /// `CapacityErrorTtlSeconds` when none is given.
 pub const DEFAULT_CAPACITY_ERROR_TTL_SECONDS: u32 = 180;
 
-/// What happened when the caller tried to launch an instance (contract §6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-pub enum CapacityEventKind {
-    /// The cloud had no capacity for the type in the AZ.
-    InsufficientCapacity,
-    /// The launch did not come up in time.
-    ProvisioningTimeout,
-    /// A launch succeeded: capacity is back.
-    Launched,
-}
-
-impl CapacityEventKind {
-    /// Every kind, in the order the contract lists them.
-    pub const ALL: [CapacityEventKind; 3] =
-        [CapacityEventKind::InsufficientCapacity, CapacityEventKind::ProvisioningTimeout, CapacityEventKind::Launched];
-
-    /// The JSON spelling, e.g. `InsufficientCapacity`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapacityEventKind::InsufficientCapacity => "InsufficientCapacity",
-            CapacityEventKind::ProvisioningTimeout => "ProvisioningTimeout",
-            CapacityEventKind::Launched => "Launched",
-        }
-    }
-
-    /// Parses the JSON spelling (exact case).
-    pub fn parse(text: &str) -> Option<CapacityEventKind> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
-    }
-
-    /// Whether the event says the (type, AZ) had no capacity (it blocks launches while live).
-    pub fn is_error(self) -> bool {
-        !matches!(self, CapacityEventKind::Launched)
-    }
-}
-
-impl std::fmt::Display for CapacityEventKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A live capacity error that keeps a (type, AZ) from launching in this plan (contract §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CapacityBlock {
@@ -354,8 +296,8 @@ pub struct Problem {
 impl Problem {
     /// Validates a scenario. Every problem is reported at once. A scenario built in code
     /// (e.g. by [`ScenarioBuilder`]) is held to exactly the rules JSON input is.
-    pub fn new(scenario: &Scenario) -> Result<Problem, ValidationError> {
-        Validator::default().run(scenario)
+    pub fn new(scenario: &model::Scenario) -> Result<Problem, ValidationError> {
+        Validator::default().run(&Scenario::from(scenario))
     }
 
     /// Parses and validates scenario JSON (type and semantic problems reported together).
@@ -749,7 +691,7 @@ impl Validator {
     fn catalogue(&mut self, scenario: &Scenario) -> Catalogue {
         let mut catalogue: Catalogue = builtin_instance_types()
             .into_iter()
-            .map(|spec| (spec.instance_type.clone(), (spec, String::new())))
+            .map(|spec| (spec.instance_type.clone(), (InstanceTypeSpec::from(&spec), String::new())))
             .collect();
         let mut overridden = BTreeSet::new();
         for (index, spec) in scenario.instance_types.iter().enumerate() {
@@ -1585,9 +1527,14 @@ impl Validator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Scenario;
 
     fn base() -> Scenario {
-        crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("chat", 4, 1, 0.5, 1000).build()
+        crate::ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("chat", 4, 1, 0.5, 1000)
+            .build()
+            .unwrap()
     }
 
     fn paths(scenario: &Scenario) -> Vec<String> {
@@ -1616,13 +1563,13 @@ mod tests {
     fn every_problem_is_reported_not_just_the_first() {
         let mut scenario = base();
         scenario.availability_zones.push("a".into());
-        scenario.endpoint.instance_pools[0].priority = 7.0;
-        scenario.inference_components[0].runtime_config.copy_count = -1.0;
-        scenario.capacity.push(CapacityEntry {
+        scenario.endpoint.instance_pools[0].priority = 7;
+        scenario.inference_components[0].runtime_config.copy_count = 100_001;
+        scenario.capacity.push(model::CapacityEntry {
             instance_type: "ml.g6.12xlarge".into(),
             availability_zone: "zz".into(),
-            available: Some(1.0),
-            reserved: 0.0,
+            available: Some(1),
+            reserved: 0,
         });
         assert_eq!(
             paths(&scenario),
@@ -1657,15 +1604,16 @@ mod tests {
             .component("big", 4, 3, 0.0, 1024)
             .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
             .fleet_copies("big", "i-1", 2)
-            .build();
+            .build()
+            .unwrap();
         let error = Problem::new(&scenario).unwrap_err();
         assert!(error.to_string().contains("already breaks packing"), "{error}");
     }
 
     #[test]
     fn single_model_endpoint_is_one_whole_instance_component() {
-        let mut scenario = crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g5.xlarge", 1).build();
-        scenario.endpoint.desired_instance_count = Some(3.0);
+        let mut scenario = crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g5.xlarge", 1).build().unwrap();
+        scenario.endpoint.desired_instance_count = Some(3);
         let problem = Problem::new(&scenario).unwrap();
         assert!(problem.is_single_model());
         let component = &problem.components()[0];
@@ -1685,7 +1633,8 @@ mod tests {
             .component("two", 2, 1, 0.0, 1024)
             .max_imbalance("two", 0)
             .capacity("ml.g6.12xlarge", "c", Some(0), 0)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let kinds: Vec<WarningKind> = problem.warnings().iter().map(|w| w.kind).collect();
         assert_eq!(
@@ -1696,7 +1645,8 @@ mod tests {
 
     #[test]
     fn min_above_max_is_an_error() {
-        let scenario = crate::ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).instance_limits(3, Some(2)).build();
+        let scenario =
+            crate::ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).instance_limits(3, Some(2)).build().unwrap();
         assert_eq!(paths(&scenario), vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount"]);
     }
 }

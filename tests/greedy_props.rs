@@ -56,7 +56,7 @@ struct Size {
 }
 
 fn requirement(rng: &mut Rng, shape_accelerators: u32) -> ComputeResourceRequirements {
-    let accelerators = rng.below(u64::from(shape_accelerators.min(4)) + 1) as f64;
+    let accelerators = rng.below(u64::from(shape_accelerators.min(4)) + 1) as u32;
     ComputeResourceRequirements {
         number_of_accelerator_devices_required: Some(accelerators),
         number_of_cpu_cores_required: if rng.chance(70) { Some(*rng.pick(&[0.5, 1.0, 2.0, 4.0, 8.0])) } else { None },
@@ -81,7 +81,7 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
         let (name, accelerators, vcpus, memory, price) = SHAPES[s];
         scenario.instance_types.push(InstanceTypeSpec {
             instance_type: name.into(),
-            accelerator_count: f64::from(accelerators),
+            accelerator_count: accelerators,
             accelerator_memory_gib: 24.0,
             v_cpu_count: f64::from(vcpus),
             memory_in_mb: f64::from(memory),
@@ -93,7 +93,7 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
     for &s in &shapes {
         scenario.endpoint.instance_pools.push(InstancePool {
             instance_type: SHAPES[s].0.into(),
-            priority: (rng.below(5) + 1) as f64,
+            priority: (rng.below(5) + 1) as u8,
             model_name_override: if rng.chance(20) { Some(format!("build-{}", SHAPES[s].0)) } else { None },
         });
     }
@@ -104,20 +104,20 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
                 2 => scenario.capacity.push(CapacityEntry {
                     instance_type: SHAPES[s].0.into(),
                     availability_zone: az.clone(),
-                    available: Some(0.0),
-                    reserved: 0.0,
+                    available: Some(0),
+                    reserved: 0,
                 }),
                 3 => scenario.capacity.push(CapacityEntry {
                     instance_type: SHAPES[s].0.into(),
                     availability_zone: az.clone(),
-                    available: Some(rng.below(3) as f64),
-                    reserved: rng.below(3) as f64,
+                    available: Some(rng.below(3) as u32),
+                    reserved: rng.below(3) as u32,
                 }),
                 _ => scenario.capacity.push(CapacityEntry {
                     instance_type: SHAPES[s].0.into(),
                     availability_zone: az.clone(),
                     available: None,
-                    reserved: rng.below(2) as f64,
+                    reserved: rng.below(2) as u32,
                 }),
             }
         }
@@ -125,24 +125,28 @@ fn random_scenario(seed: u64, size: Size) -> Scenario {
     let min = rng.below(3);
     let max = if rng.chance(40) { Some(min + rng.below(6)) } else { None };
     scenario.endpoint.managed_instance_scaling = Some(ManagedInstanceScaling {
-        status: Some("ENABLED".into()),
-        min_instance_count: Some(min as f64),
-        max_instance_count: max.map(|m| m as f64),
+        status: Some(fleetplan::ScalingStatus::Enabled),
+        min_instance_count: Some(min as u32),
+        max_instance_count: max.map(|m| m as u32),
         scale_in_policy: None,
     });
     for c in 0..size.components {
         let scheduling = SchedulingConfig {
-            placement_strategy: Some(if rng.chance(70) { "SPREAD" } else { "BINPACK" }.into()),
+            placement_strategy: Some(if rng.chance(70) {
+                fleetplan::PlacementStrategy::Spread
+            } else {
+                fleetplan::PlacementStrategy::Binpack
+            }),
             availability_zone_balance: if rng.chance(60) {
                 Some(AvailabilityZoneBalance {
-                    enforcement_mode: Some("PERMISSIVE".into()),
-                    max_imbalance: Some(rng.below(3) as f64),
+                    enforcement_mode: Some(fleetplan::EnforcementMode::Permissive),
+                    max_imbalance: Some(rng.below(3) as u32),
                 })
             } else {
                 None
             },
         };
-        let copies = rng.below(7) as f64;
+        let copies = rng.below(7) as u32;
         let mut component = InferenceComponent {
             inference_component_name: format!("ic-{c}"),
             runtime_config: RuntimeConfig { copy_count: copies },
@@ -212,7 +216,7 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
             let Some(requirement) = requirement else {
                 continue;
             };
-            let need_accelerators = requirement.number_of_accelerator_devices_required.unwrap_or(0.0);
+            let need_accelerators = f64::from(requirement.number_of_accelerator_devices_required.unwrap_or(0));
             let need_cpus = (requirement.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil();
             let need_memory = requirement.min_memory_required_in_mb;
             if need_accelerators <= accelerators && need_cpus <= cpus && need_memory <= memory {
@@ -222,7 +226,7 @@ fn random_fleet(rng: &mut Rng, scenario: &Scenario, shapes: &[usize], count: u64
                 fleet.copies.push(FleetCopy {
                     inference_component_name: component.inference_component_name.clone(),
                     instance_id: id.clone(),
-                    copy_count: 1.0,
+                    copy_count: 1,
                 });
             }
         }

@@ -135,7 +135,8 @@ fn a_draining_instance_keeps_serving_until_consolidation_empties_it() {
         .fleet_copies("m", "i-old", 1)
         .fleet_copies("m", "i-new", 1)
         .draining("i-old")
-        .build();
+        .build()
+        .unwrap();
     let simulation =
         Simulator::new().run(&Script::new(scenario, 4).consolidate_every(2).scale(2, "m", 3)).expect("valid");
     assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
@@ -191,7 +192,8 @@ fn the_svg_is_well_formed_and_escapes_names() {
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert_eq!(svg.matches("<polygon").count(), 2, "a band for p1 and one for p2");
 
-    let mut scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build();
+    let mut scenario =
+        ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build().unwrap();
     scenario.endpoint.endpoint_name = "x<y & \"z\"\u{1b}".to_string();
     let simulation = Simulator::new().run(&Script::new(scenario, 2)).expect("valid");
     let svg = simulation.to_svg();
@@ -282,7 +284,8 @@ fn scenario_problems_are_reported_under_scenario() {
 
 #[test]
 fn code_built_scripts_are_checked_like_json_ones() {
-    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build();
+    let scenario =
+        ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build().unwrap();
     let script =
         Script::new(scenario, 200_000).tick_seconds(0).scale(5, "n", 1).planner(PlannerChoice::Exact { node_limit: 0 });
     let error = Simulator::new().run(&script).expect_err("invalid");

@@ -105,7 +105,7 @@ pub struct AzOutage {
 ///     .pool("ml.g5.12xlarge", 2)
 ///     .component("chat", 2, 4, 4.0, 16_384)
 ///     .max_imbalance("chat", 0)
-///     .build();
+///     .build().unwrap();
 /// let script = Script::new(scenario, 10).cloud_capacity(0, "ml.g6.12xlarge", "a", Some(0));
 /// let simulation = Simulator::new().run(&script).unwrap();
 /// assert!(simulation.failures.is_empty());

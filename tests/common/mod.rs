@@ -88,7 +88,7 @@ fn spec_for(
         instance_type,
         model_name: None,
         compute_resource_requirements: ComputeResourceRequirements {
-            number_of_accelerator_devices_required: Some(f64::from(accelerators)),
+            number_of_accelerator_devices_required: Some(accelerators),
             number_of_cpu_cores_required: if quarter_cores == 0 { None } else { Some(f64::from(quarter_cores) / 4.0) },
             min_memory_required_in_mb: f64::from(memory),
         },
@@ -153,7 +153,7 @@ fn build(
         let (accelerators, vcpus, memory, price) = SHAPES[shape];
         scenario.instance_types.push(InstanceTypeSpec {
             instance_type: type_name(index),
-            accelerator_count: f64::from(accelerators),
+            accelerator_count: accelerators,
             accelerator_memory_gib: 24.0,
             v_cpu_count: f64::from(vcpus),
             memory_in_mb: f64::from(memory),
@@ -161,7 +161,7 @@ fn build(
         });
         scenario.endpoint.instance_pools.push(InstancePool {
             instance_type: type_name(index),
-            priority: f64::from(priorities[index]),
+            priority: priorities[index],
             model_name_override: None,
         });
     }
@@ -170,29 +170,33 @@ fn build(
             scenario.capacity.push(CapacityEntry {
                 instance_type: type_name(slot % pools),
                 availability_zone: az_name(slot / pools),
-                available: Some(f64::from(*available)),
-                reserved: f64::from(*reserved),
+                available: Some(*available),
+                reserved: *reserved,
             });
         }
     }
     let max = max.map(|max| max.max(min));
     scenario.endpoint.managed_instance_scaling = Some(ManagedInstanceScaling {
-        status: Some("ENABLED".into()),
-        min_instance_count: Some(f64::from(min)),
-        max_instance_count: max.map(f64::from),
+        status: Some(fleetplan::ScalingStatus::Enabled),
+        min_instance_count: Some(min),
+        max_instance_count: max,
         scale_in_policy: None,
     });
     for (index, (common, per_type, per_type_mode, balance, spread, copies)) in components.iter().enumerate() {
         let scheduling = Some(SchedulingConfig {
-            placement_strategy: Some(if *spread { "SPREAD" } else { "BINPACK" }.into()),
+            placement_strategy: Some(if *spread {
+                fleetplan::PlacementStrategy::Spread
+            } else {
+                fleetplan::PlacementStrategy::Binpack
+            }),
             availability_zone_balance: balance.map(|limit| AvailabilityZoneBalance {
-                enforcement_mode: Some("PERMISSIVE".into()),
-                max_imbalance: Some(f64::from(limit)),
+                enforcement_mode: Some(fleetplan::EnforcementMode::Permissive),
+                max_imbalance: Some(limit),
             }),
         });
         let mut component = InferenceComponent {
             inference_component_name: format!("ic-{index}"),
-            runtime_config: RuntimeConfig { copy_count: f64::from(*copies) },
+            runtime_config: RuntimeConfig { copy_count: *copies },
             ..Default::default()
         };
         let specs: Vec<ComponentSpecification> = per_type
@@ -232,7 +236,7 @@ fn build(
                 scenario.fleet.copies.push(FleetCopy {
                     inference_component_name: format!("ic-{component}"),
                     instance_id: id.clone(),
-                    copy_count: f64::from(count),
+                    copy_count: count,
                 });
             }
         }
