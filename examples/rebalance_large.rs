@@ -38,9 +38,9 @@ fn scenario(instances: usize) -> Problem {
         let name = format!("ic-{component:03}");
         builder = builder.component(&name, copies as u32, 1, 4.0, 16_384);
         builder = match component % 4 {
-            0 => builder.strategy(&name, "BINPACK"),
+            0 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack),
             1 => builder.max_imbalance(&name, 1),
-            2 => builder.strategy(&name, "BINPACK").max_imbalance(&name, 2),
+            2 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack).max_imbalance(&name, 2),
             _ => builder,
         };
     }

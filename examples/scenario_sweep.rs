@@ -1224,7 +1224,7 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
         // objective the exact planner should not lose to.
         let witness = scenario.as_ref().and_then(|scenario| {
             let mut flat = scenario.clone();
-            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1.0);
+            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1);
             let flat_path = out.join(format!("{name}.flat-scenario.json"));
             std::fs::write(&flat_path, serde_json::to_string_pretty(&flat).ok()?).ok()?;
             let ran = run_cli(bin, &["plan", &flat_path.to_string_lossy(), "--json"]);

@@ -49,7 +49,7 @@ fn script(ticks: u32, consolidate_every: u32, rebalance_every: u32) -> Script {
         builder = builder.component(&name, COPIES, 2, 8.0, 65_536);
         builder = match component % 3 {
             0 => builder.max_imbalance(&name, 1),
-            1 => builder.strategy(&name, "BINPACK").max_imbalance(&name, 2),
+            1 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack).max_imbalance(&name, 2),
             _ => builder,
         };
     }

@@ -48,7 +48,7 @@ pub fn builtin_instance_types() -> Vec<crate::InstanceTypeSpec> {
     ROWS.iter()
         .map(|&(name, accelerators, accelerator_gib, vcpus, memory_gib)| crate::InstanceTypeSpec {
             instance_type: name.to_string(),
-            accelerator_count: u32::from(accelerators),
+            accelerator_count: accelerators,
             accelerator_memory_gib: f64::from(accelerator_gib),
             v_cpu_count: f64::from(vcpus),
             memory_in_mb: f64::from(memory_gib) * 1024.0,
