@@ -36,7 +36,7 @@
 //! model.overhead_fraction = 0.1;
 //! let p5 = InstanceTypeSpec {
 //!     instance_type: "ml.p5.48xlarge".into(),
-//!     accelerator_count: 8.0,
+//!     accelerator_count: 8,
 //!     accelerator_memory_gib: 80.0,
 //!     v_cpu_count: 192.0,
 //!     memory_in_mb: 2_097_152.0,
