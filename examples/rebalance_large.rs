@@ -38,9 +38,9 @@ fn scenario(instances: usize) -> Problem {
         let name = format!("ic-{component:03}");
         builder = builder.component(&name, copies as u32, 1, 4.0, 16_384);
         builder = match component % 4 {
-            0 => builder.strategy(&name, "BINPACK"),
+            0 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack),
             1 => builder.max_imbalance(&name, 1),
-            2 => builder.strategy(&name, "BINPACK").max_imbalance(&name, 2),
+            2 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack).max_imbalance(&name, 2),
             _ => builder,
         };
     }
@@ -57,12 +57,12 @@ fn scenario(instances: usize) -> Problem {
             builder = builder.fleet_copies(&format!("ic-{component:03}"), &id, 1);
         }
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().unwrap();
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
     scaling.scale_in_policy = Some(fleetplan::ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(10.0),
+        maximum_step_size: Some(10),
     });
     Problem::new(&scenario).expect("generated scenario is valid")
 }

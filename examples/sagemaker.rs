@@ -110,8 +110,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         capacity: vec![CapacityEntry {
             instance_type: "ml.p5.48xlarge".into(),
             availability_zone: "us-east-1b".into(),
-            available: Some(0.0),
-            reserved: 0.0,
+            available: Some(0),
+            reserved: 0,
         }],
         fleet: Fleet {
             instances: vec![FleetInstance {
@@ -124,7 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             copies: vec![FleetCopy {
                 inference_component_name: "llm".into(),
                 instance_id: "i-01".into(),
-                copy_count: 1.0,
+                copy_count: 1,
             }],
         },
         ..CallerSupplied::in_zones(["us-east-1a", "us-east-1b"])

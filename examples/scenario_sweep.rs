@@ -191,7 +191,7 @@ struct Facts {
 
 fn need_of(requirements: &ComputeResourceRequirements) -> (u64, u64, u64) {
     (
-        requirements.number_of_accelerator_devices_required.unwrap_or(0.0) as u64,
+        u64::from(requirements.number_of_accelerator_devices_required.unwrap_or(0)),
         (requirements.number_of_cpu_cores_required.unwrap_or(0.0) * 1000.0).ceil() as u64,
         requirements.min_memory_required_in_mb.ceil() as u64,
     )
@@ -204,7 +204,7 @@ fn facts(scenario: &Scenario) -> Facts {
         catalogue.insert(spec.instance_type.clone(), spec.clone());
     }
     let mut pools: Vec<(String, u8)> =
-        scenario.endpoint.instance_pools.iter().map(|p| (p.instance_type.clone(), p.priority as u8)).collect();
+        scenario.endpoint.instance_pools.iter().map(|p| (p.instance_type.clone(), p.priority)).collect();
     if let Some(name) = &scenario.endpoint.instance_type {
         pools.push((name.clone(), 1));
     }
@@ -213,7 +213,7 @@ fn facts(scenario: &Scenario) -> Facts {
         if let Some(spec) = catalogue.get(name) {
             types.entry(name.to_string()).or_insert(TypeFacts {
                 offer: (
-                    spec.accelerator_count as u64,
+                    u64::from(spec.accelerator_count),
                     (spec.v_cpu_count * 1000.0).floor() as u64,
                     spec.memory_in_mb.floor() as u64,
                 ),
@@ -232,7 +232,7 @@ fn facts(scenario: &Scenario) -> Facts {
     let mut components = Vec::new();
     if scenario.inference_components.is_empty() {
         let whole: BTreeMap<String, (u64, u64, u64)> = types.iter().map(|(name, t)| (name.clone(), t.offer)).collect();
-        let count = scenario.endpoint.desired_instance_count.unwrap_or(0.0) as u64;
+        let count = u64::from(scenario.endpoint.desired_instance_count.unwrap_or(0));
         components.push((scenario.endpoint.variant_name.clone(), count, whole, true, Some(1)));
     }
     for component in &scenario.inference_components {
@@ -250,14 +250,14 @@ fn facts(scenario: &Scenario) -> Facts {
             }
             config = config.or_else(|| spec.scheduling_config.clone());
         }
-        let spread = config.as_ref().and_then(|c| c.placement_strategy.as_deref()) != Some("BINPACK");
+        let spread = config.as_ref().and_then(|c| c.placement_strategy) != Some(PlacementStrategy::Binpack);
         let max_imbalance = config
             .as_ref()
             .and_then(|c| c.availability_zone_balance.as_ref())
-            .map(|b| b.max_imbalance.unwrap_or(0.0) as u64);
+            .map(|b| u64::from(b.max_imbalance.unwrap_or(0)));
         components.push((
             component.inference_component_name.clone(),
-            component.runtime_config.copy_count as u64,
+            u64::from(component.runtime_config.copy_count),
             requirements,
             spread,
             max_imbalance,
@@ -267,7 +267,10 @@ fn facts(scenario: &Scenario) -> Facts {
         .capacity
         .iter()
         .map(|c| {
-            ((c.instance_type.clone(), c.availability_zone.clone()), (c.reserved as u64, c.available.map(|a| a as u64)))
+            (
+                (c.instance_type.clone(), c.availability_zone.clone()),
+                (u64::from(c.reserved), c.available.map(u64::from)),
+            )
         })
         .collect();
     let scaling = scenario.endpoint.managed_instance_scaling.clone().unwrap_or_default();
@@ -286,8 +289,8 @@ fn facts(scenario: &Scenario) -> Facts {
     }
     for copy in &scenario.fleet.copies {
         if let Some(entry) = fleet.get_mut(&copy.instance_id) {
-            if copy.copy_count > 0.0 {
-                *entry.3.entry(copy.inference_component_name.clone()).or_insert(0) += copy.copy_count as u64;
+            if copy.copy_count > 0 {
+                *entry.3.entry(copy.inference_component_name.clone()).or_insert(0) += u64::from(copy.copy_count);
             }
         }
     }
@@ -322,8 +325,8 @@ fn facts(scenario: &Scenario) -> Facts {
         types,
         components,
         limits,
-        min: scaling.min_instance_count.unwrap_or(0.0) as u64,
-        max: scaling.max_instance_count.map(|m| m as u64),
+        min: u64::from(scaling.min_instance_count.unwrap_or(0)),
+        max: scaling.max_instance_count.map(u64::from),
         fleet,
         empty_start,
         builds,
@@ -770,7 +773,7 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
         // objective the exact planner should not lose to.
         let witness = scenario.as_ref().and_then(|scenario| {
             let mut flat = scenario.clone();
-            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1.0);
+            flat.endpoint.instance_pools.iter_mut().for_each(|pool| pool.priority = 1);
             let flat_path = out.join(format!("{name}.flat-scenario.json"));
             std::fs::write(&flat_path, serde_json::to_string_pretty(&flat).ok()?).ok()?;
             let ran = run_cli(bin, &["plan", &flat_path.to_string_lossy(), "--json"]);

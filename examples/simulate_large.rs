@@ -49,17 +49,17 @@ fn script(ticks: u32, consolidate_every: u32, rebalance_every: u32) -> Script {
         builder = builder.component(&name, COPIES, 2, 8.0, 65_536);
         builder = match component % 3 {
             0 => builder.max_imbalance(&name, 1),
-            1 => builder.strategy(&name, "BINPACK").max_imbalance(&name, 2),
+            1 => builder.strategy(&name, fleetplan::PlacementStrategy::Binpack).max_imbalance(&name, 2),
             _ => builder,
         };
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().unwrap();
     scenario.endpoint.endpoint_name = "large".to_string();
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
     scaling.scale_in_policy = Some(ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(10.0),
+        maximum_step_size: Some(10),
     });
     let mut script = Script::new(scenario, ticks).consolidate_every(consolidate_every).rebalance_every(rebalance_every);
     let mut sequence = Sequence(42);

@@ -48,7 +48,7 @@ pub fn builtin_instance_types() -> Vec<crate::InstanceTypeSpec> {
     ROWS.iter()
         .map(|&(name, accelerators, accelerator_gib, vcpus, memory_gib)| crate::InstanceTypeSpec {
             instance_type: name.to_string(),
-            accelerator_count: f64::from(accelerators),
+            accelerator_count: accelerators,
             accelerator_memory_gib: f64::from(accelerator_gib),
             v_cpu_count: f64::from(vcpus),
             memory_in_mb: f64::from(memory_gib) * 1024.0,
@@ -73,6 +73,6 @@ mod tests {
             assert!(names.iter().any(|n| n.starts_with(family)), "{family}");
         }
         let p5 = types.iter().find(|t| t.instance_type == "ml.p5.48xlarge").unwrap();
-        assert_eq!((p5.accelerator_count, p5.v_cpu_count, p5.memory_in_mb), (8.0, 192.0, 2_097_152.0));
+        assert_eq!((p5.accelerator_count, p5.v_cpu_count, p5.memory_in_mb), (8, 192.0, 2_097_152.0));
     }
 }

@@ -28,7 +28,7 @@
 //!     .pool("ml.g6.48xlarge", 2)
 //!     .component("llm", 2, 8, 8.0, 65_536)
 //!     .max_imbalance("llm", 0)
-//!     .build();
+//!     .build().unwrap();
 //! let mut ledger = CapacityLedger::new();
 //! ledger.apply(&mut scenario, 1_000);
 //! let problem = Problem::new(&scenario).unwrap();
@@ -53,8 +53,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{Issue, ValidationError};
-use crate::model::{CapacityEvent, Fleet, FleetCopy, FleetInstance, Scenario};
+use crate::error::{Issue, IssueKind, ValidationError};
+use crate::model::{CapacityEvent, Fleet, FleetCopy, FleetInstance, InstanceState, Scenario};
 use crate::plan::Action;
 use crate::problem::{CapacityBlock, CapacityEventKind, Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
 
@@ -87,8 +87,8 @@ impl CapacityRecord {
         CapacityEvent {
             instance_type: self.instance_type.clone(),
             availability_zone: self.availability_zone.clone(),
-            event: self.event.as_str().to_string(),
-            time: self.time as f64,
+            event: self.event,
+            time: self.time,
         }
     }
 }
@@ -206,8 +206,8 @@ impl CapacityLedger {
     /// already in the scenario are replaced. Records with a time after `now` are left out: on
     /// that clock they have not happened yet.
     pub fn apply(&self, scenario: &mut Scenario, now: i64) {
-        scenario.now = Some(now as f64);
-        scenario.capacity_error_ttl_seconds = Some(f64::from(self.ttl_seconds));
+        scenario.now = Some(now);
+        scenario.capacity_error_ttl_seconds = Some(self.ttl_seconds);
         scenario.capacity_events =
             self.decisive(now).into_values().map(|index| self.records[index].to_event()).collect();
     }
@@ -424,8 +424,8 @@ impl<'a> Observation<'a> {
         }
     }
 
-    fn issue(&mut self, path: String, message: String) {
-        self.issues.push(Issue { path, message });
+    fn issue(&mut self, kind: IssueKind, path: String, message: String) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     fn launch(
@@ -440,11 +440,15 @@ impl<'a> Observation<'a> {
         let (Some(type_index), Some(az_index)) =
             (problem.type_index(instance_type), problem.az_index(availability_zone))
         else {
-            self.issue(path, format!("unknown type {instance_type:?} or AZ {availability_zone:?}"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("unknown type {instance_type:?} or AZ {availability_zone:?}"),
+            );
             return;
         };
         if self.by_plan_id.contains_key(instance_id) || self.failed_launches.iter().any(|id| id == instance_id) {
-            self.issue(path, format!("launch id {instance_id:?} is already in use"));
+            self.issue(IssueKind::Duplicate, path, format!("launch id {instance_id:?} is already in use"));
             return;
         }
         self.launched_ids.insert(instance_id.to_string());
@@ -458,6 +462,7 @@ impl<'a> Observation<'a> {
             LaunchOutcome::Launched { instance_id: real_id } => {
                 if !self.real_ids.insert(real_id.clone()) {
                     self.issue(
+                        IssueKind::Duplicate,
                         format!("Execution.launched({instance_id:?})"),
                         format!("{real_id:?} is already an instance id"),
                     );
@@ -487,7 +492,7 @@ impl<'a> Observation<'a> {
 
     fn place(&mut self, path: String, component: &str, instance_id: &str) {
         let Some(component_index) = self.problem.component_index(component) else {
-            self.issue(path, format!("{component:?} is not a component of the problem"));
+            self.issue(IssueKind::UnknownName, path, format!("{component:?} is not a component of the problem"));
             return;
         };
         let reported_failed = match self.placements_left.get_mut(&(component.to_string(), instance_id.to_string())) {
@@ -502,7 +507,11 @@ impl<'a> Observation<'a> {
             return;
         }
         let Some(&target) = self.by_plan_id.get(instance_id) else {
-            self.issue(path, format!("instance {instance_id:?} is neither in the fleet nor launched before"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("instance {instance_id:?} is neither in the fleet nor launched before"),
+            );
             return;
         };
         *self.running[target].copies.entry(component_index).or_insert(0) += 1;
@@ -512,7 +521,11 @@ impl<'a> Observation<'a> {
         let (Some(component_index), Some(&target)) =
             (self.problem.component_index(component), self.by_plan_id.get(instance_id))
         else {
-            self.issue(path, format!("unknown component {component:?} or instance {instance_id:?}"));
+            self.issue(
+                IssueKind::UnknownName,
+                path,
+                format!("unknown component {component:?} or instance {instance_id:?}"),
+            );
             return;
         };
         if let Some(left) = self.removals_left.get_mut(&(component.to_string(), instance_id.to_string())) {
@@ -523,13 +536,15 @@ impl<'a> Observation<'a> {
         }
         match self.running[target].copies.get_mut(&component_index) {
             Some(count) if *count > 0 => *count -= 1,
-            _ => self.issue(path, format!("no copy of {component} on {instance_id} to remove")),
+            _ => {
+                self.issue(IssueKind::Inconsistent, path, format!("no copy of {component} on {instance_id} to remove"))
+            }
         }
     }
 
     fn terminate(&mut self, path: String, instance_id: &str) {
         let Some(&target) = self.by_plan_id.get(instance_id) else {
-            self.issue(path, format!("instance {instance_id:?} is not in the fleet"));
+            self.issue(IssueKind::UnknownName, path, format!("instance {instance_id:?} is not in the fleet"));
             return;
         };
         self.terminated_ids.insert(instance_id.to_string());
@@ -543,12 +558,17 @@ impl<'a> Observation<'a> {
         let execution = self.execution;
         for plan_id in execution.launches.keys() {
             if !self.launched_ids.contains(plan_id.as_str()) {
-                self.issue(format!("Execution.launches[{plan_id:?}]"), "the plan does not launch this id".to_string());
+                self.issue(
+                    IssueKind::Inconsistent,
+                    format!("Execution.launches[{plan_id:?}]"),
+                    "the plan does not launch this id".to_string(),
+                );
             }
         }
         let placements_left = std::mem::take(&mut self.placements_left);
         for ((component, instance_id), left) in placements_left.iter().filter(|(_, &left)| left > 0) {
             self.issue(
+                IssueKind::Inconsistent,
                 format!("Execution.failed_placements[{component:?}, {instance_id:?}]"),
                 format!("{left} more failed placement(s) than the plan's PlaceCopy actions"),
             );
@@ -556,6 +576,7 @@ impl<'a> Observation<'a> {
         let removals_left = std::mem::take(&mut self.removals_left);
         for ((component, instance_id), left) in removals_left.iter().filter(|(_, &left)| left > 0) {
             self.issue(
+                IssueKind::Inconsistent,
                 format!("Execution.failed_removals[{component:?}, {instance_id:?}]"),
                 format!("{left} more failed removal(s) than the plan's RemoveCopy actions"),
             );
@@ -563,6 +584,7 @@ impl<'a> Observation<'a> {
         for instance_id in &execution.failed_terminations {
             if !self.terminated_ids.contains(instance_id.as_str()) {
                 self.issue(
+                    IssueKind::Inconsistent,
                     format!("Execution.failed_terminations[{instance_id:?}]"),
                     "the plan does not terminate this instance".to_string(),
                 );
@@ -586,13 +608,14 @@ impl<'a> Observation<'a> {
                 instance_type: types.get(instance.type_index).map(|info| info.name.clone()).unwrap_or_default(),
                 availability_zone: azs.get(instance.az_index).cloned().unwrap_or_default(),
                 reserved: instance.reserved,
-                state: instance.draining.then(|| "Draining".to_string()),
+                state: instance.draining.then_some(InstanceState::Draining),
             });
             for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
                 fleet.copies.push(FleetCopy {
                     inference_component_name: components.get(component).map(|c| c.name.clone()).unwrap_or_default(),
                     instance_id: instance.id.clone(),
-                    copy_count: count as f64,
+                    // At most MAX_COPIES_PER_COMPONENT per instance: the conversion never saturates.
+                    copy_count: u32::try_from(count).unwrap_or(u32::MAX),
                 });
             }
         }
@@ -659,15 +682,12 @@ mod tests {
         ledger.record("ml.g5.xlarge", "a", CapacityEventKind::Launched, 99);
         let mut scenario = Scenario::default();
         ledger.apply(&mut scenario, 10);
-        assert_eq!((scenario.now, scenario.capacity_error_ttl_seconds), (Some(10.0), Some(30.0)));
-        let events: Vec<(String, String, f64)> = scenario
+        assert_eq!((scenario.now, scenario.capacity_error_ttl_seconds), (Some(10), Some(30)));
+        let events: Vec<(String, &str, i64)> = scenario
             .capacity_events
             .iter()
-            .map(|event| (event.availability_zone.clone(), event.event.clone(), event.time))
+            .map(|event| (event.availability_zone.clone(), event.event.as_str(), event.time))
             .collect();
-        assert_eq!(
-            events,
-            vec![("a".into(), "InsufficientCapacity".into(), 7.0), ("b".into(), "Launched".into(), 5.0)]
-        );
+        assert_eq!(events, vec![("a".into(), "InsufficientCapacity", 7), ("b".into(), "Launched", 5)]);
     }
 }

@@ -2,6 +2,43 @@
 
 use std::fmt;
 
+/// What kind of problem an [`Issue`] is, for programs that react to some of them (the message is
+/// for people and may be reworded; the kind is stable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum IssueKind {
+    /// The document is not JSON, or not the object it should be at its top level.
+    Malformed,
+    /// A required field is absent (or null).
+    MissingField,
+    /// A value has the wrong JSON type (a string where a number belongs, ...).
+    TypeMismatch,
+    /// A number that must be whole is not (`2.5`).
+    NotAWholeNumber,
+    /// A number is not finite, below its minimum or above its maximum.
+    OutOfRange,
+    /// A list or a sum is beyond its size limit (docs/contract.md §1.4).
+    TooLarge,
+    /// A key fleetplan does not read: in strict mode, or one that looks like a misspelt known key.
+    UnknownKey,
+    /// A key given twice in one JSON object.
+    DuplicateKey,
+    /// A name, id or entry listed twice where it must be unique.
+    Duplicate,
+    /// A name or list that must not be empty is.
+    Empty,
+    /// A name that refers to nothing: an instance type outside the catalogue or the pools, an
+    /// AZ outside `AvailabilityZones`, an unknown component or instance id.
+    UnknownName,
+    /// A value outside a closed set (`PlacementStrategy: "PACK"`, an unknown event kind).
+    InvalidValue,
+    /// Two fields that exclude each other are both given, or neither of two alternatives is.
+    Conflict,
+    /// Values that are fine alone disagree (`MinInstanceCount` above `MaxInstanceCount`, an event
+    /// after `Now`, a fleet that already breaks packing, specifications whose scheduling differs).
+    Inconsistent,
+}
+
 /// One problem found in the input: where it is (a JSON-style path) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Issue {
@@ -9,6 +46,8 @@ pub struct Issue {
     pub path: String,
     /// What is wrong, naming the offending value.
     pub message: String,
+    /// What kind of problem it is (see [`Issue::kind`]).
+    kind: IssueKind,
 }
 
 /// How the messages of the issues about a whole document begin (see [`Issue::is_document_level`]):
@@ -16,6 +55,16 @@ pub struct Issue {
 const DOCUMENT_LEVEL_MESSAGES: [&str; 3] = ["malformed JSON", "expected an object", "number out of range"];
 
 impl Issue {
+    /// An issue of `kind` at `path`.
+    pub fn new(kind: IssueKind, path: impl Into<String>, message: impl Into<String>) -> Issue {
+        Issue { path: path.into(), message: message.into(), kind }
+    }
+
+    /// What kind of problem this is.
+    pub fn kind(&self) -> IssueKind {
+        self.kind
+    }
+
     /// Whether the issue is about the document as a whole rather than one of its fields:
     /// malformed JSON, a top level that is not an object, or a document that is one number out
     /// of range. These are the only issues without a path; the fuzz targets and their replay
@@ -40,7 +89,8 @@ impl fmt::Display for Issue {
 ///
 /// The struct is opaque so that its contents can grow; read it through [`ValidationError::issues`]
 /// or its `Display` (one issue per line).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.issues.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
 pub struct ValidationError {
     issues: Vec<Issue>,
 }
@@ -55,20 +105,6 @@ impl ValidationError {
         &self.issues
     }
 }
-
-impl fmt::Display for ValidationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, issue) in self.issues.iter().enumerate() {
-            if index > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{issue}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ValidationError {}
 
 /// What a [`Warning`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]

@@ -55,7 +55,7 @@ use crate::control::{observe, CapacityRecord, LaunchFailure, LaunchOutcome};
 pub use crate::control::{Execution, Observed};
 use crate::engines::consolidate::{ConsolidationPlan, Move};
 use crate::engines::rebalance::{Launch, RebalancePlan};
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::fleet::{FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, FleetInstance};
@@ -206,7 +206,7 @@ pub struct StepOutcome {
 /// let scenario = ScenarioBuilder::new(["a"])
 ///     .pool("ml.g6.12xlarge", 1)
 ///     .component("chat", 2, 1, 1.0, 1024)
-///     .strategy("chat", "BINPACK")
+///     .strategy("chat", crate::model::PlacementStrategy::Binpack)
 ///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
 ///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
 ///     .fleet_copies("chat", "i-1", 1)
@@ -337,7 +337,7 @@ impl<'a> StepRun<'a> {
     }
 
     fn issue(&mut self, path: String, message: String) {
-        self.issues.push(Issue { path, message });
+        self.issues.push(Issue::new(IssueKind::Inconsistent, path, message));
     }
 
     /// Runs one step; returns the failure that stopped it, if any.
@@ -607,12 +607,13 @@ mod tests {
         let scenario = ScenarioBuilder::new(["a"])
             .pool("ml.g6.12xlarge", 1)
             .component("chat", 2, 1, 1.0, 1024)
-            .strategy("chat", "BINPACK")
+            .strategy("chat", crate::model::PlacementStrategy::Binpack)
             .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
             .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
             .fleet_copies("chat", "i-1", 1)
             .fleet_copies("chat", "i-2", 1)
-            .build();
+            .build()
+            .expect("valid");
         let problem = Problem::new(&scenario).expect("valid");
         let plan = consolidate(&problem);
         assert_eq!((plan.steps.len(), plan.move_count()), (1, 1));

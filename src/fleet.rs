@@ -124,7 +124,7 @@ impl FinalFleet {
                     .unwrap_or_default(),
                 availability_zone: problem.azs().get(instance.az_index).cloned().unwrap_or_default(),
                 reserved: instance.reserved,
-                state: draining.then(|| "Draining".to_string()),
+                state: draining.then_some(crate::model::InstanceState::Draining),
             });
             for (&component, &count) in instance.copies.iter().filter(|(_, &count)| count > 0) {
                 out.copies.push(FleetCopy {
@@ -134,7 +134,7 @@ impl FinalFleet {
                         .map(|component| component.name.clone())
                         .unwrap_or_default(),
                     instance_id: id.clone(),
-                    copy_count: f64::from(count),
+                    copy_count: count,
                 });
             }
         }
@@ -435,7 +435,7 @@ mod tests {
     fn reserved_instances_are_free_and_priorities_are_counted() {
         let priced = |name: &str, price| InstanceTypeSpec {
             instance_type: name.into(),
-            accelerator_count: 4.0,
+            accelerator_count: 4,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 48.0,
             memory_in_mb: 196_608.0,
@@ -446,7 +446,8 @@ mod tests {
             .instance_type(priced("ml.y", 3.0))
             .pool("ml.x", 1)
             .pool("ml.y", 2)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions = [
             launch("new-1", "ml.x", "a", true),
@@ -460,7 +461,7 @@ mod tests {
 
     #[test]
     fn a_missing_price_makes_every_paid_instance_cost_one() {
-        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).build();
+        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).build().unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions = [launch("new-1", "ml.g5.xlarge", "a", false), launch("new-2", "ml.g5.xlarge", "a", false)];
         assert_eq!(objective_of_actions(&problem, &actions).cost_micros, 2_000_000);

@@ -17,8 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::error::{Issue, ValidationError, Warning, WarningKind};
-use crate::model::*;
+use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
+use crate::model;
+use crate::raw::*;
 
 mod model_file;
 pub(crate) use model_file::model_description_from_json;
@@ -38,12 +39,14 @@ impl ReadOptions {
 }
 
 /// Parses a scenario from JSON text. Type errors name their JSON path; all are reported.
-/// Unknown keys follow the default (non-strict) rules; their warning is dropped here because
-/// a [`Scenario`] carries no warnings (use [`crate::Problem::from_json`] to see it).
-pub fn scenario_from_json(text: &str) -> Result<Scenario, ValidationError> {
+/// Without type errors the scenario is also validated (as by [`crate::Problem::new`]): a typed
+/// [`model::Scenario`] holds only values its types can represent, and validation is what
+/// guarantees that. Unknown keys follow the default (non-strict) rules; their warning is dropped
+/// here because a [`model::Scenario`] carries no warnings (use [`crate::Problem::from_json`]).
+pub fn scenario_from_json(text: &str) -> Result<model::Scenario, ValidationError> {
     let read = read_scenario(text, &ReadOptions::default())?;
     if read.issues.is_empty() {
-        Ok(read.scenario)
+        validate_read(read).map(|(scenario, _)| scenario)
     } else {
         Err(ValidationError::new(read.issues))
     }
@@ -65,7 +68,7 @@ pub fn problem_from_json_with(text: &str, options: &ReadOptions) -> Result<crate
 pub(crate) fn scenario_and_problem_from_json(
     text: &str,
     options: &ReadOptions,
-) -> Result<(Scenario, crate::Problem), ValidationError> {
+) -> Result<(model::Scenario, crate::Problem), ValidationError> {
     validate_read(read_scenario(text, options)?)
 }
 
@@ -78,22 +81,26 @@ pub(crate) fn scenario_and_problem_from_value(
     value: &Value,
     options: &ReadOptions,
     complete: impl FnOnce(&mut Scenario),
-) -> Result<(Scenario, crate::Problem), ValidationError> {
-    let parsed = Parsed { value: value.clone(), duplicates: Vec::new(), raw_numbers: BTreeMap::new() };
+) -> Result<(model::Scenario, crate::Problem), ValidationError> {
+    let parsed =
+        Parsed { value: value.clone(), duplicates: Vec::new(), raw_numbers: BTreeMap::new(), oversized: Vec::new() };
     let mut read = read_parsed(parsed, options);
     complete(&mut read.scenario);
     validate_read(read)
 }
 
 /// Validates what the reader produced, reporting type and semantic problems together.
-fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationError> {
+fn validate_read(read: Read) -> Result<(model::Scenario, crate::Problem), ValidationError> {
     let validator = || crate::problem::Validator::with_raw_numbers(read.raw_numbers.clone());
+    if read.oversized {
+        return Err(ValidationError::new(read.issues));
+    }
     if read.issues.is_empty() {
         let mut problem = validator().run(&read.scenario)?;
         if let Some(warning) = read.warning {
             problem.warnings.insert(0, warning);
         }
-        return Ok((read.scenario, problem));
+        return Ok((read.scenario.to_typed(), problem));
     }
     // Validate what could be read, but drop issues about fields that already have a type error:
     // their defaulted values would only produce follow-on noise.
@@ -115,13 +122,17 @@ fn validate_read(read: Read) -> Result<(Scenario, crate::Problem), ValidationErr
 pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
     use crate::plan::{Objective, Omitted, Plan, SolverKind, Status, StopReason};
     let parsed = parse(text)?;
-    let mut issues: Vec<Issue> =
-        parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }).collect();
+    let mut issues: Vec<Issue> = parsed
+        .duplicates
+        .into_iter()
+        .map(|path| Issue::new(IssueKind::DuplicateKey, path, "key given twice"))
+        .collect();
     let Value::Object(map) = &parsed.value else {
-        issues.push(Issue {
-            path: String::new(),
-            message: format!("expected a plan object, found {}", describe(&parsed.value)),
-        });
+        issues.push(Issue::new(
+            IssueKind::Malformed,
+            "",
+            format!("expected a plan object, found {}", describe(&parsed.value)),
+        ));
         return Err(ValidationError::new(issues));
     };
     let present = |key: &str| map.get(key).filter(|value| !value.is_null());
@@ -134,9 +145,12 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
                 }
             }
         }
-        Some(other) => issues
-            .push(Issue { path: "Actions".into(), message: format!("expected an array, found {}", describe(other)) }),
-        None => issues.push(Issue { path: "Actions".into(), message: "is required".into() }),
+        Some(other) => issues.push(Issue::new(
+            IssueKind::TypeMismatch,
+            "Actions",
+            format!("expected an array, found {}", describe(other)),
+        )),
+        None => issues.push(Issue::new(IssueKind::MissingField, "Actions", "is required")),
     }
     let mut omitted = Omitted::default();
     let solver = match present("Solver") {
@@ -147,10 +161,11 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
             SolverKind::Other
         }
         Some(other) => {
-            issues.push(Issue {
-                path: "Solver".into(),
-                message: format!("expected a string, found {}", describe(other)),
-            });
+            issues.push(Issue::new(
+                IssueKind::TypeMismatch,
+                "Solver",
+                format!("expected a string, found {}", describe(other)),
+            ));
             SolverKind::Other
         }
         None => SolverKind::Other,
@@ -172,10 +187,7 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
             .filter_map(|(index, item)| plan_unplaced(item, &format!("Unplaced[{index}]"), &mut issues))
             .collect(),
         Some(other) => {
-            issues.push(Issue {
-                path: "Unplaced".into(),
-                message: format!("expected an array, found {}", describe(other)),
-            });
+            issues.push(Issue::new(IssueKind::TypeMismatch, "Unplaced", format!("expected an array, found {}", describe(other))));
             Vec::new()
         }
         None => {
@@ -205,7 +217,7 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value, path: &str, issues: &mut
     match T::deserialize(value) {
         Ok(typed) => Some(typed),
         Err(error) => {
-            issues.push(Issue { path: path.to_string(), message: shorten(&error.to_string(), 200) });
+            issues.push(Issue::new(IssueKind::TypeMismatch, path.to_string(), shorten(&error.to_string(), 200)));
             None
         }
     }
@@ -226,7 +238,7 @@ fn plan_field<T: serde::de::DeserializeOwned>(
         Some(value) => typed(value, &path, issues),
         None => {
             if required {
-                issues.push(Issue { path, message: "is required".into() });
+                issues.push(Issue::new(IssueKind::MissingField, path, "is required"));
             }
             None
         }
@@ -238,14 +250,11 @@ fn plan_text(map: &Map<String, Value>, key: &str, path: &str, issues: &mut Vec<I
     match map.get(key).filter(|value| !value.is_null()) {
         Some(Value::String(text)) => Some(text.clone()),
         Some(other) => {
-            issues.push(Issue {
-                path: join(path, key),
-                message: format!("expected a string, found {}", describe(other)),
-            });
+            issues.push(Issue::new(IssueKind::TypeMismatch, join(path, key), format!("expected a string, found {}", describe(other))));
             None
         }
         None => {
-            issues.push(Issue { path: join(path, key), message: "is required".into() });
+            issues.push(Issue::new(IssueKind::MissingField, join(path, key), "is required"));
             None
         }
     }
@@ -262,7 +271,7 @@ fn plan_object<'v>(
         Value::Object(map) => Some(map),
         other => {
             issues
-                .push(Issue { path: path.to_string(), message: format!("expected {what}, found {}", describe(other)) });
+                .push(Issue::new(IssueKind::TypeMismatch, path.to_string(), format!("expected {what}, found {}", describe(other))));
             None
         }
     }
@@ -309,13 +318,10 @@ fn plan_action(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<cra
             Action::TerminateInstance { instance_id: plan_text(map, "InstanceId", path, issues).unwrap_or_default() }
         }
         other => {
-            issues.push(Issue {
-                path: join(path, "Type"),
-                message: format!(
+            issues.push(Issue::new(IssueKind::InvalidValue, join(path, "Type"), format!(
                     "unknown action type {} (expected LaunchInstance, PlaceCopy, RemoveCopy or TerminateInstance)",
                     describe(&Value::String(other.to_string()))
-                ),
-            });
+                )));
             return None;
         }
     };
@@ -371,28 +377,41 @@ struct Read {
     /// Numbers whose text differs from how the parsed value prints (big integers, `1e3`), by
     /// path: messages echo them as written.
     raw_numbers: BTreeMap<String, String>,
+    /// A list was over its size limit: `issues` say which, and nothing else was read.
+    oversized: bool,
 }
 
 /// Parses, reads and checks keys. `Err` only for a document that is not JSON at all.
 fn read_scenario(text: &str, options: &ReadOptions) -> Result<Read, ValidationError> {
-    Ok(read_parsed(parse(text)?, options))
+    Ok(read_parsed(parse_limited(text, true)?, options))
 }
 
 /// Reads a parsed document and checks its keys.
 fn read_parsed(parsed: Parsed, options: &ReadOptions) -> Read {
+    if !parsed.oversized.is_empty() {
+        // Contract §1.4: oversized lists are reported together and nothing else is checked.
+        return Read {
+            scenario: Scenario::default(),
+            issues: parsed.oversized,
+            warning: None,
+            raw_numbers: BTreeMap::new(),
+            oversized: true,
+        };
+    }
     let mut reader = Reader { issues: Vec::new(), known: BTreeMap::new(), raw_numbers: &parsed.raw_numbers };
     let scenario = reader.scenario(&parsed.value);
     let mut issues = reader.issues;
-    issues.extend(parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
+    issues
+        .extend(parsed.duplicates.into_iter().map(|path| Issue::new(IssueKind::DuplicateKey, path, "key given twice")));
     let mut unknown = Vec::new();
     unknown_keys(&parsed.value, &mut String::new(), &reader.known, &mut unknown);
     let mut ignored = Vec::new();
     for key in unknown {
         match (key.suggestion, options.strict) {
             (Some(known), _) => {
-                issues.push(Issue { path: key.path, message: format!("unknown key; did you mean {known}?") })
+                issues.push(Issue::new(IssueKind::UnknownKey, key.path, format!("unknown key; did you mean {known}?")))
             }
-            (None, true) => issues.push(Issue { path: key.path, message: "unknown key".to_string() }),
+            (None, true) => issues.push(Issue::new(IssueKind::UnknownKey, key.path, "unknown key")),
             (None, false) => ignored.push(key.path),
         }
     }
@@ -406,7 +425,7 @@ fn read_parsed(parsed: Parsed, options: &ReadOptions) -> Read {
             ignored.join(", ")
         ),
     });
-    Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers }
+    Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers, oversized: false }
 }
 
 fn counted(count: usize, one: &str, many: &str) -> String {
@@ -492,6 +511,8 @@ struct Parsed {
     /// Paths of keys given twice in one object.
     duplicates: Vec<String>,
     raw_numbers: BTreeMap<String, String>,
+    /// Lists cut at their size limit while parsing (see [`parse_limited`]).
+    oversized: Vec<Issue>,
 }
 
 /// Parses any JSON document with the scenario reader's care: every key given twice is named by
@@ -502,24 +523,42 @@ pub(crate) fn parse_document(text: &str) -> Result<(Value, Vec<String>), Validat
 }
 
 fn parse(text: &str) -> Result<Parsed, ValidationError> {
-    let mut state = ParseState { numbers: number_tokens(text), ..ParseState::default() };
+    parse_limited(text, false)
+}
+
+/// [`parse`]; with `limit_lists`, the scenario's size-limited lists (contract §1.4) keep at most
+/// their limit of entries: the rest is parsed one entry at a time and dropped, so an oversized
+/// list costs neither the memory of holding it nor the time of reading it (a million
+/// `CapacityEvents` took seconds and gigabytes before).
+fn parse_limited(text: &str, limit_lists: bool) -> Result<Parsed, ValidationError> {
+    let mut state = ParseState { numbers: number_tokens(text), limit_lists, ..ParseState::default() };
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let result = ValueSeed(&mut state).deserialize(&mut deserializer).and_then(|value| {
         deserializer.end()?;
         Ok(value)
     });
     match result {
-        Ok(value) => Ok(Parsed { value, duplicates: state.duplicates, raw_numbers: state.raw_numbers }),
+        Ok(value) => Ok(Parsed {
+            value,
+            duplicates: state.duplicates,
+            raw_numbers: state.raw_numbers,
+            oversized: {
+                let mut oversized = state.oversized;
+                oversized.sort_by_key(|(order, _)| *order);
+                oversized.into_iter().map(|(_, issue)| issue).collect()
+            },
+        }),
         Err(error) if error.to_string().starts_with("number out of range") => {
             // The path stack still names the value being parsed when the error was raised.
             let written = state.numbers.get(state.next_number).copied().unwrap_or("?");
-            Err(ValidationError::new(vec![Issue {
-                path: state.path_text(),
-                message: format!("number out of range: {}", shorten(written, 40)),
-            }]))
+            Err(ValidationError::new(vec![Issue::new(
+                IssueKind::OutOfRange,
+                state.path_text(),
+                format!("number out of range: {}", shorten(written, 40)),
+            )]))
         }
         Err(error) => {
-            Err(ValidationError::new(vec![Issue { path: String::new(), message: format!("malformed JSON: {error}") }]))
+            Err(ValidationError::new(vec![Issue::new(IssueKind::Malformed, "", format!("malformed JSON: {error}"))]))
         }
     }
 }
@@ -562,6 +601,10 @@ struct ParseState<'t> {
     path: Vec<Segment>,
     duplicates: Vec<String>,
     raw_numbers: BTreeMap<String, String>,
+    /// Whether the scenario's size-limited lists are cut at their limit while parsing.
+    limit_lists: bool,
+    /// Lists longer than their limit: one issue each, with the list's place in the report order.
+    oversized: Vec<(usize, Issue)>,
 }
 
 enum Segment {
@@ -570,6 +613,21 @@ enum Segment {
 }
 
 impl ParseState<'_> {
+    /// The size limit of the array being parsed, when it is one of the scenario's limited lists
+    /// (with its place in the order they are reported).
+    fn list_limit(&self) -> Option<(usize, usize)> {
+        if !self.limit_lists {
+            return None;
+        }
+        match self.path.as_slice() {
+            [Segment::Key(key)] => crate::problem::list_limit(key),
+            [Segment::Key(parent), Segment::Key(key)] if parent == "Fleet" => {
+                crate::problem::list_limit(&format!("Fleet.{key}"))
+            }
+            _ => None,
+        }
+    }
+
     fn path_text(&self) -> String {
         let mut text = String::new();
         for segment in &self.path {
@@ -647,15 +705,28 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let state = self.0;
+        let (order, limit) = state.list_limit().unwrap_or((0, usize::MAX));
         let mut items = Vec::new();
+        let mut length = 0usize;
         loop {
-            state.path.push(Segment::Index(items.len()));
+            state.path.push(Segment::Index(length));
             let Some(item) = access.next_element_seed(ValueSeed(&mut *state))? else {
                 state.path.pop();
                 break;
             };
             state.path.pop();
-            items.push(item);
+            length += 1;
+            if length <= limit {
+                items.push(item);
+            }
+        }
+        if length > limit {
+            let issue = Issue::new(
+                IssueKind::TooLarge,
+                state.path_text(),
+                format!("{length} entries; at most {limit} are accepted (size limits)"),
+            );
+            state.oversized.push((order, issue));
         }
         Ok(Value::Array(items))
     }
@@ -723,8 +794,8 @@ struct Reader<'p> {
 }
 
 impl Reader<'_> {
-    fn error(&mut self, path: &str, message: String) {
-        self.issues.push(Issue { path: path.to_string(), message });
+    fn error(&mut self, kind: IssueKind, path: &str, message: String) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     /// A value described for a message: a number as it was written, anything else by [`describe`].
@@ -743,7 +814,8 @@ impl Reader<'_> {
             }
             other => {
                 let found = self.describe_at(other, path);
-                self.error(path, format!("expected an object, found {found}"));
+                let kind = if path.is_empty() { IssueKind::Malformed } else { IssueKind::TypeMismatch };
+                self.error(kind, path, format!("expected an object, found {found}"));
                 None
             }
         }
@@ -759,7 +831,7 @@ impl Reader<'_> {
     fn required<'v>(&mut self, map: &'v Map<String, Value>, key: &'static str, path: &str) -> Option<&'v Value> {
         let value = self.field(map, key);
         if value.is_none() {
-            self.error(&join(path, key), "is required".to_string());
+            self.error(IssueKind::MissingField, &join(path, key), "is required".to_string());
         }
         value
     }
@@ -769,7 +841,7 @@ impl Reader<'_> {
             Value::String(text) => text.clone(),
             other => {
                 let found = self.describe_at(other, path);
-                self.error(path, format!("expected a string, found {found}"));
+                self.error(IssueKind::TypeMismatch, path, format!("expected a string, found {found}"));
                 String::new()
             }
         }
@@ -780,7 +852,7 @@ impl Reader<'_> {
             Some(number) => number,
             None => {
                 let found = self.describe_at(value, path);
-                self.error(path, format!("expected a number, found {found}"));
+                self.error(IssueKind::TypeMismatch, path, format!("expected a number, found {found}"));
                 0.0
             }
         }
@@ -791,7 +863,8 @@ impl Reader<'_> {
             Some(number) if number.fract() == 0.0 => number,
             _ => {
                 let found = self.describe_at(value, path);
-                self.error(path, format!("expected an integer, found {found}"));
+                let kind = if value.is_number() { IssueKind::NotAWholeNumber } else { IssueKind::TypeMismatch };
+                self.error(kind, path, format!("expected an integer, found {found}"));
                 0.0
             }
         }
@@ -802,7 +875,7 @@ impl Reader<'_> {
             Value::Bool(flag) => *flag,
             other => {
                 let found = self.describe_at(other, path);
-                self.error(path, format!("expected true or false, found {found}"));
+                self.error(IssueKind::TypeMismatch, path, format!("expected true or false, found {found}"));
                 false
             }
         }
@@ -813,7 +886,7 @@ impl Reader<'_> {
             Value::Array(items) => items,
             other => {
                 let found = self.describe_at(other, path);
-                self.error(path, format!("expected an array, found {found}"));
+                self.error(IssueKind::TypeMismatch, path, format!("expected an array, found {found}"));
                 &[]
             }
         }
@@ -831,14 +904,22 @@ impl Reader<'_> {
         }
     }
 
+    /// An optional whole number; `None` when absent or of the wrong type. A field with a type
+    /// error reads as absent, never as a default: a made-up 0 would be checked against other
+    /// fields (`Time: 100 is after Now (0)`) and add errors the input does not have.
     fn opt_integer(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> Option<f64> {
         let value = self.field(map, key)?;
-        Some(self.integer(value, &join(path, key)))
+        let errors = self.issues.len();
+        let number = self.integer(value, &join(path, key));
+        (self.issues.len() == errors).then_some(number)
     }
 
+    /// An optional number; `None` when absent or of the wrong type (see [`Self::opt_integer`]).
     fn opt_number(&mut self, map: &Map<String, Value>, key: &'static str, path: &str) -> Option<f64> {
         let value = self.field(map, key)?;
-        Some(self.number(value, &join(path, key)))
+        let errors = self.issues.len();
+        let number = self.number(value, &join(path, key));
+        (self.issues.len() == errors).then_some(number)
     }
 
     fn list<T>(
@@ -940,6 +1021,7 @@ impl Reader<'_> {
         let initial = self.opt_integer(map, "InitialInstanceCount", path);
         if desired.is_some() && initial.is_some() {
             self.error(
+                IssueKind::Conflict,
                 &join(path, "InitialInstanceCount"),
                 "give DesiredInstanceCount or its alias InitialInstanceCount, not both".to_string(),
             );
@@ -1055,7 +1137,11 @@ impl Reader<'_> {
             let Some(map) = reader.object(value, path) else { return copy };
             copy.inference_component_name = reader.req_string(map, "InferenceComponentName", path);
             copy.instance_id = reader.req_string(map, "InstanceId", path);
-            copy.copy_count = reader.opt_integer(map, "CopyCount", path).unwrap_or(1.0);
+            // Absent means one copy; a type error reads as none, which no other check can trip on.
+            copy.copy_count = match reader.field(map, "CopyCount") {
+                Some(count) => reader.integer(count, &join(path, "CopyCount")),
+                None => 1.0,
+            };
             copy
         });
         fleet
@@ -1171,5 +1257,6 @@ mod tests {
             r#"{"AvailabilityZones": ["a"], "Tags": [1], "Endpoint": {"InstanceType": "ml.g5.xlarge", "Foo": 1}}"#;
         let scenario = scenario_from_json(text).unwrap();
         assert_eq!(scenario.endpoint.instance_type.as_deref(), Some("ml.g5.xlarge"));
+        assert_eq!(scenario.availability_zones, vec!["a".to_string()]);
     }
 }

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod model;
 pub mod plan;
 pub mod problem;
+mod raw;
 pub mod render;
 pub mod report;
 #[cfg(feature = "sagemaker")]
@@ -34,7 +35,7 @@ pub use engines::exact::ExactPlanner;
 pub use engines::greedy::{plan_greedy, GreedyPlanner};
 pub use engines::limits::{Limits, Phase, Stats};
 pub use engines::rebalance::{rebalance, verify_rebalance, Launch, RebalancePlan, RebalanceStep, Rebalancer};
-pub use error::{Issue, ValidationError, Warning, WarningKind};
+pub use error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 pub use execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure, StepOutcome};
 pub use explain::{Explanation, Infeasibility, UnplacedCause};
 pub use fleet::{objective, FinalFleet, FinalInstance};
@@ -44,8 +45,9 @@ pub use json::ReadOptions;
 pub use metrics::MetricsError;
 pub use model::{
     AvailabilityZoneBalance, CapacityEntry, CapacityEvent, ComponentSpecification, ComputeResourceRequirements,
-    Endpoint, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec,
-    ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, Scenario, ScenarioBuilder, SchedulingConfig,
+    Endpoint, EnforcementMode, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceState,
+    InstanceTypeSpec, ManagedInstanceScaling, RuntimeConfig, ScaleInPolicySpec, ScaleInStrategy, ScalingStatus,
+    Scenario, ScenarioBuilder, SchedulingConfig,
 };
 pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};

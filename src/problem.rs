@@ -7,9 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::catalogue::builtin_instance_types;
-use crate::error::{Issue, ValidationError, Warning, WarningKind};
+use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 use crate::index::{AzIndex, TypeIndex};
-use crate::model::*;
+use crate::model;
+pub use crate::model::{CapacityEventKind, PlacementStrategy, ScaleInStrategy};
+use crate::raw::*;
 
 // Size limits (docs/contract.md §1.4). Within them every command returns within its
 // `--time-limit-ms` plus a small constant (about a second on a 2-core machine, measured in
@@ -31,6 +33,15 @@ pub const MAX_INSTANCE_TYPES: usize = 1_000;
 pub const MAX_FLEET_INSTANCES: usize = 100_000;
 /// Largest number of entries in `Fleet.Copies`.
 pub const MAX_FLEET_COPY_ENTRIES: usize = 200_000;
+/// Largest number of entries in `Capacity` (one per (type, AZ) is all that can be meant).
+pub const MAX_CAPACITY_ENTRIES: usize = 100_000;
+/// Largest number of entries in `CapacityEvents`: only the latest event per (type, AZ) within
+/// `CapacityErrorTtlSeconds` matters, so a caller never needs to send more.
+pub const MAX_CAPACITY_EVENTS: usize = 10_000;
+/// Most entries in `Endpoint.InstancePools`.
+pub const MAX_INSTANCE_POOLS: usize = 5;
+/// Most entries in an inference component's `Specifications`.
+pub const MAX_SPECIFICATIONS: usize = 5;
 /// Largest `MinInstanceCount` or `DesiredInstanceCount`: instances the plan must launch.
 pub const MAX_PLANNED_INSTANCES: u32 = 100_000;
 /// Largest instance count accepted where it only limits (`MaxInstanceCount`, capacity).
@@ -122,24 +133,6 @@ impl Resources {
             .min(per(self.milli_cpus, need.milli_cpus))
             .min(per(self.memory_mib, need.memory_mib))
     }
-}
-
-/// Placement strategy within an AZ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PlacementStrategy {
-    /// Spread copies over instances.
-    Spread,
-    /// Pack copies onto few instances.
-    Binpack,
-}
-
-/// Scale-in strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ScaleInStrategy {
-    /// Release instances once idle.
-    IdleRelease,
-    /// Consolidate copies onto fewer instances, then release.
-    Consolidation,
 }
 
 /// Managed scaling settings after validation.
@@ -247,48 +240,6 @@ pub const MAX_CAPACITY_ERROR_TTL_SECONDS: u32 = 86_400;
 /// `CapacityErrorTtlSeconds` when none is given.
 pub const DEFAULT_CAPACITY_ERROR_TTL_SECONDS: u32 = 180;
 
-/// What happened when the caller tried to launch an instance (contract §6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-pub enum CapacityEventKind {
-    /// The cloud had no capacity for the type in the AZ.
-    InsufficientCapacity,
-    /// The launch did not come up in time.
-    ProvisioningTimeout,
-    /// A launch succeeded: capacity is back.
-    Launched,
-}
-
-impl CapacityEventKind {
-    /// Every kind, in the order the contract lists them.
-    pub const ALL: [CapacityEventKind; 3] =
-        [CapacityEventKind::InsufficientCapacity, CapacityEventKind::ProvisioningTimeout, CapacityEventKind::Launched];
-
-    /// The JSON spelling, e.g. `InsufficientCapacity`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapacityEventKind::InsufficientCapacity => "InsufficientCapacity",
-            CapacityEventKind::ProvisioningTimeout => "ProvisioningTimeout",
-            CapacityEventKind::Launched => "Launched",
-        }
-    }
-
-    /// Parses the JSON spelling (exact case).
-    pub fn parse(text: &str) -> Option<CapacityEventKind> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
-    }
-
-    /// Whether the event says the (type, AZ) had no capacity (it blocks launches while live).
-    pub fn is_error(self) -> bool {
-        !matches!(self, CapacityEventKind::Launched)
-    }
-}
-
-impl std::fmt::Display for CapacityEventKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A live capacity error that keeps a (type, AZ) from launching in this plan (contract §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CapacityBlock {
@@ -345,8 +296,8 @@ pub struct Problem {
 impl Problem {
     /// Validates a scenario. Every problem is reported at once. A scenario built in code
     /// (e.g. by [`ScenarioBuilder`]) is held to exactly the rules JSON input is.
-    pub fn new(scenario: &Scenario) -> Result<Problem, ValidationError> {
-        Validator::default().run(scenario)
+    pub fn new(scenario: &model::Scenario) -> Result<Problem, ValidationError> {
+        Validator::default().run(&Scenario::from(scenario))
     }
 
     /// Parses and validates scenario JSON (type and semantic problems reported together).
@@ -532,6 +483,32 @@ pub(crate) fn number_text(value: f64) -> String {
     }
 }
 
+/// The lists whose size is limited up front (docs/contract.md §1.4): (path, length, limit).
+/// `Endpoint.InstancePools` and `Specifications` have their own, smaller limits, reported with
+/// the other checks of their entries.
+fn list_sizes(scenario: &Scenario) -> [(&'static str, usize, usize); 7] {
+    [
+        ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
+        ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
+        ("Capacity", scenario.capacity.len(), MAX_CAPACITY_ENTRIES),
+        ("InferenceComponents", scenario.inference_components.len(), MAX_COMPONENTS),
+        ("Fleet.Instances", scenario.fleet.instances.len(), MAX_FLEET_INSTANCES),
+        ("Fleet.Copies", scenario.fleet.copies.len(), MAX_FLEET_COPY_ENTRIES),
+        ("CapacityEvents", scenario.capacity_events.len(), MAX_CAPACITY_EVENTS),
+    ]
+}
+
+/// The size limit of the list at a JSON path, for lists limited up front (see [`list_sizes`]),
+/// with the list's place in the order they are reported.
+#[cfg(feature = "json")]
+pub(crate) fn list_limit(path: &str) -> Option<(usize, usize)> {
+    list_sizes(&Scenario::default())
+        .into_iter()
+        .enumerate()
+        .find(|(_, (list, _, _))| *list == path)
+        .map(|(order, (_, _, limit))| (order, limit))
+}
+
 /// Whether a number must be whole.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -578,8 +555,8 @@ fn index_by_name<'a>(names: impl IntoIterator<Item = &'a String>) -> BTreeMap<&'
 }
 
 impl Validator {
-    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.issues.push(Issue { path: path.into(), message: message.into() });
+    fn error(&mut self, kind: IssueKind, path: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     fn warn(&mut self, kind: WarningKind, path: impl Into<String>, message: impl Into<String>) {
@@ -601,16 +578,16 @@ impl Validator {
         let shown = self.shown(path, value);
         let (min_text, max_text) = (number_text(min), number_text(max));
         if !value.is_finite() {
-            self.error(path, format!("{shown} is not a number"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is not a number"));
             None
         } else if kind == Kind::Integer && value.fract() != 0.0 {
-            self.error(path, format!("expected an integer, found {shown}"));
+            self.error(IssueKind::NotAWholeNumber, path, format!("expected an integer, found {shown}"));
             None
         } else if value < min {
-            self.error(path, format!("{shown} is below the minimum {min_text}"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is below the minimum {min_text}"));
             None
         } else if value > max {
-            self.error(path, format!("{shown} is above the maximum {max_text}"));
+            self.error(IssueKind::OutOfRange, path, format!("{shown} is above the maximum {max_text}"));
             None
         } else {
             Some(value)
@@ -677,16 +654,14 @@ impl Validator {
     /// Sizes first: beyond them the rest of validation alone could take minutes, so an
     /// oversized list is reported (with every other oversized list) and nothing else.
     fn sizes(&mut self, scenario: &Scenario) {
-        let sizes: [(&str, usize, usize); 5] = [
-            ("AvailabilityZones", scenario.availability_zones.len(), MAX_AVAILABILITY_ZONES),
-            ("InstanceTypes", scenario.instance_types.len(), MAX_INSTANCE_TYPES),
-            ("InferenceComponents", scenario.inference_components.len(), MAX_COMPONENTS),
-            ("Fleet.Instances", scenario.fleet.instances.len(), MAX_FLEET_INSTANCES),
-            ("Fleet.Copies", scenario.fleet.copies.len(), MAX_FLEET_COPY_ENTRIES),
-        ];
+        let sizes = list_sizes(scenario);
         for (path, length, limit) in sizes {
             if length > limit {
-                self.error(path, format!("{length} entries; at most {limit} are accepted (size limits)"));
+                self.error(
+                    IssueKind::TooLarge,
+                    path,
+                    format!("{length} entries; at most {limit} are accepted (size limits)"),
+                );
             }
         }
     }
@@ -695,14 +670,18 @@ impl Validator {
     fn availability_zones(&mut self, scenario: &Scenario) -> Vec<String> {
         let azs = scenario.availability_zones.clone();
         if azs.is_empty() {
-            self.error("AvailabilityZones", "at least one availability zone is required");
+            self.error(IssueKind::Empty, "AvailabilityZones", "at least one availability zone is required");
         }
         let mut seen = BTreeSet::new();
         for (index, az) in azs.iter().enumerate() {
             if az.is_empty() {
-                self.error(format!("AvailabilityZones[{index}]"), "empty name");
+                self.error(IssueKind::Empty, format!("AvailabilityZones[{index}]"), "empty name");
             } else if !seen.insert(az.as_str()) {
-                self.error(format!("AvailabilityZones[{index}]"), format!("{} is listed twice", quoted(az)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("AvailabilityZones[{index}]"),
+                    format!("{} is listed twice", quoted(az)),
+                );
             }
         }
         azs
@@ -712,17 +691,21 @@ impl Validator {
     fn catalogue(&mut self, scenario: &Scenario) -> Catalogue {
         let mut catalogue: Catalogue = builtin_instance_types()
             .into_iter()
-            .map(|spec| (spec.instance_type.clone(), (spec, String::new())))
+            .map(|spec| (spec.instance_type.clone(), (InstanceTypeSpec::from(&spec), String::new())))
             .collect();
         let mut overridden = BTreeSet::new();
         for (index, spec) in scenario.instance_types.iter().enumerate() {
             let path = format!("InstanceTypes[{index}]");
             if spec.instance_type.is_empty() {
-                self.error(format!("{path}.InstanceType"), "empty name");
+                self.error(IssueKind::Empty, format!("{path}.InstanceType"), "empty name");
                 continue;
             }
             if !overridden.insert(spec.instance_type.clone()) {
-                self.error(format!("{path}.InstanceType"), format!("{} is listed twice", quoted(&spec.instance_type)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("{path}.InstanceType"),
+                    format!("{} is listed twice", quoted(&spec.instance_type)),
+                );
             }
             let ok = [
                 self.number(&format!("{path}.AcceleratorCount"), spec.accelerator_count, Kind::Integer, 0.0, 1024.0),
@@ -754,10 +737,15 @@ impl Validator {
         let mut pools: Vec<Pool> = Vec::new();
         match (&endpoint.instance_type, endpoint.instance_pools.is_empty()) {
             (Some(_), false) => {
-                self.error("Endpoint.InstanceType", "give either InstanceType or InstancePools, not both");
+                self.error(
+                    IssueKind::Conflict,
+                    "Endpoint.InstanceType",
+                    "give either InstanceType or InstancePools, not both",
+                );
             }
             (None, true) => {
                 self.error(
+                    IssueKind::MissingField,
                     "Endpoint.InstancePools",
                     "at least one instance pool (or Endpoint.InstanceType) is required",
                 );
@@ -765,6 +753,7 @@ impl Validator {
             (Some(name), true) => {
                 if !catalogue.contains_key(name) {
                     self.error(
+                        IssueKind::UnknownName,
                         "Endpoint.InstanceType",
                         format!("{} is not in the instance type catalogue", quoted(name)),
                     );
@@ -773,8 +762,9 @@ impl Validator {
                 }
             }
             (None, false) => {
-                if endpoint.instance_pools.len() > 5 {
+                if endpoint.instance_pools.len() > MAX_INSTANCE_POOLS {
                     self.error(
+                        IssueKind::TooLarge,
                         "Endpoint.InstancePools",
                         format!("{} pools given, at most 5 are allowed", endpoint.instance_pools.len()),
                     );
@@ -785,12 +775,14 @@ impl Validator {
                     let mut ok = priority.is_some();
                     if !catalogue.contains_key(&pool.instance_type) {
                         self.error(
+                            IssueKind::UnknownName,
                             format!("{path}.InstanceType"),
                             format!("{} is not in the instance type catalogue", quoted(&pool.instance_type)),
                         );
                         ok = false;
                     } else if pools.iter().any(|(name, _, _)| name == &pool.instance_type) {
                         self.error(
+                            IssueKind::Duplicate,
                             format!("{path}.InstanceType"),
                             format!("{} is listed twice", quoted(&pool.instance_type)),
                         );
@@ -835,6 +827,7 @@ impl Validator {
             match info(&instance.instance_type, 6, false, None) {
                 Some(type_info) => types.push(type_info),
                 None => self.error(
+                    IssueKind::UnknownName,
                     format!("Fleet.Instances[{index}].InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&instance.instance_type)),
                 ),
@@ -868,18 +861,21 @@ impl Validator {
             let az = az_by_name.get(entry.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&entry.availability_zone)),
                 );
             }
             if !catalogue.contains_key(&entry.instance_type) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&entry.instance_type)),
                 );
             }
             if !capacity_seen.insert((entry.instance_type.clone(), entry.availability_zone.clone())) {
                 self.error(
+                    IssueKind::Duplicate,
                     path.clone(),
                     format!(
                         "a second entry for ({}, {})",
@@ -917,6 +913,7 @@ impl Validator {
         if let Some(max) = max_instances {
             if min_instances > max {
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("{scaling_path}.MinInstanceCount"),
                     format!("MinInstanceCount {min_instances} is greater than MaxInstanceCount {max}"),
                 );
@@ -924,7 +921,11 @@ impl Validator {
         }
         if let Some(status) = &scaling_spec.status {
             if status != "ENABLED" && status != "DISABLED" {
-                self.error(format!("{scaling_path}.Status"), format!("{} is not ENABLED or DISABLED", quoted(status)));
+                self.error(
+                    IssueKind::InvalidValue,
+                    format!("{scaling_path}.Status"),
+                    format!("{} is not ENABLED or DISABLED", quoted(status)),
+                );
             }
         }
         let policy = scaling_spec.scale_in_policy.clone().unwrap_or_default();
@@ -934,6 +935,7 @@ impl Validator {
             Some("CONSOLIDATION") => ScaleInStrategy::Consolidation,
             Some(other) => {
                 self.error(
+                    IssueKind::InvalidValue,
                     format!("{policy_path}.Strategy"),
                     format!("{} is not IDLE_RELEASE or CONSOLIDATION", quoted(other)),
                 );
@@ -998,6 +1000,7 @@ impl Validator {
         let total_copies: u64 = components.iter().map(|component| u64::from(component.copy_count)).sum();
         if total_copies > MAX_TOTAL_COPIES {
             self.error(
+                IssueKind::TooLarge,
                 "InferenceComponents",
                 format!(
                     "the copy counts add up to {total_copies}; at most {MAX_TOTAL_COPIES} are accepted (size limits)"
@@ -1020,9 +1023,13 @@ impl Validator {
         let path = format!("InferenceComponents[{index}]");
         let name = &spec.inference_component_name;
         if name.is_empty() {
-            self.error(format!("{path}.InferenceComponentName"), "empty name");
+            self.error(IssueKind::Empty, format!("{path}.InferenceComponentName"), "empty name");
         } else if !names.insert(name.clone()) {
-            self.error(format!("{path}.InferenceComponentName"), format!("{} is listed twice", quoted(name)));
+            self.error(
+                IssueKind::Duplicate,
+                format!("{path}.InferenceComponentName"),
+                format!("{} is listed twice", quoted(name)),
+            );
         }
         let copy_count = self.count(
             &format!("{path}.RuntimeConfig.CopyCount"),
@@ -1065,10 +1072,10 @@ impl Validator {
         let mut configs: Vec<(String, &SchedulingConfig)> = Vec::new();
         match (&spec.specification, &spec.specifications) {
             (Some(_), Some(_)) => {
-                self.error(path, "give either Specification or Specifications, not both");
+                self.error(IssueKind::Conflict, path, "give either Specification or Specifications, not both");
             }
             (None, None) => {
-                self.error(path, "one of Specification or Specifications is required");
+                self.error(IssueKind::MissingField, path, "one of Specification or Specifications is required");
             }
             (Some(single), None) => {
                 let spec_path = format!("{path}.Specification");
@@ -1086,8 +1093,9 @@ impl Validator {
                 }
             }
             (None, Some(list)) => {
-                if list.is_empty() || list.len() > 5 {
+                if list.is_empty() || list.len() > MAX_SPECIFICATIONS {
                     self.error(
+                        IssueKind::TooLarge,
                         format!("{path}.Specifications"),
                         format!("{} specifications given, 1 to 5 are allowed", list.len()),
                     );
@@ -1099,11 +1107,16 @@ impl Validator {
                         configs.push((spec_path.clone(), config));
                     }
                     let Some(type_name) = &item.instance_type else {
-                        self.error(format!("{spec_path}.InstanceType"), "is required in Specifications");
+                        self.error(
+                            IssueKind::MissingField,
+                            format!("{spec_path}.InstanceType"),
+                            "is required in Specifications",
+                        );
                         continue;
                     };
                     let Some(t) = pool_index(type_name) else {
                         self.error(
+                            IssueKind::UnknownName,
                             format!("{spec_path}.InstanceType"),
                             format!("{} is not in Endpoint.InstancePools", quoted(type_name)),
                         );
@@ -1111,6 +1124,7 @@ impl Validator {
                     };
                     if requirements[t].is_some() {
                         self.error(
+                            IssueKind::Duplicate,
                             format!("{spec_path}.InstanceType"),
                             format!("{} is listed twice", quoted(type_name)),
                         );
@@ -1135,6 +1149,7 @@ impl Validator {
         if let Some((first_path, first)) = configs.first() {
             if let Some((other_path, _)) = configs.iter().find(|(_, config)| config != first) {
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("{other_path}.SchedulingConfig"),
                     format!("differs from {first_path}.SchedulingConfig; all specifications must agree"),
                 );
@@ -1148,6 +1163,7 @@ impl Validator {
                 None | Some("SPREAD") => {}
                 Some("BINPACK") => strategy = PlacementStrategy::Binpack,
                 Some(other) => self.error(
+                    IssueKind::InvalidValue,
                     format!("{config_path}.PlacementStrategy"),
                     format!("{} is not SPREAD or BINPACK", quoted(other)),
                 ),
@@ -1157,6 +1173,7 @@ impl Validator {
                 if let Some(mode) = &balance.enforcement_mode {
                     if mode != "PERMISSIVE" {
                         self.error(
+                            IssueKind::InvalidValue,
                             format!("{balance_path}.EnforcementMode"),
                             format!("{} is not PERMISSIVE", quoted(mode)),
                         );
@@ -1202,15 +1219,20 @@ impl Validator {
         for (index, instance) in scenario.fleet.instances.iter().enumerate() {
             let path = format!("Fleet.Instances[{index}]");
             if instance.instance_id.is_empty() {
-                self.error(format!("{path}.InstanceId"), "empty id");
+                self.error(IssueKind::Empty, format!("{path}.InstanceId"), "empty id");
                 untrusted.insert(String::new());
             } else if !ids.insert(instance.instance_id.clone()) {
-                self.error(format!("{path}.InstanceId"), format!("{} is listed twice", quoted(&instance.instance_id)));
+                self.error(
+                    IssueKind::Duplicate,
+                    format!("{path}.InstanceId"),
+                    format!("{} is listed twice", quoted(&instance.instance_id)),
+                );
                 untrusted.insert(instance.instance_id.clone());
             }
             let az = az_by_name.get(instance.availability_zone.as_str()).copied();
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&instance.availability_zone)),
                 );
@@ -1219,7 +1241,11 @@ impl Validator {
                 None | Some("InService") => false,
                 Some("Draining") => true,
                 Some(other) => {
-                    self.error(format!("{path}.State"), format!("{} is not InService or Draining", quoted(other)));
+                    self.error(
+                        IssueKind::InvalidValue,
+                        format!("{path}.State"),
+                        format!("{} is not InService or Draining", quoted(other)),
+                    );
                     false
                 }
             };
@@ -1266,6 +1292,7 @@ impl Validator {
             let component = component_by_name.get(copy.inference_component_name.as_str()).copied();
             if component.is_none() && !declared_components.contains(copy.inference_component_name.as_str()) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InferenceComponentName"),
                     format!(
                         "{} is not an inference component of this endpoint",
@@ -1276,6 +1303,7 @@ impl Validator {
             let instance = fleet_by_id.get(copy.instance_id.as_str()).copied();
             if instance.is_none() && !ids.contains(&copy.instance_id) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceId"),
                     format!("{} is not an instance in Fleet.Instances", quoted(&copy.instance_id)),
                 );
@@ -1287,6 +1315,7 @@ impl Validator {
             let type_index = fleet[instance].type_index;
             if components[component].requirements[type_index].is_none() {
                 self.error(
+                    IssueKind::Inconsistent,
                     path.clone(),
                     format!(
                         "{} has no specification for {} (instance {})",
@@ -1328,6 +1357,7 @@ impl Validator {
             if !used.fits_in(&capacity) {
                 let index = listed_at.get(instance.id.as_str()).copied().unwrap_or(0);
                 self.error(
+                    IssueKind::Inconsistent,
                     format!("Fleet.Instances[{index}]"),
                     format!(
                         "instance {} ({}) already breaks packing: its {}",
@@ -1380,8 +1410,11 @@ impl Validator {
             None => DEFAULT_CAPACITY_ERROR_TTL_SECONDS,
         };
         if !scenario.capacity_events.is_empty() && scenario.now.is_none() {
-            self.error("Now", "is required when CapacityEvents is given");
+            self.error(IssueKind::MissingField, "Now", "is required when CapacityEvents is given");
         }
+        // Looked up once per event (up to MAX_CAPACITY_EVENTS): maps, not scans.
+        let az_by_name = index_by_name(azs);
+        let type_by_name = index_by_name(types.iter().map(|info| &info.name));
         // (type, AZ) → (kind, time) of the latest event so far.
         let mut latest: BTreeMap<(TypeIndex, AzIndex), (CapacityEventKind, i64)> = BTreeMap::new();
         for (index, event) in scenario.capacity_events.iter().enumerate() {
@@ -1389,6 +1422,7 @@ impl Validator {
             let kind = CapacityEventKind::parse(&event.event);
             if kind.is_none() {
                 self.error(
+                    IssueKind::InvalidValue,
                     format!("{path}.Event"),
                     format!("{} is not InsufficientCapacity, ProvisioningTimeout or Launched", quoted(&event.event)),
                 );
@@ -1398,24 +1432,26 @@ impl Validator {
                 .map(|value| value as i64);
             if let (Some(time), Some(now)) = (time, now) {
                 if time > now {
-                    self.error(format!("{path}.Time"), format!("{time} is after Now ({now})"));
+                    self.error(IssueKind::Inconsistent, format!("{path}.Time"), format!("{time} is after Now ({now})"));
                 }
             }
             if !catalogue.contains_key(&event.instance_type) {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.InstanceType"),
                     format!("{} is not in the instance type catalogue", quoted(&event.instance_type)),
                 );
             }
-            let az = azs.iter().position(|name| name == &event.availability_zone).map(AzIndex::new);
+            let az = az_by_name.get(event.availability_zone.as_str()).copied().map(AzIndex::new);
             if az.is_none() {
                 self.error(
+                    IssueKind::UnknownName,
                     format!("{path}.AvailabilityZone"),
                     format!("{} is not in AvailabilityZones", quoted(&event.availability_zone)),
                 );
             }
             // A catalogue type that is neither in the pool nor in the fleet is never launched.
-            let type_index = types.iter().position(|info| info.name == event.instance_type).map(TypeIndex::new);
+            let type_index = type_by_name.get(event.instance_type.as_str()).copied().map(TypeIndex::new);
             if let (Some(kind), Some(time), Some(t), Some(z)) = (kind, time, type_index, az) {
                 if latest.get(&(t, z)).is_none_or(|&(_, seen)| time >= seen) {
                     latest.insert((t, z), (kind, time));
@@ -1491,9 +1527,14 @@ impl Validator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Scenario;
 
     fn base() -> Scenario {
-        crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("chat", 4, 1, 0.5, 1000).build()
+        crate::ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("chat", 4, 1, 0.5, 1000)
+            .build()
+            .unwrap()
     }
 
     fn paths(scenario: &Scenario) -> Vec<String> {
@@ -1522,13 +1563,13 @@ mod tests {
     fn every_problem_is_reported_not_just_the_first() {
         let mut scenario = base();
         scenario.availability_zones.push("a".into());
-        scenario.endpoint.instance_pools[0].priority = 7.0;
-        scenario.inference_components[0].runtime_config.copy_count = -1.0;
-        scenario.capacity.push(CapacityEntry {
+        scenario.endpoint.instance_pools[0].priority = 7;
+        scenario.inference_components[0].runtime_config.copy_count = 100_001;
+        scenario.capacity.push(model::CapacityEntry {
             instance_type: "ml.g6.12xlarge".into(),
             availability_zone: "zz".into(),
-            available: Some(1.0),
-            reserved: 0.0,
+            available: Some(1),
+            reserved: 0,
         });
         assert_eq!(
             paths(&scenario),
@@ -1563,15 +1604,16 @@ mod tests {
             .component("big", 4, 3, 0.0, 1024)
             .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
             .fleet_copies("big", "i-1", 2)
-            .build();
+            .build()
+            .unwrap();
         let error = Problem::new(&scenario).unwrap_err();
         assert!(error.to_string().contains("already breaks packing"), "{error}");
     }
 
     #[test]
     fn single_model_endpoint_is_one_whole_instance_component() {
-        let mut scenario = crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g5.xlarge", 1).build();
-        scenario.endpoint.desired_instance_count = Some(3.0);
+        let mut scenario = crate::ScenarioBuilder::new(["a", "b"]).pool("ml.g5.xlarge", 1).build().unwrap();
+        scenario.endpoint.desired_instance_count = Some(3);
         let problem = Problem::new(&scenario).unwrap();
         assert!(problem.is_single_model());
         let component = &problem.components()[0];
@@ -1591,7 +1633,8 @@ mod tests {
             .component("two", 2, 1, 0.0, 1024)
             .max_imbalance("two", 0)
             .capacity("ml.g6.12xlarge", "c", Some(0), 0)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let kinds: Vec<WarningKind> = problem.warnings().iter().map(|w| w.kind).collect();
         assert_eq!(
@@ -1602,7 +1645,8 @@ mod tests {
 
     #[test]
     fn min_above_max_is_an_error() {
-        let scenario = crate::ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).instance_limits(3, Some(2)).build();
+        let scenario =
+            crate::ScenarioBuilder::new(["a"]).pool("ml.g5.xlarge", 1).instance_limits(3, Some(2)).build().unwrap();
         assert_eq!(paths(&scenario), vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount"]);
     }
 }

@@ -20,7 +20,7 @@
 //!     .fleet_instance("i-2", "ml.g6.12xlarge", "us-east-1b", false)
 //!     .fleet_copies("chat", "i-1", 2)
 //!     .fleet_copies("chat", "i-2", 1)
-//!     .build();
+//!     .build().unwrap();
 //! let problem = Problem::new(&scenario).unwrap();
 //! let report = ReliabilityReport::build(&problem);
 //! let chat = &report.components[0];

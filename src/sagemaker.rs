@@ -78,7 +78,7 @@ use aws_sdk_sagemaker::types::{
 };
 use serde_json::{Map, Number, Value};
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::fleet::FinalFleet;
 use crate::model::{CapacityEntry, CapacityEvent, Fleet, InstanceTypeSpec, Scenario};
 use crate::{Plan, Problem, ReadOptions};
@@ -196,9 +196,9 @@ pub struct CallerSupplied {
     /// The running fleet: instances with type, AZ, reservation, state, and the copies on each. `Fleet`.
     pub fleet: Fleet,
     /// The caller's clock in seconds, required with capacity events. `Now`.
-    pub now: Option<f64>,
+    pub now: Option<i64>,
     /// How long a capacity error blocks its (type, AZ). `CapacityErrorTtlSeconds`.
-    pub capacity_error_ttl_seconds: Option<f64>,
+    pub capacity_error_ttl_seconds: Option<u32>,
     /// Launch outcomes the caller observed (`InsufficientCapacity`, …). `CapacityEvents`.
     pub capacity_events: Vec<CapacityEvent>,
 }
@@ -298,13 +298,23 @@ pub fn scenario_and_problem(
     let document = scenario_document(description, supplied, &mut issues);
     // The caller's parts are fleetplan's own types: they join the scenario as they are (through
     // JSON, a NaN would become null, i.e. silently "absent").
-    let complete = |scenario: &mut Scenario| {
-        scenario.instance_types.clone_from(&supplied.instance_types);
-        scenario.capacity.clone_from(&supplied.capacity);
-        scenario.fleet.clone_from(&supplied.fleet);
-        scenario.now = supplied.now;
-        scenario.capacity_error_ttl_seconds = supplied.capacity_error_ttl_seconds;
-        scenario.capacity_events.clone_from(&supplied.capacity_events);
+    let complete = |scenario: &mut crate::raw::Scenario| {
+        let typed = Scenario {
+            instance_types: supplied.instance_types.clone(),
+            capacity: supplied.capacity.clone(),
+            fleet: supplied.fleet.clone(),
+            now: supplied.now,
+            capacity_error_ttl_seconds: supplied.capacity_error_ttl_seconds,
+            capacity_events: supplied.capacity_events.clone(),
+            ..Scenario::default()
+        };
+        let raw = crate::raw::Scenario::from(&typed);
+        scenario.instance_types = raw.instance_types;
+        scenario.capacity = raw.capacity;
+        scenario.fleet = raw.fleet;
+        scenario.now = raw.now;
+        scenario.capacity_error_ttl_seconds = raw.capacity_error_ttl_seconds;
+        scenario.capacity_events = raw.capacity_events;
     };
     let read = crate::json::scenario_and_problem_from_value(&document, &ReadOptions::default(), complete);
     let (scenario, problem) = match read {
@@ -469,11 +479,12 @@ fn specification_document(spec: &SpecificationFields<'_>, path: &str, issues: &m
                     Some(number) => {
                         entry.insert(key.into(), Value::Number(number));
                     }
-                    None => issues.push(Issue {
-                        path: format!("{requirements_path}.{key}"),
+                    None => issues.push(Issue::new(
+                        IssueKind::OutOfRange,
+                        format!("{requirements_path}.{key}"),
                         // As the validator words a NaN in a scenario built in code.
-                        message: format!("{value} is not a number"),
-                    }),
+                        format!("{value} is not a number"),
+                    )),
                 }
             }
         }
@@ -591,9 +602,9 @@ fn check_live_counts(description: &EndpointDescription<'_>, supplied: &CallerSup
         for copy in fleet.copies.iter().filter(|copy| copy.inference_component_name == name) {
             // A copy on an unknown instance is left to validation, which names it.
             if let Some(instance_type) = type_of.get(copy.instance_id.as_str()) {
-                *copies_per_type.entry(instance_type).or_default() += copy.copy_count;
+                *copies_per_type.entry(instance_type).or_default() += f64::from(copy.copy_count);
             }
-            copies += copy.copy_count;
+            copies += f64::from(copy.copy_count);
         }
         for placed in runtime.placement_status() {
             let (Some(instance_type), Some(reported)) = (placed.instance_type(), placed.current_copy_count()) else {
@@ -831,8 +842,8 @@ mod tests {
             capacity: vec![CapacityEntry {
                 instance_type: "ml.p5.48xlarge".into(),
                 availability_zone: "us-east-1b".into(),
-                available: Some(0.0),
-                reserved: 0.0,
+                available: Some(0),
+                reserved: 0,
             }],
             fleet: Fleet {
                 instances: vec![FleetInstance {
@@ -845,7 +856,7 @@ mod tests {
                 copies: vec![FleetCopy {
                     inference_component_name: "llm".into(),
                     instance_id: "i-01".into(),
-                    copy_count: 1.0,
+                    copy_count: 1,
                 }],
             },
             ..CallerSupplied::in_zones(["us-east-1a", "us-east-1b"])
@@ -931,14 +942,14 @@ mod tests {
             .build();
         let without_status = EndpointDescription::new("asr", &variant);
         let (scenario, _) = scenario_and_problem(&without_status, &CallerSupplied::in_zones(["a"])).expect("valid");
-        assert_eq!(scenario.endpoint.desired_instance_count, Some(2.0));
+        assert_eq!(scenario.endpoint.desired_instance_count, Some(2));
         assert_eq!(scenario.endpoint.instance_type.as_deref(), Some("ml.g5.12xlarge"));
         assert_eq!(scenario.endpoint.model_name.as_deref(), Some("whisper"));
         let status = ProductionVariantSummary::builder().variant_name("blue").desired_instance_count(3).build();
         let (scenario, problem) =
             scenario_and_problem(&without_status.with_status(&status), &CallerSupplied::in_zones(["a"]))
                 .expect("valid");
-        assert_eq!(scenario.endpoint.desired_instance_count, Some(3.0));
+        assert_eq!(scenario.endpoint.desired_instance_count, Some(3));
         assert!(problem.is_single_model());
         assert_eq!(problem.components()[0].copy_count, 3);
     }
@@ -1142,8 +1153,8 @@ mod tests {
 
         // Nothing to change: no request.
         let mut settled = scenario_and_problem(&description, &supplied()).expect("valid").0;
-        settled.inference_components[0].runtime_config.copy_count = 1.0;
-        settled.inference_components[1].runtime_config.copy_count = 0.0;
+        settled.inference_components[0].runtime_config.copy_count = 1;
+        settled.inference_components[1].runtime_config.copy_count = 0;
         let settled = Problem::new(&settled).expect("valid");
         let requests = requests_for_plan(&settled, &crate::plan_greedy(&settled)).expect("verifies");
         assert!(requests.copy_counts.is_empty());

@@ -36,7 +36,7 @@
 //! model.overhead_fraction = 0.1;
 //! let p5 = InstanceTypeSpec {
 //!     instance_type: "ml.p5.48xlarge".into(),
-//!     accelerator_count: 8.0,
+//!     accelerator_count: 8,
 //!     accelerator_memory_gib: 80.0,
 //!     v_cpu_count: 192.0,
 //!     memory_in_mb: 2_097_152.0,
@@ -51,7 +51,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::model::{ComponentSpecification, ComputeResourceRequirements, InstanceTypeSpec};
 
 /// Default share of each accelerator's memory kept back for activations, the CUDA context and
@@ -280,13 +280,20 @@ impl ModelDescription {
 
     pub(crate) fn issues(&self) -> Vec<Issue> {
         let mut issues = Vec::new();
-        let mut error = |path: &str, message: String| issues.push(Issue { path: path.to_string(), message });
+        let mut error = |kind: IssueKind, path: &str, message: String| issues.push(Issue::new(kind, path, message));
         if let Some(message) = name_problem(&self.name) {
-            error("Name", message);
+            let kind = if self.name.is_empty() {
+                IssueKind::Empty
+            } else if self.name.chars().count() > MAX_NAME_LENGTH {
+                IssueKind::TooLarge
+            } else {
+                IssueKind::InvalidValue
+            };
+            error(kind, "Name", message);
         }
         let mut range = |path: &str, value: u64, min: u64, max: u64| {
             if let Some(message) = range_problem(&value.to_string(), value as f64, min, max) {
-                error(path, message);
+                error(IssueKind::OutOfRange, path, message);
             }
         };
         range("ParameterCount", self.parameter_count, 1, MAX_PARAMETER_COUNT);
@@ -305,14 +312,18 @@ impl ModelDescription {
         if let Some(message) =
             overhead_problem(&crate::problem::number_text(self.overhead_fraction), self.overhead_fraction)
         {
-            error("OverheadFraction", message);
+            error(IssueKind::OutOfRange, "OverheadFraction", message);
         }
         if self.weight_precisions.is_empty() {
-            error("WeightPrecisions", "at least one precision is required".to_string());
+            error(IssueKind::Empty, "WeightPrecisions", "at least one precision is required".to_string());
         }
         for (index, precision) in self.weight_precisions.iter().enumerate() {
             if self.weight_precisions[..index].contains(precision) {
-                error(&format!("WeightPrecisions[{index}]"), format!("{precision} is listed twice"));
+                error(
+                    IssueKind::Duplicate,
+                    &format!("WeightPrecisions[{index}]"),
+                    format!("{precision} is listed twice"),
+                );
             }
         }
         issues
@@ -411,7 +422,8 @@ impl Build {
             instance_type: Some(instance_type.to_string()),
             model_name: Some(self.model_name.clone()),
             compute_resource_requirements: ComputeResourceRequirements {
-                number_of_accelerator_devices_required: Some(self.accelerators as f64),
+                // A divisor of a type's accelerator count (at most 1024): never saturates.
+                number_of_accelerator_devices_required: Some(u32::try_from(self.accelerators).unwrap_or(u32::MAX)),
                 number_of_cpu_cores_required: Some(self.cpu_cores as f64),
                 min_memory_required_in_mb: self.min_memory_mib as f64,
             },
@@ -676,8 +688,8 @@ impl Shape {
     /// The shape, or why the type cannot be sized at all.
     fn of(spec: &InstanceTypeSpec) -> Result<Shape, String> {
         let shown = crate::problem::number_text;
-        let accelerators = whole(spec.accelerator_count, MAX_ACCELERATORS).ok_or_else(|| {
-            format!("AcceleratorCount {} is not a whole number of devices", shown(spec.accelerator_count))
+        let accelerators = whole(f64::from(spec.accelerator_count), MAX_ACCELERATORS).ok_or_else(|| {
+            format!("AcceleratorCount {} is not a whole number of devices", shown(f64::from(spec.accelerator_count)))
         })?;
         if accelerators == 0 {
             return Err("the type has no accelerators".to_string());
@@ -822,7 +834,7 @@ pub fn size(model: &ModelDescription, types: &[InstanceTypeSpec]) -> Result<Sizi
             .map(|spec| TypeSizing {
                 instance_type: spec.instance_type.clone(),
                 priority: None,
-                accelerator_count: spec.accelerator_count,
+                accelerator_count: f64::from(spec.accelerator_count),
                 accelerator_memory_gib: spec.accelerator_memory_gib,
                 outcome: size_type(model, spec),
             })
@@ -838,7 +850,8 @@ pub fn size_pool(model: &ModelDescription, problem: &crate::Problem) -> Result<S
         .iter()
         .map(|info| InstanceTypeSpec {
             instance_type: info.name.clone(),
-            accelerator_count: info.capacity.accelerators as f64,
+            // Validated: at most 1024 devices.
+            accelerator_count: u32::try_from(info.capacity.accelerators).unwrap_or(u32::MAX),
             accelerator_memory_gib: info.accelerator_memory_gib,
             v_cpu_count: info.capacity.milli_cpus as f64 / 1000.0,
             memory_in_mb: info.capacity.memory_mib as f64,
@@ -883,11 +896,10 @@ mod tests {
     fn bad_shapes_are_reasons_not_panics() {
         let model = ModelDescription::new("m", 1000, vec![Precision::Fp16], KvCache::PerToken { bytes: 1 }, 1, 1);
         for (count, gib, expected) in [
-            (f64::NAN, 24.0, "AcceleratorCount NaN is not a whole number of devices"),
-            (1.5, 24.0, "AcceleratorCount 1.5 is not a whole number of devices"),
-            (0.0, 24.0, "the type has no accelerators"),
-            (1.0, 0.0, "AcceleratorMemoryGiB is 0 (not given or not positive)"),
-            (1.0, -3.0, "AcceleratorMemoryGiB is -3 (not given or not positive)"),
+            (2000, 24.0, "AcceleratorCount 2000 is not a whole number of devices"),
+            (0, 24.0, "the type has no accelerators"),
+            (1, 0.0, "AcceleratorMemoryGiB is 0 (not given or not positive)"),
+            (1, -3.0, "AcceleratorMemoryGiB is -3 (not given or not positive)"),
         ] {
             let spec = InstanceTypeSpec {
                 instance_type: "t".into(),

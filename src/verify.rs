@@ -493,7 +493,8 @@ mod tests {
             .max_imbalance("llm", 0)
             .capacity("ml.g6.12xlarge", "b", Some(0), 1)
             .instance_limits(0, Some(2))
-            .build();
+            .build()
+            .unwrap();
         Problem::new(&scenario).unwrap()
     }
 
@@ -577,7 +578,8 @@ mod tests {
                 .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
                 .fleet_instance("idle", "ml.g6.12xlarge", "a", false)
                 .fleet_copies("llm", "busy", 1)
-                .build();
+                .build()
+                .unwrap();
             Problem::new(&scenario).unwrap()
         };
         let terminate = Action::TerminateInstance { instance_id: "idle".into() };
@@ -594,7 +596,8 @@ mod tests {
             .component("llm", 0, 4, 0.0, 1024)
             .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
             .fleet_copies("llm", "busy", 1)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         assert_eq!(kinds(&problem, vec![remove.clone()]), vec![ViolationKind::InstanceBounds]);
         let release = Action::TerminateInstance { instance_id: "busy".into() };
@@ -607,7 +610,8 @@ mod tests {
             .pool("ml.g6.12xlarge", 1)
             .component("small", 3, 1, 0.0, 1024)
             .component("filler", 1, 1, 0.0, 1024)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let small =
             |id: &str| Action::PlaceCopy { component: "small".into(), instance_id: id.into(), model_name: None };
@@ -632,7 +636,8 @@ mod tests {
             .component("llm", 1, 4, 0.0, 1024)
             .fleet_instance("busy", "ml.g6.12xlarge", "a", false)
             .fleet_copies("old", "busy", 1)
-            .build();
+            .build()
+            .unwrap();
         Problem::new(&scenario).unwrap()
     }
 

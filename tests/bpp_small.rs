@@ -77,8 +77,8 @@ fn converter_maps_sizes_to_components_and_capacity_to_memory() {
     assert_eq!(scenario.availability_zones, ["az-1"]);
     assert_eq!(scenario.instance_types.len(), 1);
     assert_eq!(scenario.instance_types[0].memory_in_mb, 12_800.0);
-    assert_eq!(scenario.instance_types[0].accelerator_count, 0.0);
-    let components: Vec<(String, f64, f64)> = scenario
+    assert_eq!(scenario.instance_types[0].accelerator_count, 0);
+    let components: Vec<(String, u32, f64)> = scenario
         .inference_components
         .iter()
         .map(|c| {
@@ -86,7 +86,7 @@ fn converter_maps_sizes_to_components_and_capacity_to_memory() {
             (c.inference_component_name.clone(), c.runtime_config.copy_count, spec.unwrap_or(f64::NAN))
         })
         .collect();
-    assert_eq!(components, [("size-00030".to_string(), 2.0, 3840.0), ("size-00070".to_string(), 1.0, 8960.0)]);
+    assert_eq!(components, [("size-00030".to_string(), 2, 3840.0), ("size-00070".to_string(), 1, 8960.0)]);
     assert!(scenario.fleet.instances.is_empty());
 }
 
@@ -217,7 +217,7 @@ fn vector_converter_maps_resources_by_exact_scaling() {
     assert_eq!(instance.carriers(), Ok(vec![vbp::Carrier::Cpu, vbp::Carrier::Memory, vbp::Carrier::Accelerators]));
     let scenario = instance.scenario().unwrap_or_else(|e| panic!("{e}"));
     let bin = &scenario.instance_types[0];
-    assert_eq!((bin.memory_in_mb, bin.v_cpu_count, bin.accelerator_count), (6400.0, 10.0, 8.0));
+    assert_eq!((bin.memory_in_mb, bin.v_cpu_count, bin.accelerator_count), (6400.0, 10.0, 8));
     let problem = vector_problem(&instance);
     let needs: Vec<(String, u32, fleetplan::Resources)> = problem
         .components()

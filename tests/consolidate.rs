@@ -25,7 +25,7 @@ fn initial_objective(problem: &Problem) -> Objective {
 fn instance_type(name: &str, accelerators: u32, vcpus: u32, memory_mib: u32, price: Option<f64>) -> InstanceTypeSpec {
     InstanceTypeSpec {
         instance_type: name.into(),
-        accelerator_count: f64::from(accelerators),
+        accelerator_count: accelerators,
         accelerator_memory_gib: 24.0,
         v_cpu_count: f64::from(vcpus),
         memory_in_mb: f64::from(memory_mib),
@@ -35,11 +35,11 @@ fn instance_type(name: &str, accelerators: u32, vcpus: u32, memory_mib: u32, pri
 
 fn set_scaling(scenario: &mut Scenario, min: u32, step_size: u32) {
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
-    scaling.min_instance_count = Some(f64::from(min));
+    scaling.min_instance_count = Some(min);
     scaling.scale_in_policy = Some(ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(f64::from(step_size)),
+        maximum_step_size: Some(step_size),
     });
 }
 
@@ -122,11 +122,11 @@ fn balance_scenario(max_imbalance: Option<u32>) -> Problem {
         .fleet_instance("i-b2", "t-small", "b", false)
         .fleet_copies("balanced", "i-a1", 1)
         .fleet_copies("balanced", "i-b1", 1);
-    builder = builder.strategy("balanced", "BINPACK");
+    builder = builder.strategy("balanced", fleetplan::PlacementStrategy::Binpack);
     if let Some(limit) = max_imbalance {
         builder = builder.max_imbalance("balanced", limit);
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().unwrap();
     set_scaling(&mut scenario, 0, 5);
     Problem::new(&scenario).unwrap()
 }
@@ -164,7 +164,7 @@ fn cross_az_move_allowed_when_it_improves_balance() {
         .component("balanced", 2, 1, 1.0, 1024)
         .max_imbalance("balanced", 0)
         .component("filler", 2, 3, 1.0, 1024)
-        .strategy("filler", "BINPACK")
+        .strategy("filler", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-a1", "t-small", "a", false)
         .fleet_instance("i-a2", "t-big", "a", false)
         .fleet_instance("i-b1", "t-small", "b", false)
@@ -172,7 +172,8 @@ fn cross_az_move_allowed_when_it_improves_balance() {
         .fleet_copies("filler", "i-a1", 1)
         .fleet_copies("balanced", "i-a2", 1)
         .fleet_copies("filler", "i-b1", 1)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 1);
     let problem = Problem::new(&scenario).unwrap();
     assert_eq!(initial_objective(&problem).balance_excess, 2);
@@ -193,13 +194,13 @@ fn step_size_is_respected() {
         .instance_type(instance_type("t-small", 4, 48, 196_608, Some(5.0)))
         .pool("t-small", 1)
         .component("m", 6, 0, 1.0, 1024)
-        .strategy("m", "BINPACK");
+        .strategy("m", fleetplan::PlacementStrategy::Binpack);
     for index in 1..=6 {
         let id = format!("i-{index}");
         builder = builder.fleet_instance(&id, "t-small", "a", false).fleet_copies("m", &id, 1);
     }
     for step_size in [1, 2, 4] {
-        let mut scenario = builder.clone().build();
+        let mut scenario = builder.clone().build().unwrap();
         set_scaling(&mut scenario, 0, step_size);
         let problem = Problem::new(&scenario).unwrap();
         let plan = consolidate(&problem);
@@ -222,12 +223,12 @@ fn min_instance_count_is_kept() {
         .instance_type(instance_type("t-small", 4, 48, 196_608, Some(5.0)))
         .pool("t-small", 1)
         .component("m", 4, 0, 1.0, 1024)
-        .strategy("m", "BINPACK");
+        .strategy("m", fleetplan::PlacementStrategy::Binpack);
     for index in 1..=4 {
         let id = format!("i-{index}");
         builder = builder.fleet_instance(&id, "t-small", "a", false).fleet_copies("m", &id, 1);
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().unwrap();
     set_scaling(&mut scenario, 3, 2);
     let problem = Problem::new(&scenario).unwrap();
     let plan = consolidate(&problem);
@@ -242,7 +243,7 @@ fn requirement_scenario(preferred_accelerators: u32) -> Problem {
         instance_type: Some(instance_type.into()),
         model_name: Some(format!("llm-{instance_type}")),
         compute_resource_requirements: ComputeResourceRequirements {
-            number_of_accelerator_devices_required: Some(f64::from(accelerators)),
+            number_of_accelerator_devices_required: Some(accelerators),
             number_of_cpu_cores_required: Some(1.0),
             min_memory_required_in_mb: 4096.0,
         },
@@ -257,12 +258,13 @@ fn requirement_scenario(preferred_accelerators: u32) -> Problem {
         .fleet_instance("i-fall", "t-fall", "a", false)
         .fleet_copies("llm", "i-pref", 1)
         .fleet_copies("llm", "i-fall", 1)
-        .build();
+        .build()
+        .unwrap();
     scenario.inference_components.push(InferenceComponent {
         inference_component_name: "llm".into(),
         specification: None,
         specifications: Some(vec![specification("t-pref", preferred_accelerators), specification("t-fall", 8)]),
-        runtime_config: RuntimeConfig { copy_count: 2.0 },
+        runtime_config: RuntimeConfig { copy_count: 2 },
     });
     set_scaling(&mut scenario, 0, 1);
     Problem::new(&scenario).unwrap()
@@ -308,13 +310,14 @@ fn copies_never_move_to_types_outside_the_pool() {
         .instance_type(instance_type("t-old", 8, 96, 393_216, Some(1.0)))
         .pool("t-pool", 1)
         .component("m", 2, 1, 1.0, 1024)
-        .strategy("m", "BINPACK")
+        .strategy("m", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-old", "t-old", "a", false)
         .fleet_instance("i-p1", "t-pool", "a", false)
         .fleet_instance("i-p2", "t-pool", "a", false)
         .fleet_copies("m", "i-p1", 1)
         .fleet_copies("m", "i-p2", 1)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 3);
     let problem = Problem::new(&scenario).unwrap();
     let plan = consolidate(&problem);
@@ -336,7 +339,8 @@ fn tight_fleet_yields_no_steps() {
         .fleet_instance("i-b", "t-small", "b", false)
         .fleet_copies("m", "i-a", 1)
         .fleet_copies("m", "i-b", 1)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 2);
     let problem = Problem::new(&scenario).unwrap();
     let plan = consolidate(&problem);
@@ -363,7 +367,8 @@ fn spread_rule_is_not_made_worse() {
         .fleet_copies("s", "i-2", 1)
         .fleet_copies("s", "i-3", 1)
         .fleet_copies("other", "i-4", 1)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 1);
     let problem = Problem::new(&scenario).unwrap();
     let plan = consolidate(&problem);
@@ -383,14 +388,15 @@ fn many_copies_on_a_tiny_fleet() {
         .instance_type(instance_type("t-wide", 0, 1_000, 4_194_304, Some(5.0)))
         .pool("t-wide", 1)
         .component("tiny", 600, 0, 0.25, 128)
-        .strategy("tiny", "BINPACK")
+        .strategy("tiny", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-1", "t-wide", "a", false)
         .fleet_instance("i-2", "t-wide", "a", false)
         .fleet_instance("i-3", "t-wide", "a", false)
         .fleet_copies("tiny", "i-1", 200)
         .fleet_copies("tiny", "i-2", 200)
         .fleet_copies("tiny", "i-3", 200)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 1);
     let problem = Problem::new(&scenario).unwrap();
     assert!(Consolidator::new().plan_exhaustive(&problem).is_none());
@@ -403,7 +409,8 @@ fn many_copies_on_a_tiny_fleet() {
 
 #[test]
 fn empty_fleet_has_nothing_to_consolidate() {
-    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
+    let scenario =
+        ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build().unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = consolidate(&problem);
     assert!(plan.steps.is_empty());
@@ -491,7 +498,8 @@ fn checker_rejects_move_that_breaks_spread() {
         .fleet_instance("i-3", "t-small", "a", false)
         .fleet_copies("s", "i-1", 1)
         .fleet_copies("s", "i-2", 1)
-        .build();
+        .build()
+        .unwrap();
     set_scaling(&mut scenario, 0, 1);
     let problem = Problem::new(&scenario).unwrap();
     let bad = ConsolidationPlan {
@@ -658,7 +666,7 @@ fn large_fleets_consolidate_validly() {
                 builder = builder.max_imbalance(&format!("m{component}"), 1);
             }
             if component % 3 == 0 {
-                builder = builder.strategy(&format!("m{component}"), "BINPACK");
+                builder = builder.strategy(&format!("m{component}"), fleetplan::PlacementStrategy::Binpack);
             }
         }
         // Each instance runs one or two copies: lots of room to consolidate.
@@ -671,14 +679,14 @@ fn large_fleets_consolidate_validly() {
                 builder = builder.fleet_copies(&format!("m{}", (index * 7 + 3) % components), &id, 1);
             }
         }
-        let mut scenario = builder.build();
+        let mut scenario = builder.build().unwrap();
         for copy in scenario.fleet.copies.clone() {
             let component = scenario
                 .inference_components
                 .iter_mut()
                 .find(|component| component.inference_component_name == copy.inference_component_name)
                 .unwrap();
-            component.runtime_config.copy_count += 1.0;
+            component.runtime_config.copy_count += 1;
         }
         set_scaling(&mut scenario, 0, 10);
         let problem = Problem::new(&scenario).unwrap();

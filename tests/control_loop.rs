@@ -30,6 +30,7 @@ fn two_tier() -> Scenario {
         .component("llm", 4, 4, 8.0, 65_536)
         .max_imbalance("llm", 1)
         .build()
+        .unwrap()
 }
 
 /// (type, AZ, event, time) as a test writes it.
@@ -86,7 +87,7 @@ fn a_live_capacity_error_blocks_its_type_and_az_in_every_engine() {
 #[test]
 fn unplaced_reasons_name_the_blocking_event_and_when_it_expires() {
     use CapacityEventKind::*;
-    let scenario = ScenarioBuilder::new([AZ_A, AZ_B]).pool(P5, 1).component("llm", 4, 4, 8.0, 65_536).build();
+    let scenario = ScenarioBuilder::new([AZ_A, AZ_B]).pool(P5, 1).component("llm", 4, 4, 8.0, 65_536).build().unwrap();
     let scenario = with_events(
         scenario,
         1_100,
@@ -188,9 +189,9 @@ fn draining_fleet(draining: bool) -> Scenario {
         .fleet_copies("chat", "i-1", 1)
         .fleet_copies("chat", "i-2", 1);
     if draining {
-        builder.draining("i-1").draining("i-3").build()
+        builder.draining("i-1").draining("i-3").build().unwrap()
     } else {
-        builder.build()
+        builder.build().unwrap()
     }
 }
 
@@ -231,14 +232,14 @@ fn consolidation_fleet(drain: bool) -> Problem {
         .pool("ml.g6.12xlarge", 1)
         .pool("ml.g6.48xlarge", 2)
         .component("chat", 3, 1, 1.0, 1_024)
-        .strategy("chat", "BINPACK")
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-2", "ml.g6.48xlarge", "a", false)
         .fleet_instance("i-3", "ml.g6.12xlarge", "a", false)
         .fleet_copies("chat", "i-1", 1)
         .fleet_copies("chat", "i-2", 1)
         .fleet_copies("chat", "i-3", 1);
-    Problem::new(&if drain { builder.draining("i-1").build() } else { builder.build() }).unwrap()
+    Problem::new(&if drain { builder.draining("i-1").build().unwrap() } else { builder.build().unwrap() }).unwrap()
 }
 
 #[test]
@@ -346,7 +347,7 @@ fn observe_maps_new_ids_keeps_failures_out_and_reports_capacity_events() {
     assert_eq!(observed.fleet.instances.len(), 1);
     assert_eq!(observed.fleet.instances[0].instance_id, "i-real");
     assert_eq!(observed.fleet.copies.len(), 1);
-    assert_eq!((observed.fleet.copies[0].instance_id.as_str(), observed.fleet.copies[0].copy_count), ("i-real", 1.0));
+    assert_eq!((observed.fleet.copies[0].instance_id.as_str(), observed.fleet.copies[0].copy_count), ("i-real", 1));
     let mut events: Vec<(String, CapacityEventKind, i64)> = observed
         .capacity_events
         .iter()
@@ -414,15 +415,19 @@ fn the_loop_falls_back_while_blocked_and_returns_after_expiry() {
 /// (type, AZ) pairs blocked at `now`, computed here from the contract's words, independently of
 /// the library: per pair the latest event by time, a tie to the later entry; an error younger
 /// than the TTL blocks.
-fn blocked_pairs(events: &[CapacityEvent], now: f64, ttl: f64) -> BTreeSet<(String, String)> {
-    let mut latest: BTreeMap<(String, String), (f64, String)> = BTreeMap::new();
+fn blocked_pairs(events: &[CapacityEvent], now: i64, ttl: u32) -> BTreeSet<(String, String)> {
+    let mut latest: BTreeMap<(String, String), (i64, String)> = BTreeMap::new();
     for event in events {
         let key = (event.instance_type.clone(), event.availability_zone.clone());
         if latest.get(&key).is_none_or(|(time, _)| event.time >= *time) {
-            latest.insert(key, (event.time, event.event.clone()));
+            latest.insert(key, (event.time, event.event.as_str().to_string()));
         }
     }
-    latest.into_iter().filter(|(_, (time, kind))| kind != "Launched" && now - time < ttl).map(|(key, _)| key).collect()
+    latest
+        .into_iter()
+        .filter(|(_, (time, kind))| kind != "Launched" && now - time < i64::from(ttl))
+        .map(|(key, _)| key)
+        .collect()
 }
 
 /// A random scenario with random draining flags and a random event history at a random `Now`.
@@ -437,13 +442,13 @@ fn check_plan(problem: &Problem, scenario: &Scenario, plan: &Plan) -> Result<(),
     } else {
         prop_assert!(violations.is_empty(), "{violations:#?}\n{}", plan.to_json());
     }
-    let now = scenario.now.unwrap_or(0.0);
-    let ttl = scenario.capacity_error_ttl_seconds.unwrap_or(180.0);
+    let now = scenario.now.unwrap_or(0);
+    let ttl = scenario.capacity_error_ttl_seconds.unwrap_or(180);
     let blocked = blocked_pairs(&scenario.capacity_events, now, ttl);
     for launch in launches(plan) {
         prop_assert!(!blocked.contains(&launch), "launched into blocked {launch:?}\n{}", plan.to_json());
     }
-    for instance in scenario.fleet.instances.iter().filter(|i| i.state.as_deref() == Some("Draining")) {
+    for instance in scenario.fleet.instances.iter().filter(|i| i.is_draining()) {
         prop_assert_eq!(placements_on(plan, &instance.instance_id), 0, "{}", plan.to_json());
     }
     Ok(())
@@ -557,7 +562,7 @@ fn partial_execution_former_failures() {
                 availability_zones: vec!["zone-a".into()],
                 instance_types: vec![InstanceTypeSpec {
                     instance_type: "ml.test0.xlarge".into(),
-                    accelerator_count: 2.0,
+                    accelerator_count: 2,
                     accelerator_memory_gib: 24.0,
                     v_cpu_count: 16.0,
                     memory_in_mb: 65536.0,
@@ -571,13 +576,13 @@ fn partial_execution_former_failures() {
                     instance_type: None,
                     instance_pools: vec![InstancePool {
                         instance_type: "ml.test0.xlarge".into(),
-                        priority: 1.0,
+                        priority: 1,
                         model_name_override: None,
                     }],
                     desired_instance_count: None,
                     managed_instance_scaling: Some(ManagedInstanceScaling {
-                        status: Some("ENABLED".into()),
-                        min_instance_count: Some(2.0),
+                        status: Some(fleetplan::ScalingStatus::parse("ENABLED").expect("known")),
+                        min_instance_count: Some(2),
                         max_instance_count: None,
                         scale_in_policy: None,
                     }),
@@ -588,17 +593,17 @@ fn partial_execution_former_failures() {
                         instance_type: None,
                         model_name: None,
                         compute_resource_requirements: ComputeResourceRequirements {
-                            number_of_accelerator_devices_required: Some(0.0),
+                            number_of_accelerator_devices_required: Some(0),
                             number_of_cpu_cores_required: None,
                             min_memory_required_in_mb: 65536.0,
                         },
                         scheduling_config: Some(SchedulingConfig {
-                            placement_strategy: Some("SPREAD".into()),
+                            placement_strategy: Some(fleetplan::PlacementStrategy::parse("SPREAD").expect("known")),
                             availability_zone_balance: None,
                         }),
                     }),
                     specifications: None,
-                    runtime_config: RuntimeConfig { copy_count: 5.0 },
+                    runtime_config: RuntimeConfig { copy_count: 5 },
                 }],
                 fleet: Fleet {
                     instances: vec![
@@ -621,12 +626,12 @@ fn partial_execution_former_failures() {
                         FleetCopy {
                             inference_component_name: "ic-0".into(),
                             instance_id: "i-0".into(),
-                            copy_count: 1.0,
+                            copy_count: 1,
                         },
                         FleetCopy {
                             inference_component_name: "ic-0".into(),
                             instance_id: "i-1".into(),
-                            copy_count: 1.0,
+                            copy_count: 1,
                         },
                     ],
                 },
@@ -649,7 +654,7 @@ fn partial_execution_former_failures() {
                 instance_types: vec![
                     InstanceTypeSpec {
                         instance_type: "ml.test0.xlarge".into(),
-                        accelerator_count: 2.0,
+                        accelerator_count: 2,
                         accelerator_memory_gib: 24.0,
                         v_cpu_count: 16.0,
                         memory_in_mb: 65536.0,
@@ -657,7 +662,7 @@ fn partial_execution_former_failures() {
                     },
                     InstanceTypeSpec {
                         instance_type: "ml.test1.xlarge".into(),
-                        accelerator_count: 1.0,
+                        accelerator_count: 1,
                         accelerator_memory_gib: 24.0,
                         v_cpu_count: 8.0,
                         memory_in_mb: 32768.0,
@@ -665,7 +670,7 @@ fn partial_execution_former_failures() {
                     },
                     InstanceTypeSpec {
                         instance_type: "ml.test2.xlarge".into(),
-                        accelerator_count: 4.0,
+                        accelerator_count: 4,
                         accelerator_memory_gib: 24.0,
                         v_cpu_count: 48.0,
                         memory_in_mb: 196608.0,
@@ -681,24 +686,24 @@ fn partial_execution_former_failures() {
                     instance_pools: vec![
                         InstancePool {
                             instance_type: "ml.test0.xlarge".into(),
-                            priority: 2.0,
+                            priority: 2,
                             model_name_override: None,
                         },
                         InstancePool {
                             instance_type: "ml.test1.xlarge".into(),
-                            priority: 2.0,
+                            priority: 2,
                             model_name_override: None,
                         },
                         InstancePool {
                             instance_type: "ml.test2.xlarge".into(),
-                            priority: 2.0,
+                            priority: 2,
                             model_name_override: None,
                         },
                     ],
                     desired_instance_count: None,
                     managed_instance_scaling: Some(ManagedInstanceScaling {
-                        status: Some("ENABLED".into()),
-                        min_instance_count: Some(2.0),
+                        status: Some(fleetplan::ScalingStatus::parse("ENABLED").expect("known")),
+                        min_instance_count: Some(2),
                         max_instance_count: None,
                         scale_in_policy: None,
                     }),
@@ -712,12 +717,12 @@ fn partial_execution_former_failures() {
                                 instance_type: Some("ml.test0.xlarge".into()),
                                 model_name: None,
                                 compute_resource_requirements: ComputeResourceRequirements {
-                                    number_of_accelerator_devices_required: Some(0.0),
+                                    number_of_accelerator_devices_required: Some(0),
                                     number_of_cpu_cores_required: Some(2.5),
                                     min_memory_required_in_mb: 128.0,
                                 },
                                 scheduling_config: Some(SchedulingConfig {
-                                    placement_strategy: Some("BINPACK".into()),
+                                    placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                                     availability_zone_balance: None,
                                 }),
                             },
@@ -725,17 +730,17 @@ fn partial_execution_former_failures() {
                                 instance_type: Some("ml.test1.xlarge".into()),
                                 model_name: None,
                                 compute_resource_requirements: ComputeResourceRequirements {
-                                    number_of_accelerator_devices_required: Some(0.0),
+                                    number_of_accelerator_devices_required: Some(0),
                                     number_of_cpu_cores_required: Some(2.75),
                                     min_memory_required_in_mb: 128.0,
                                 },
                                 scheduling_config: Some(SchedulingConfig {
-                                    placement_strategy: Some("BINPACK".into()),
+                                    placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                                     availability_zone_balance: None,
                                 }),
                             },
                         ]),
-                        runtime_config: RuntimeConfig { copy_count: 4.0 },
+                        runtime_config: RuntimeConfig { copy_count: 4 },
                     },
                     InferenceComponent {
                         inference_component_name: "ic-1".into(),
@@ -744,16 +749,16 @@ fn partial_execution_former_failures() {
                             instance_type: Some("ml.test1.xlarge".into()),
                             model_name: None,
                             compute_resource_requirements: ComputeResourceRequirements {
-                                number_of_accelerator_devices_required: Some(0.0),
+                                number_of_accelerator_devices_required: Some(0),
                                 number_of_cpu_cores_required: Some(4.75),
                                 min_memory_required_in_mb: 128.0,
                             },
                             scheduling_config: Some(SchedulingConfig {
-                                placement_strategy: Some("BINPACK".into()),
+                                placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                                 availability_zone_balance: None,
                             }),
                         }]),
-                        runtime_config: RuntimeConfig { copy_count: 3.0 },
+                        runtime_config: RuntimeConfig { copy_count: 3 },
                     },
                 ],
                 fleet: Fleet {
@@ -792,19 +797,20 @@ fn a_single_model_fleet_round_trips_through_observe() {
     let mut scenario = ScenarioBuilder::new(["a", "b"])
         .pool("ml.g5.xlarge", 1)
         .fleet_instance("i-1", "ml.g5.xlarge", "a", false)
-        .build();
-    scenario.endpoint.desired_instance_count = Some(3.0);
+        .build()
+        .unwrap();
+    scenario.endpoint.desired_instance_count = Some(3);
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_greedy(&problem);
     assert_eq!(plan.launches(), 2);
     let observed = observe(&problem, &plan.actions, &Execution::new(0).launched("new-1", "i-2")).unwrap();
-    let copies: Vec<(&str, &str, f64)> = observed
+    let copies: Vec<(&str, &str, u32)> = observed
         .fleet
         .copies
         .iter()
         .map(|copy| (copy.inference_component_name.as_str(), copy.instance_id.as_str(), copy.copy_count))
         .collect();
-    assert_eq!(copies, vec![("AllTraffic", "i-1", 1.0), ("AllTraffic", "i-2", 1.0), ("AllTraffic", "new-2", 1.0)]);
+    assert_eq!(copies, vec![("AllTraffic", "i-1", 1), ("AllTraffic", "i-2", 1), ("AllTraffic", "new-2", 1)]);
     scenario.fleet = observed.fleet;
     let problem = Problem::new(&scenario).unwrap();
     // The kept plan id new-2 is an existing instance now: nothing left to do, and no id clash.
@@ -821,7 +827,8 @@ fn launch_ids_skip_new_ids_already_in_the_fleet() {
         .component("chat", 3, 1, 1.0, 1_024)
         .fleet_instance("new-1", "ml.g5.xlarge", "a", false)
         .fleet_copies("chat", "new-1", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     for plan in both_plans(&problem) {
         assert!(verify(&problem, &plan).is_empty(), "{:?}", verify(&problem, &plan));

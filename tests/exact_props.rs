@@ -136,18 +136,18 @@ const MONOTONE: common::Config = common::Config {
 fn variant(scenario: &Scenario, more_capacity: bool, extra_type: bool) -> Scenario {
     let mut out = scenario.clone();
     if let Some(scaling) = &mut out.endpoint.managed_instance_scaling {
-        scaling.max_instance_count = Some(12.0);
+        scaling.max_instance_count = Some(12);
     }
     if more_capacity {
         if let Some(entry) = out.capacity.first_mut() {
-            entry.available = entry.available.map(|available| available + 1.0);
-            entry.reserved += 1.0;
+            entry.available = entry.available.map(|available| available + 1);
+            entry.reserved += 1;
         }
     }
     if extra_type {
         out.instance_types.push(InstanceTypeSpec {
             instance_type: "ml.extra".into(),
-            accelerator_count: 8.0,
+            accelerator_count: 8,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 8.0,
             memory_in_mb: 16_384.0,
@@ -155,7 +155,7 @@ fn variant(scenario: &Scenario, more_capacity: bool, extra_type: bool) -> Scenar
         });
         out.endpoint.instance_pools.push(InstancePool {
             instance_type: "ml.extra".into(),
-            priority: 3.0,
+            priority: 3,
             model_name_override: None,
         });
     }

@@ -17,7 +17,7 @@ fn view(fleet: &Fleet) -> FleetView {
                 instance.instance_id.clone(),
                 instance.instance_type.clone(),
                 instance.availability_zone.clone(),
-                instance.state.as_deref() == Some("Draining"),
+                instance.state.is_some_and(|state| state.as_str() == "Draining"),
             )
         })
         .collect();
@@ -51,8 +51,8 @@ fn scenario() -> Scenario {
         .component("llm", 2, 8, 8.0, 65_536)
         .max_imbalance("llm", 0)
         .component("chat", 2, 1, 1.0, 1_024)
-        .strategy("chat", "BINPACK")
-        .build()
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
+        .build().expect("valid scenario")
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn a_scheduler_drives_the_whole_loop_through_the_public_api() {
 
     // 3. Drain the chat host; at 1200 the error has expired. The rebalance replaces the
     //    draining p5 (step 1) and the g6 (step 2); the second move of step 1 fails.
-    scenario.fleet.instances[1].state = Some("Draining".into());
+    scenario.fleet.instances[1].state = Some(fleetplan::InstanceState::parse("Draining").expect("known"));
     ledger.apply(&mut scenario, 1_200);
     let problem = Problem::new(&scenario).expect("valid");
     let plan = rebalance(&problem);
@@ -199,7 +199,7 @@ fn drained() -> (Problem, RebalancePlan) {
         .fleet_copies("chat", "i-3", 2)
         .fleet_copies("llm", "i-4", 1)
         .draining("i-3")
-        .build()
+        .build().expect("valid scenario")
         .fleet;
     let problem = Problem::new(&scenario).expect("valid");
     let plan = rebalance(&problem);
@@ -295,7 +295,7 @@ fn a_failed_release_keeps_the_instance_running_and_execution_goes_on() {
     assert_eq!(outcome.steps_completed, 2);
     assert_eq!(outcome.released.iter().map(|i| i.instance_id.as_str()).collect::<Vec<_>>(), ["i-4"]);
     let kept = outcome.fleet.instances.iter().find(|i| i.instance_id == "i-3").expect("still runs");
-    assert_eq!(kept.state.as_deref(), Some("Draining"));
+    assert_eq!(kept.state.map(|state| state.as_str()), Some("Draining"));
     assert!(outcome.fleet.copies.iter().all(|copy| copy.instance_id != "i-3"), "emptied");
 }
 
@@ -304,5 +304,5 @@ fn final_fleet_to_fleet_matches_the_executed_fleet() {
     let (problem, plan) = drained();
     let outcome = execute_rebalance(&problem, &plan, &StepExecution::new(0)).expect("valid");
     assert_eq!(plan.final_fleet(&problem).to_fleet(&problem), outcome.fleet);
-    assert_eq!(problem_fleet(&problem).instances[1].state.as_deref(), Some("Draining"));
+    assert_eq!(problem_fleet(&problem).instances[1].state.map(|state| state.as_str()), Some("Draining"));
 }

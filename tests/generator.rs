@@ -22,7 +22,7 @@ fn strategies(scenario: &Scenario) -> Vec<Option<&str>> {
         .inference_components
         .iter()
         .flat_map(|component| component.specification.iter().chain(component.specifications.iter().flatten()))
-        .map(|spec| spec.scheduling_config.as_ref().and_then(|config| config.placement_strategy.as_deref()))
+        .map(|spec| spec.scheduling_config.as_ref().and_then(|config| config.placement_strategy.map(|strategy| strategy.as_str())))
         .collect()
 }
 
@@ -81,12 +81,12 @@ fn size_knobs_bound_what_they_count() {
 fn copy_knobs_bound_copy_counts() {
     for seed in 0..200 {
         let tiny = generate(seed, &Config::TINY);
-        let total: f64 = tiny.inference_components.iter().map(|c| c.runtime_config.copy_count).sum();
-        assert!(total <= 5.0, "seed {seed}: {total} copies");
+        let total: u32 = tiny.inference_components.iter().map(|c| c.runtime_config.copy_count).sum();
+        assert!(total <= 5, "seed {seed}: {total} copies");
         // Consolidation: every CopyCount is what runs now.
         let fleet = generate(seed, &Config::CONSOLIDATION);
         for component in &fleet.inference_components {
-            let running: f64 = fleet
+            let running: u32 = fleet
                 .fleet
                 .copies
                 .iter()
@@ -97,7 +97,7 @@ fn copy_knobs_bound_copy_counts() {
         }
         let policy = fleet.endpoint.managed_instance_scaling.and_then(|scaling| scaling.scale_in_policy);
         let step = policy.and_then(|policy| policy.maximum_step_size).unwrap_or_default();
-        assert!((1.0..=3.0).contains(&step), "seed {seed}: step {step}");
+        assert!((1..=3).contains(&step), "seed {seed}: step {step}");
     }
 }
 
@@ -113,7 +113,7 @@ fn share_knobs_switch_features_on_and_off() {
         assert!(off.capacity.is_empty() && off.capacity_events.is_empty() && off.now.is_none(), "seed {seed}");
         let on = generate(seed, &all);
         assert!(strategies(&on).iter().all(|s| *s == Some("SPREAD")), "seed {seed}");
-        assert!(on.fleet.instances.iter().all(|i| i.state.as_deref() == Some("Draining")), "seed {seed}");
+        assert!(on.fleet.instances.iter().all(|i| i.state.is_some_and(|state| state.as_str() == "Draining")), "seed {seed}");
         assert!(on.now.is_some(), "seed {seed}");
         assert!(on.capacity_events.len() <= 8);
     }
@@ -140,9 +140,9 @@ fn coverage(config: &Config, n: u64) -> std::collections::BTreeMap<&'static str,
                 }),
             ),
             ("per-type specifications", scenario.inference_components.iter().any(|c| c.specifications.is_some())),
-            ("capacity block", scenario.capacity.iter().any(|c| c.available == Some(0.0))),
-            ("capacity limit", scenario.capacity.iter().any(|c| c.available.is_some_and(|a| a > 0.0))),
-            ("reservation", scenario.capacity.iter().any(|c| c.reserved > 0.0)),
+            ("capacity block", scenario.capacity.iter().any(|c| c.available == Some(0))),
+            ("capacity limit", scenario.capacity.iter().any(|c| c.available.is_some_and(|a| a > 0))),
+            ("reservation", scenario.capacity.iter().any(|c| c.reserved > 0)),
             // Catalogue types without a price need no InstanceTypes entry.
             (
                 "unpriced type",
@@ -216,7 +216,7 @@ fn shapes_pick_the_type_family() {
         let test = generate(seed, &Config::SMALL);
         assert!(test.endpoint.instance_pools.iter().all(|p| p.instance_type.starts_with("ml.test")));
         let tiny = generate(seed, &Config::TINY);
-        assert!(tiny.instance_types.iter().all(|t| t.accelerator_count <= 4.0 && t.memory_in_mb <= 8_192.0));
+        assert!(tiny.instance_types.iter().all(|t| t.accelerator_count <= 4 && t.memory_in_mb <= 8_192.0));
         assert_eq!(Config::TINY.shapes, Shapes::Tiny);
     }
 }

@@ -266,7 +266,7 @@ fn the_builder_is_validated_like_json() {
     let scenario = ScenarioBuilder::new(["a"])
         .instance_type(InstanceTypeSpec {
             instance_type: "ml.x".into(),
-            accelerator_count: 1.0,
+            accelerator_count: 1,
             accelerator_memory_gib: 0.0,
             v_cpu_count: 8.0,
             memory_in_mb: 32_768.0,
@@ -275,7 +275,8 @@ fn the_builder_is_validated_like_json() {
         .pool("ml.x", 1)
         .component("nan-cpu", 1, 1, f64::NAN, 1024)
         .component("negative-cpu", 1, 1, -2.0, 1024)
-        .build();
+        .build()
+        .unwrap();
     let text: Vec<String> = Problem::new(&scenario).unwrap_err().issues().iter().map(ToString::to_string).collect();
     assert_eq!(
         text,
@@ -607,4 +608,218 @@ fn inputs_at_the_size_limits_are_accepted_and_beyond_them_named() {
         messages(&min.to_string()),
         vec!["Endpoint.ManagedInstanceScaling.MinInstanceCount: 100001 is above the maximum 100000"]
     );
+}
+
+/// Issue #18 defect 5: a `Now` with a type error was read as 0, and every event `Time` after 0
+/// got a false second error (`Time: 100 is after Now (0)`).
+#[test]
+fn an_invalid_now_adds_no_follow_on_error() {
+    for (now, expected) in [
+        (json!("150"), "Now: expected an integer, found \"150\""),
+        (json!(150.5), "Now: expected an integer, found 150.5"),
+        (json!(1e19), "Now: 1e19 is above the maximum 1000000000000000"),
+    ] {
+        let mut scenario = base();
+        scenario["Now"] = now;
+        scenario["CapacityEvents"] = json!([{"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
+            "Event": "InsufficientCapacity", "Time": 100}]);
+        assert_eq!(messages(&scenario.to_string()), vec![expected.to_string()]);
+    }
+    // The same holds for the other optional numbers checked against another field.
+    let mut scenario = base();
+    scenario["Endpoint"]["ManagedInstanceScaling"]["MaxInstanceCount"] = json!("8");
+    assert_eq!(
+        messages(&scenario.to_string()),
+        vec!["Endpoint.ManagedInstanceScaling.MaxInstanceCount: expected an integer, found \"8\""]
+    );
+}
+
+/// Issue #18 defect 4: `CapacityEvents` had no size limit (a million events took seconds and
+/// gigabytes). Every list has one; at the limit the input is accepted, beyond it named.
+#[test]
+fn capacity_events_and_capacity_have_size_limits() {
+    use fleetplan::problem::{MAX_CAPACITY_ENTRIES, MAX_CAPACITY_EVENTS};
+    let event = json!({"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
+        "Event": "InsufficientCapacity", "Time": 100});
+    let mut scenario = base();
+    scenario["Now"] = json!(1000);
+    scenario["CapacityEvents"] = Value::Array(vec![event.clone(); MAX_CAPACITY_EVENTS]);
+    assert!(Problem::from_json(&scenario.to_string()).is_ok());
+    scenario["CapacityEvents"] = Value::Array(vec![event; MAX_CAPACITY_EVENTS + 1]);
+    let capacity = json!({"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b", "Available": 1});
+    scenario["Capacity"] = Value::Array(vec![capacity; MAX_CAPACITY_ENTRIES + 1]);
+    let expected = vec![
+        format!(
+            "Capacity: {} entries; at most {MAX_CAPACITY_ENTRIES} are accepted (size limits)",
+            MAX_CAPACITY_ENTRIES + 1
+        ),
+        format!(
+            "CapacityEvents: {} entries; at most {MAX_CAPACITY_EVENTS} are accepted (size limits)",
+            MAX_CAPACITY_EVENTS + 1
+        ),
+    ];
+    let text = scenario.to_string();
+    assert_eq!(messages(&text), expected);
+    // A scenario built in code is held to the same limits.
+    let scenario = fleetplan::json::scenario_from_json(&base().to_string()).unwrap();
+    let mut oversized = scenario.clone();
+    oversized.now = Some(1000);
+    oversized.capacity_events = vec![
+        fleetplan::CapacityEvent {
+            instance_type: "ml.g6e.12xlarge".into(),
+            availability_zone: "us-east-1b".into(),
+            event: fleetplan::CapacityEventKind::Launched,
+            time: 100,
+        };
+        MAX_CAPACITY_EVENTS + 1
+    ];
+    let error = Problem::new(&oversized).unwrap_err();
+    let issues: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
+    assert_eq!(issues, expected[1..].to_vec());
+}
+
+/// `Scenario::to_json` round-trips: the bundled scenarios and random scenarios read back to the
+/// same scenario and the same problem (issue #18).
+#[test]
+fn scenario_to_json_round_trips_for_the_bundled_scenarios() {
+    let directory = format!("{}/scenarios", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<_> = std::fs::read_dir(&directory)
+        .unwrap()
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 5, "{names:?}");
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let scenario = fleetplan::json::scenario_from_json(&text).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+        let written = scenario.to_json();
+        assert_eq!(fleetplan::json::scenario_from_json(&written).unwrap(), scenario, "{path:?}");
+        let problem = Problem::from_json(&text).unwrap();
+        let reread = Problem::from_json(&written).unwrap();
+        assert_eq!(reread.components(), problem.components(), "{path:?}");
+        assert_eq!(reread.instance_types(), problem.instance_types(), "{path:?}");
+        assert_eq!(reread.fleet(), problem.fleet(), "{path:?}");
+        assert_eq!(Problem::new(&scenario).unwrap(), reread, "{path:?}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    #[test]
+    fn scenario_to_json_round_trips(scenario in crate::common::scenario(crate::common::Config::MEDIUM)) {
+        let written = scenario.to_json();
+        match Problem::new(&scenario) {
+            Ok(problem) => {
+                proptest::prop_assert_eq!(&fleetplan::json::scenario_from_json(&written).unwrap(), &scenario);
+                proptest::prop_assert_eq!(Problem::from_json(&written).unwrap(), problem);
+            }
+            Err(error) => {
+                let reread = Problem::from_json(&written).unwrap_err();
+                proptest::prop_assert_eq!(reread.to_string(), error.to_string());
+            }
+        }
+    }
+}
+
+/// The builder expresses every part of a scenario and refuses what it cannot apply: a
+/// misspelt name or a component without a specification is an error, never a dropped
+/// constraint (issue #18).
+#[test]
+fn the_builder_refuses_what_it_cannot_apply() {
+    use fleetplan::{CapacityEventKind, InstanceState, IssueKind, PlacementStrategy, ScaleInStrategy, ScenarioBuilder};
+    let error = ScenarioBuilder::new(["a"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("chat", 2, 1, 0.0, 1024)
+        .max_imbalance("caht", 1)
+        .strategy("chta", PlacementStrategy::Binpack)
+        .component_per_type("llm", 1)
+        .max_imbalance("llm", 0)
+        .draining("i-9")
+        .specification("chat", "ml.g6.12xlarge", 1, 0.0, 1024)
+        .price("ml.g6.12xlarge", 4.6)
+        .build()
+        .unwrap_err();
+    let issues: Vec<(IssueKind, String)> =
+        error.issues().iter().map(|issue| (issue.kind(), issue.to_string())).collect();
+    assert_eq!(
+        issues,
+        vec![
+            (IssueKind::UnknownName, "ScenarioBuilder::max_imbalance: \"caht\" is not a component added before".into()),
+            (IssueKind::UnknownName, "ScenarioBuilder::strategy: \"chta\" is not a component added before".into()),
+            (
+                IssueKind::Inconsistent,
+                "ScenarioBuilder::max_imbalance: component \"llm\" has no specification yet to apply max_imbalance to"
+                    .into()
+            ),
+            (IssueKind::UnknownName, "ScenarioBuilder::draining: \"i-9\" is not a fleet instance added before".into()),
+            (
+                IssueKind::Inconsistent,
+                "ScenarioBuilder::specification: component \"chat\" has one Specification for every type; add it \
+                 with component_per_type"
+                    .into()
+            ),
+            (
+                IssueKind::UnknownName,
+                "ScenarioBuilder::price: \"ml.g6.12xlarge\" was not added with instance_type".into()
+            ),
+        ]
+    );
+
+    // Everything a scenario can say, through the builder, equals the same scenario in JSON.
+    let built = ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+        .names("agents", "AllTraffic")
+        .instance_type(fleetplan::InstanceTypeSpec {
+            instance_type: "ml.g6e.12xlarge".into(),
+            accelerator_count: 4,
+            accelerator_memory_gib: 48.0,
+            v_cpu_count: 48.0,
+            memory_in_mb: 393_216.0,
+            hourly_price: None,
+        })
+        .price("ml.g6e.12xlarge", 10.49)
+        .pool("ml.g6e.12xlarge", 1)
+        .capacity("ml.g6e.12xlarge", "us-east-1b", Some(1), 1)
+        .instance_limits(1, Some(8))
+        .scale_in(ScaleInStrategy::Consolidation, 2, 30)
+        .component_per_type("llm", 2)
+        .specification("llm", "ml.g6e.12xlarge", 2, 0.0, 32_768)
+        .strategy("llm", PlacementStrategy::Binpack)
+        .max_imbalance("llm", 1)
+        .fleet_instance("i-01", "ml.g6e.12xlarge", "us-east-1a", false)
+        .fleet_instance("i-02", "ml.g6e.12xlarge", "us-east-1b", false)
+        .draining("i-02")
+        .fleet_copies("llm", "i-01", 1)
+        .now(1_000)
+        .capacity_error_ttl_seconds(120)
+        .capacity_event("ml.g6e.12xlarge", "us-east-1a", CapacityEventKind::InsufficientCapacity, 990)
+        .build()
+        .unwrap();
+    assert_eq!(built.fleet.instances[1].state, Some(InstanceState::Draining));
+    let json = serde_json::json!({
+        "AvailabilityZones": ["us-east-1a", "us-east-1b"],
+        "InstanceTypes": [{"InstanceType": "ml.g6e.12xlarge", "AcceleratorCount": 4, "AcceleratorMemoryGiB": 48,
+            "VCpuCount": 48, "MemoryInMb": 393216, "HourlyPrice": 10.49}],
+        "Capacity": [{"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b", "Available": 1, "Reserved": 1}],
+        "Endpoint": {"EndpointName": "agents", "VariantName": "AllTraffic",
+            "InstancePools": [{"InstanceType": "ml.g6e.12xlarge", "Priority": 1}],
+            "ManagedInstanceScaling": {"MinInstanceCount": 1, "MaxInstanceCount": 8,
+                "ScaleInPolicy": {"Strategy": "CONSOLIDATION", "MaximumStepSize": 2, "CooldownInMinutes": 30}}},
+        "InferenceComponents": [{"InferenceComponentName": "llm",
+            "Specifications": [{"InstanceType": "ml.g6e.12xlarge",
+                "ComputeResourceRequirements": {"NumberOfAcceleratorDevicesRequired": 2, "MinMemoryRequiredInMb": 32768},
+                "SchedulingConfig": {"PlacementStrategy": "BINPACK",
+                    "AvailabilityZoneBalance": {"EnforcementMode": "PERMISSIVE", "MaxImbalance": 1}}}],
+            "RuntimeConfig": {"CopyCount": 2}}],
+        "Fleet": {"Instances": [
+                {"InstanceId": "i-01", "InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1a"},
+                {"InstanceId": "i-02", "InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b", "State": "Draining"}],
+            "Copies": [{"InferenceComponentName": "llm", "InstanceId": "i-01", "CopyCount": 1}]},
+        "Now": 1000,
+        "CapacityErrorTtlSeconds": 120,
+        "CapacityEvents": [{"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1a",
+            "Event": "InsufficientCapacity", "Time": 990}]
+    });
+    assert_eq!(Problem::new(&built).unwrap(), Problem::from_json(&json.to_string()).unwrap());
 }

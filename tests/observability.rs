@@ -160,7 +160,7 @@ fn bad_settings_are_rejected() {
 
 #[test]
 fn settings_from_the_problem() {
-    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).instance_limits(1, Some(16)).build();
+    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).instance_limits(1, Some(16)).build().unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let policy = TargetTracking::for_problem(&problem);
     assert_eq!((policy.min_instances, policy.max_instances), (1, Some(16)));
@@ -172,7 +172,7 @@ fn settings_from_the_problem() {
 fn price(name: &str, accelerators: f64, hourly: f64) -> InstanceTypeSpec {
     InstanceTypeSpec {
         instance_type: name.into(),
-        accelerator_count: accelerators,
+        accelerator_count: accelerators as u32,
         accelerator_memory_gib: 24.0,
         v_cpu_count: 192.0,
         memory_in_mb: 786_432.0,
@@ -191,7 +191,8 @@ fn launches_fall_back_by_priority_and_spread_over_azs() {
         .instance_limits(0, Some(6))
         .component("llm", 1, 4, 8.0, 65_536)
         .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let changes = instance_changes(&problem, 7);
     let order: Vec<(&str, &str, bool)> =
@@ -230,7 +231,8 @@ fn launches_fall_back_by_priority_and_spread_over_azs() {
         .pool("ml.p5.48xlarge", 1)
         .capacity("ml.p5.48xlarge", "a", Some(0), 0)
         .component("llm", 1, 4, 8.0, 65_536)
-        .build();
+        .build()
+        .unwrap();
     let changes = instance_changes(&Problem::new(&scenario).unwrap(), 2);
     assert!(changes.launches.is_empty());
     assert_eq!((changes.shortfall, changes.limited_by), (2, Some(ChangeLimit::NoCapacity)));
@@ -254,7 +256,8 @@ fn removals_take_fallback_then_expensive_then_crowded_az() {
         .fleet_instance("g6e-a", "ml.g6e.48xlarge", "a", true)
         .fleet_copies("llm", "p5-a", 1)
         .fleet_copies("llm", "p5-b", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let changes = instance_changes(&problem, -5);
     let order: Vec<&str> = changes.removals.iter().map(|r| r.instance_id.as_str()).collect();
@@ -272,7 +275,8 @@ fn removals_take_fallback_then_expensive_then_crowded_az() {
         .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
         .fleet_instance("i-2", "ml.g6.48xlarge", "b", false)
         .fleet_instance("i-3", "ml.g6.48xlarge", "b", false)
-        .build();
+        .build()
+        .unwrap();
     let changes = instance_changes(&Problem::new(&scenario).unwrap(), -2);
     let order: Vec<&str> = changes.removals.iter().map(|r| r.instance_id.as_str()).collect();
     assert_eq!(order, ["i-2", "i-1"]);
@@ -362,7 +366,8 @@ fn partial_problem() -> Problem {
         .fleet_copies("llm", "i-1", 1)
         .fleet_copies("emb", "i-1", 2)
         .fleet_copies("emb", "i-2", 3)
-        .build();
+        .build()
+        .unwrap();
     Problem::new(&scenario).unwrap()
 }
 
@@ -462,7 +467,8 @@ fn explanation_reports_room_and_open_launches_and_too_large() {
         .component("llm", 3, 2, 8.0, 65_536)
         .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
         .fleet_copies("llm", "i-1", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let (fleet, _) = FinalFleet::apply(&problem, &[]);
     let why = explain(&problem, &fleet, "llm").unwrap();
@@ -495,7 +501,8 @@ fn report_matches_a_hand_computed_case() {
         .fleet_copies("web", "i-2", 1)
         .fleet_copies("web", "i-3", 1)
         .fleet_copies("solo", "i-3", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let report = ReliabilityReport::build(&problem);
     let web = &report.components[0];
@@ -547,8 +554,11 @@ fn report_after_a_plan_and_svg_escaping() {
     assert!(close(report.cost_per_hour, 3.0));
     assert!(report.components[0].warnings.contains(&ReliabilityWarning::Unplaced));
 
-    let scenario =
-        ScenarioBuilder::new(["a<&>\"'"]).pool("ml.g6.12xlarge", 1).component("x<y>&z", 0, 1, 1.0, 1_024).build();
+    let scenario = ScenarioBuilder::new(["a<&>\"'"])
+        .pool("ml.g6.12xlarge", 1)
+        .component("x<y>&z", 0, 1, 1.0, 1_024)
+        .build()
+        .unwrap();
     let svg = ReliabilityReport::build(&Problem::new(&scenario).unwrap()).to_svg();
     assert!(svg.contains("x&lt;y&gt;&amp;z"));
     assert!(svg.contains("a&lt;&amp;&gt;&quot;&apos;"));
@@ -708,7 +718,7 @@ fn launch_actions_skip_ids_the_fleet_uses() {
         .component("llm", 1, 4, 0.0, 1024)
         .fleet_instance("new-1", "ml.g6.12xlarge", "a", false)
         .fleet_instance("new-3", "ml.g6.12xlarge", "a", false)
-        .build();
+        .build().expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let actions = instance_changes(&problem, 2).launch_actions();
     let ids: Vec<&str> = actions

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 fn instance_type(name: &str, accelerators: u32, price: f64) -> InstanceTypeSpec {
     InstanceTypeSpec {
         instance_type: name.into(),
-        accelerator_count: f64::from(accelerators),
+        accelerator_count: accelerators,
         accelerator_memory_gib: 24.0,
         v_cpu_count: 96.0,
         memory_in_mb: 393_216.0,
@@ -25,9 +25,9 @@ fn instance_type(name: &str, accelerators: u32, price: f64) -> InstanceTypeSpec 
 fn step_size(scenario: &mut Scenario, size: u32) {
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
     scaling.scale_in_policy = Some(ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(f64::from(size)),
+        maximum_step_size: Some(size),
     });
 }
 
@@ -63,7 +63,7 @@ fn stuck_on_fallback(pref_capacity: [(Option<u32>, u32); 2]) -> Scenario {
         let id = format!("f-{index}");
         builder = builder.fleet_instance(&id, "t-fall", az, false).fleet_copies("llm", &id, 1);
     }
-    builder.build()
+    builder.build().unwrap()
 }
 
 #[test]
@@ -130,14 +130,15 @@ fn replacement_consolidation_launches_one_instance_to_free_three() {
         .pool("t-small", 1)
         .pool("t-big", 1)
         .component("chat", 3, 3, 0.0, 1024)
-        .strategy("chat", "BINPACK")
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("s-1", "t-small", "a", false)
         .fleet_instance("s-2", "t-small", "a", false)
         .fleet_instance("s-3", "t-small", "a", false)
         .fleet_copies("chat", "s-1", 1)
         .fleet_copies("chat", "s-2", 1)
         .fleet_copies("chat", "s-3", 1)
-        .build();
+        .build()
+        .unwrap();
     step_size(&mut scenario, 3);
     let problem = Problem::new(&scenario).unwrap();
     // Consolidation alone can release nothing.
@@ -169,7 +170,7 @@ fn draining_instances_are_emptied_and_released_first() {
         .instance_type(instance_type("t", 8, 5.0))
         .pool("t", 1)
         .component("chat", 4, 1, 0.0, 1024)
-        .strategy("chat", "BINPACK")
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-1", "t", "a", false)
         .fleet_instance("i-2", "t", "a", false)
         .fleet_instance("i-3", "t", "a", false)
@@ -177,7 +178,8 @@ fn draining_instances_are_emptied_and_released_first() {
         .fleet_copies("chat", "i-2", 1)
         .fleet_copies("chat", "i-3", 2)
         .draining("i-3")
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     assert!(problem.fleet()[2].draining);
     let plan = plan_of(&problem);
@@ -194,13 +196,14 @@ fn draining_instances_are_emptied_and_released_first() {
         .instance_type(instance_type("t", 4, 5.0))
         .pool("t", 1)
         .component("chat", 8, 1, 0.0, 1024)
-        .strategy("chat", "BINPACK")
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-1", "t", "a", false)
         .fleet_instance("i-2", "t", "a", false)
         .fleet_copies("chat", "i-1", 4)
         .fleet_copies("chat", "i-2", 4)
         .draining("i-1")
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
@@ -222,11 +225,11 @@ fn a_draining_instance_whose_copies_need_two_launches_is_emptied() {
         .pool("ml.g6.12xlarge", 2)
         .capacity("ml.g6.48xlarge", "a", Some(0), 0)
         .component("chat", 6, 1, 1.0, 1024)
-        .strategy("chat", "BINPACK")
+        .strategy("chat", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
         .fleet_copies("chat", "i-1", 6)
         .draining("i-1")
-        .build();
+        .build().expect("valid scenario");
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
@@ -261,10 +264,10 @@ fn two_launches_free_one_larger_fallback_instance() {
         .pool("t-small", 1)
         .pool("t-big", 2)
         .component("llm", 2, 4, 0.0, 1024)
-        .strategy("llm", "BINPACK")
+        .strategy("llm", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("b-1", "t-big", "a", false)
         .fleet_copies("llm", "b-1", 2)
-        .build();
+        .build().expect("valid scenario");
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
     let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
@@ -281,7 +284,7 @@ fn two_launches_free_one_larger_fallback_instance() {
 fn min_and_max_instance_counts_are_kept() {
     // MinInstanceCount 4: every step launches one and releases one.
     let mut scenario = stuck_on_fallback([(None, 0), (None, 0)]);
-    scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default).min_instance_count = Some(4.0);
+    scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default).min_instance_count = Some(4);
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
@@ -297,7 +300,7 @@ fn min_and_max_instance_counts_are_kept() {
     let mut scenario = stuck_on_fallback([(None, 0), (None, 0)]);
     step_size(&mut scenario, 2);
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
-    scaling.max_instance_count = Some(3.0);
+    scaling.max_instance_count = Some(3);
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
@@ -455,7 +458,7 @@ fn checker_flags_grown_imbalance() {
 #[test]
 fn checker_flags_a_release_before_the_instance_is_empty_and_before_draining() {
     let mut scenario = stuck_on_fallback([(None, 0), (None, 0)]);
-    scenario.fleet.instances[3].state = Some("Draining".into());
+    scenario.fleet.instances[3].state = Some(fleetplan::InstanceState::Draining);
     let problem = Problem::new(&scenario).unwrap();
     // f-0 is released without moving its copy away, while f-3 (draining) still runs.
     let step = RebalanceStep { launch: vec![], moves: vec![], release: vec!["f-0".into()] };
@@ -605,7 +608,7 @@ fn rebalance_never_launches_an_id_the_fleet_uses() {
         .fleet_instance("new-1", "t-fall", "a", false)
         .fleet_copies("llm", "new-1", 1)
         .fleet_instance("new-2", "t-fall", "a", false)
-        .build();
+        .build().expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
@@ -633,7 +636,7 @@ fn checker_flags_a_launch_whose_id_is_in_the_fleet() {
         .fleet_instance("new-1", "t-fall", "a", false)
         .fleet_copies("llm", "new-1", 1)
         .fleet_instance("new-2", "t-fall", "a", false)
-        .build();
+        .build().expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let steps = |id: &str| {
         vec![RebalanceStep {

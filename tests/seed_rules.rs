@@ -50,7 +50,8 @@ fn four_copies_max_imbalance_one_over_two_azs_split_two_and_two() {
         .pool("ml.g6.12xlarge", 1)
         .component("chat", 4, 1, 4.0, 16_384)
         .max_imbalance("chat", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let per_az = copies_per_az(&problem, &plan, "chat");
@@ -65,7 +66,8 @@ fn two_copies_max_imbalance_zero_split_one_and_one() {
         .pool("ml.g6.12xlarge", 1)
         .component("router", 2, 1, 2.0, 8192)
         .max_imbalance("router", 0)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let per_az = copies_per_az(&problem, &plan, "router");
@@ -124,7 +126,8 @@ fn priority_one_is_used_wherever_it_has_capacity() {
         .capacity("ml.g6e.12xlarge", "b", Some(0), 0)
         .component("m", 6, 4, 4.0, 16_384)
         .max_imbalance("m", 0)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let fleet = instances(&problem, &plan);
@@ -147,7 +150,8 @@ fn scale_in_removes_priority_two_instances_before_priority_one() {
         .fleet_copies("m", "i-p2-a", 1)
         .fleet_copies("m", "i-p1-b", 1)
         .fleet_copies("m", "i-p2-b", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let terminated: Vec<&str> = plan
@@ -182,7 +186,8 @@ fn scale_in_keeps_balance_before_preference() {
         .fleet_copies("m", "i-2", 1)
         .fleet_copies("m", "i-3", 1)
         .fleet_copies("m", "i-4", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.objective.balance_excess, 0);
@@ -237,7 +242,8 @@ fn reservations_are_used_before_on_demand() {
         .pool("ml.g6.12xlarge", 1)
         .capacity("ml.g6.12xlarge", "a", None, 2)
         .component("m", 3, 4, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let flags: Vec<bool> = plan
@@ -257,7 +263,8 @@ fn max_instance_count_caps_launches_and_reports_the_shortfall() {
         .pool("ml.g6.12xlarge", 1)
         .instance_limits(0, Some(3))
         .component("m", 5, 4, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 3);
@@ -274,7 +281,8 @@ fn min_instance_count_is_met_even_without_copies() {
         .pool("ml.g6.12xlarge", 1)
         .instance_limits(3, Some(5))
         .component("m", 1, 1, 1.0, 1024)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.status, Status::Feasible);
@@ -293,7 +301,8 @@ fn min_instance_count_keeps_the_best_idle_instances() {
         .component("m", 0, 1, 1.0, 1024)
         .fleet_instance("i-fallback", "ml.g6.12xlarge", "a", false)
         .fleet_instance("i-preferred", "ml.g6e.12xlarge", "a", false)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     let kept: Vec<String> = final_fleet(&problem, &plan).instances.iter().map(|i| i.id.clone()).collect();
@@ -312,7 +321,8 @@ fn unreachable_min_instance_count_is_infeasible() {
         .capacity("ml.g6.12xlarge", "a", Some(1), 0)
         .instance_limits(2, None)
         .component("m", 1, 1, 1.0, 1024)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_greedy(&problem);
     assert_eq!(plan.status, Status::Infeasible);
@@ -336,7 +346,8 @@ fn fleet_above_max_launches_nothing_and_releases_idle_instances() {
         .fleet_instance("i-4", "ml.g6.2xlarge", "a", false)
         .fleet_copies("m", "i-1", 1)
         .fleet_copies("m", "i-2", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 0);
@@ -359,7 +370,8 @@ fn partial_deployment_reports_the_right_shortfall() {
         .capacity("ml.p5.48xlarge", "us-east-1b", Some(0), 0)
         .component("llm", 4, 8, 8.0, 65_536)
         .component("embedder", 2, 9, 1.0, 1024)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.objective.placed_copies, 1);
@@ -377,7 +389,8 @@ fn free_room_on_kept_instances_is_used_before_launching() {
         .component("new", 3, 1, 1.0, 1024)
         .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
         .fleet_copies("old", "i-1", 1)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.launches(), 0);
@@ -391,7 +404,8 @@ fn an_idle_fallback_instance_is_not_free_when_the_preferred_type_has_capacity() 
         .pool("ml.g6.12xlarge", 2)
         .component("m", 1, 1, 1.0, 1024)
         .fleet_instance("i-old", "ml.g6.12xlarge", "a", false)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).unwrap();
     let plan = planned(&problem);
     assert_eq!(plan.objective.instances_of_priority(1), 1);

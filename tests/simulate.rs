@@ -137,7 +137,8 @@ fn a_draining_instance_keeps_serving_until_consolidation_empties_it() {
         .fleet_copies("m", "i-old", 1)
         .fleet_copies("m", "i-new", 1)
         .draining("i-old")
-        .build();
+        .build()
+        .unwrap();
     let simulation =
         Simulator::new().run(&Script::new(scenario, 4).consolidate_every(2).scale(2, "m", 3)).expect("valid");
     assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
@@ -193,7 +194,8 @@ fn the_svg_is_well_formed_and_escapes_names() {
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert_eq!(svg.matches("<polygon").count(), 2, "a band for p1 and one for p2");
 
-    let mut scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build();
+    let mut scenario =
+        ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build().unwrap();
     scenario.endpoint.endpoint_name = "x<y & \"z\"\u{1b}".to_string();
     let simulation = Simulator::new().run(&Script::new(scenario, 2)).expect("valid");
     let svg = simulation.to_svg();
@@ -284,7 +286,8 @@ fn scenario_problems_are_reported_under_scenario() {
 
 #[test]
 fn code_built_scripts_are_checked_like_json_ones() {
-    let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build();
+    let scenario =
+        ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("m", 1, 1, 1.0, 1_024).build().unwrap();
     let script =
         Script::new(scenario, 200_000).tick_seconds(0).scale(5, "n", 1).planner(PlannerChoice::Exact { node_limit: 0 });
     let error = Simulator::new().run(&script).expect_err("invalid");
@@ -333,7 +336,7 @@ fn the_fake_cloud_never_hands_out_an_id_of_the_starting_fleet() {
         .fleet_instance("i-00003", "ml.g6.12xlarge", "b", false)
         .fleet_copies("chat", "i-00001", 1)
         .fleet_copies("chat", "i-00003", 1)
-        .build();
+        .build().expect("valid scenario");
     let script = Script::new(scenario, 3).scale(1, "chat", 4);
     let simulation = Simulator::new().run(&script).expect("valid");
     assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
@@ -349,7 +352,7 @@ fn scale_events_beyond_the_scenario_limits_are_bad_input() {
         .pool("ml.g6.12xlarge", 1)
         .component("chat", 1, 1, 1.0, 1_024)
         .component("code", 1, 1, 1.0, 1_024)
-        .build();
+        .build().expect("valid scenario");
     let error = Simulator::new().run(&Script::new(scenario.clone(), 3).scale(1, "chat", 200_000)).expect_err("bad");
     assert_eq!(error.to_string(), "ScaleEvents[0].CopyCount: 200000 is more than 100000 (the scenario's limit)");
     let script = Script::new(scenario, 3).scale(2, "code", 50_000).scale(1, "chat", 60_000);
@@ -572,7 +575,7 @@ fn former_failures_of_the_random_scripts() {
         availability_zones: vec!["zone-a".into()],
         instance_types: vec![InstanceTypeSpec {
             instance_type: "ml.test0.xlarge".into(),
-            accelerator_count: 1.0,
+            accelerator_count: 1,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 8.0,
             memory_in_mb: 32768.0,
@@ -586,13 +589,13 @@ fn former_failures_of_the_random_scripts() {
             instance_type: None,
             instance_pools: vec![InstancePool {
                 instance_type: "ml.test0.xlarge".into(),
-                priority: 1.0,
+                priority: 1,
                 model_name_override: None,
             }],
             desired_instance_count: None,
             managed_instance_scaling: Some(ManagedInstanceScaling {
-                status: Some("ENABLED".into()),
-                min_instance_count: Some(1.0),
+                status: Some(fleetplan::ScalingStatus::parse("ENABLED").expect("known")),
+                min_instance_count: Some(1),
                 max_instance_count: None,
                 scale_in_policy: None,
             }),
@@ -603,17 +606,17 @@ fn former_failures_of_the_random_scripts() {
                 instance_type: None,
                 model_name: None,
                 compute_resource_requirements: ComputeResourceRequirements {
-                    number_of_accelerator_devices_required: Some(0.0),
+                    number_of_accelerator_devices_required: Some(0),
                     number_of_cpu_cores_required: None,
                     min_memory_required_in_mb: 128.0,
                 },
                 scheduling_config: Some(SchedulingConfig {
-                    placement_strategy: Some("BINPACK".into()),
+                    placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                     availability_zone_balance: None,
                 }),
             }),
             specifications: None,
-            runtime_config: RuntimeConfig { copy_count: 0.0 },
+            runtime_config: RuntimeConfig { copy_count: 0 },
         }],
         fleet: Fleet { instances: vec![], copies: vec![] },
         now: None,
@@ -625,7 +628,7 @@ fn former_failures_of_the_random_scripts() {
         availability_zones: vec!["zone-a".into(), "zone-b".into()],
         instance_types: vec![InstanceTypeSpec {
             instance_type: "ml.test0.xlarge".into(),
-            accelerator_count: 8.0,
+            accelerator_count: 8,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 96.0,
             memory_in_mb: 393216.0,
@@ -639,13 +642,13 @@ fn former_failures_of_the_random_scripts() {
             instance_type: None,
             instance_pools: vec![InstancePool {
                 instance_type: "ml.test0.xlarge".into(),
-                priority: 1.0,
+                priority: 1,
                 model_name_override: None,
             }],
             desired_instance_count: None,
             managed_instance_scaling: Some(ManagedInstanceScaling {
-                status: Some("ENABLED".into()),
-                min_instance_count: Some(0.0),
+                status: Some(fleetplan::ScalingStatus::parse("ENABLED").expect("known")),
+                min_instance_count: Some(0),
                 max_instance_count: None,
                 scale_in_policy: None,
             }),
@@ -658,16 +661,16 @@ fn former_failures_of_the_random_scripts() {
                     instance_type: Some("ml.test0.xlarge".into()),
                     model_name: None,
                     compute_resource_requirements: ComputeResourceRequirements {
-                        number_of_accelerator_devices_required: Some(3.0),
+                        number_of_accelerator_devices_required: Some(3),
                         number_of_cpu_cores_required: None,
                         min_memory_required_in_mb: 128.0,
                     },
                     scheduling_config: Some(SchedulingConfig {
-                        placement_strategy: Some("BINPACK".into()),
+                        placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                         availability_zone_balance: None,
                     }),
                 }]),
-                runtime_config: RuntimeConfig { copy_count: 1.0 },
+                runtime_config: RuntimeConfig { copy_count: 1 },
             },
             InferenceComponent {
                 inference_component_name: "ic-1".into(),
@@ -675,17 +678,17 @@ fn former_failures_of_the_random_scripts() {
                     instance_type: None,
                     model_name: None,
                     compute_resource_requirements: ComputeResourceRequirements {
-                        number_of_accelerator_devices_required: Some(1.0),
+                        number_of_accelerator_devices_required: Some(1),
                         number_of_cpu_cores_required: None,
                         min_memory_required_in_mb: 128.0,
                     },
                     scheduling_config: Some(SchedulingConfig {
-                        placement_strategy: Some("BINPACK".into()),
+                        placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
                         availability_zone_balance: None,
                     }),
                 }),
                 specifications: None,
-                runtime_config: RuntimeConfig { copy_count: 5.0 },
+                runtime_config: RuntimeConfig { copy_count: 5 },
             },
         ],
         fleet: Fleet {
@@ -706,9 +709,9 @@ fn former_failures_of_the_random_scripts() {
                 },
             ],
             copies: vec![
-                FleetCopy { inference_component_name: "ic-0".into(), instance_id: "i-0".into(), copy_count: 2.0 },
-                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1.0 },
-                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1.0 },
+                FleetCopy { inference_component_name: "ic-0".into(), instance_id: "i-0".into(), copy_count: 2 },
+                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1 },
+                FleetCopy { inference_component_name: "ic-1".into(), instance_id: "i-1".into(), copy_count: 1 },
             ],
         },
         now: None,

@@ -29,7 +29,7 @@ fn llama() -> ModelDescription {
 fn shape(name: &str, accelerators: u32, gib: f64, vcpus: u32, memory_mib: u32) -> InstanceTypeSpec {
     InstanceTypeSpec {
         instance_type: name.into(),
-        accelerator_count: f64::from(accelerators),
+        accelerator_count: accelerators,
         accelerator_memory_gib: gib,
         v_cpu_count: f64::from(vcpus),
         memory_in_mb: f64::from(memory_mib),
@@ -518,7 +518,8 @@ proptest! {
             Ok(model) => {
                 let spec = InstanceTypeSpec {
                     instance_type: "t".into(),
-                    accelerator_count: shape.0,
+                    // Saturating: NaN and negatives become 0, huge values u32::MAX.
+                    accelerator_count: shape.0 as u32,
                     accelerator_memory_gib: shape.1,
                     v_cpu_count: shape.2,
                     memory_in_mb: shape.3,

@@ -18,7 +18,7 @@ fn load(name: &str) -> (String, Problem) {
 fn flat_priority_witness(text: &str, problem: &Problem) -> (Objective, Vec<Violation>) {
     let mut flat = fleetplan::json::scenario_from_json(text).expect("scenario parses");
     for pool in &mut flat.endpoint.instance_pools {
-        pool.priority = 1.0;
+        pool.priority = 1;
     }
     let flat_problem = Problem::new(&flat).expect("flattened scenario is valid");
     let actions = plan_greedy(&flat_problem).actions;

@@ -47,7 +47,8 @@ fn exhausted_capacity_names_type_az_and_numbers() {
         .capacity(G6_12X, "us-east-1a", Some(1), 0)
         .capacity(G6_12X, "us-east-1b", Some(0), 0)
         .component("chat", 5, 4, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let plan = greedy(&scenario);
     let unplaced = only_unplaced(&plan);
     assert_eq!(unplaced.copy_count, 4);
@@ -65,14 +66,15 @@ fn live_capacity_error_is_a_blocked_cause() {
         .pool(G6_12X, 1)
         .capacity(G6_12X, "us-east-1b", Some(0), 0)
         .component("chat", 1, 1, 4.0, 16_384)
-        .build();
-    scenario.now = Some(1_100.0);
-    scenario.capacity_error_ttl_seconds = Some(180.0);
+        .build()
+        .unwrap();
+    scenario.now = Some(1_100);
+    scenario.capacity_error_ttl_seconds = Some(180);
     scenario.capacity_events = vec![CapacityEvent {
         instance_type: G6_12X.into(),
         availability_zone: "us-east-1a".into(),
-        event: "InsufficientCapacity".into(),
-        time: 1_000.0,
+        event: fleetplan::CapacityEventKind::InsufficientCapacity,
+        time: 1_000,
     }];
     let plan = greedy(&scenario);
     let unplaced = only_unplaced(&plan);
@@ -96,7 +98,8 @@ fn max_instance_count_counts_the_launches_it_blocks() {
         .pool(G6_12X, 1)
         .instance_limits(0, Some(1))
         .component("chat", 2, 4, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let plan = greedy(&scenario);
     let unplaced = only_unplaced(&plan);
     assert_eq!(unplaced.copy_count, 1);
@@ -115,7 +118,7 @@ fn a_copy_larger_than_every_type_is_too_large_and_no_type_is_eligible() {
     ];
     for (accelerators, cpus, memory, resource, need, has) in cases {
         let scenario =
-            ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, accelerators, cpus, memory).build();
+            ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, accelerators, cpus, memory).build().unwrap();
         let plan = greedy(&scenario);
         let unplaced = only_unplaced(&plan);
         assert_eq!(
@@ -127,7 +130,7 @@ fn a_copy_larger_than_every_type_is_too_large_and_no_type_is_eligible() {
             "{resource:?}"
         );
     }
-    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, 8, 4.0, 16_384).build();
+    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("big", 1, 8, 4.0, 16_384).build().unwrap();
     let plan = greedy(&scenario);
     assert_eq!(
         only_unplaced(&plan).causes[0].to_string(),
@@ -139,7 +142,7 @@ fn a_copy_larger_than_every_type_is_too_large_and_no_type_is_eligible() {
 fn no_specification_and_too_small_together_leave_no_eligible_type() {
     // One specification, for ml.g6.xlarge (1 accelerator), but a copy needs 2.
     let mut scenario =
-        ScenarioBuilder::new(AZS).pool(G6_12X, 1).pool(G6_1X, 2).component("chat", 1, 2, 1.0, 1_024).build();
+        ScenarioBuilder::new(AZS).pool(G6_12X, 1).pool(G6_1X, 2).component("chat", 1, 2, 1.0, 1_024).build().unwrap();
     let component = &mut scenario.inference_components[0];
     let mut specification = component.specification.take().expect("builder sets a specification");
     specification.instance_type = Some(G6_1X.into());
@@ -169,7 +172,8 @@ fn imbalance_of_the_placed_copies_is_a_cause() {
         .max_imbalance("chat", 1)
         .fleet_instance("i-1", G6_12X, "us-east-1a", false)
         .fleet_copies("chat", "i-1", 4)
-        .build();
+        .build()
+        .unwrap();
     let plan = greedy(&scenario);
     let unplaced = only_unplaced(&plan);
     let imbalance = UnplacedCause::Imbalance { copies_per_az: vec![4, 0], max_imbalance: 1, excess: 3 };
@@ -183,7 +187,7 @@ fn imbalance_of_the_placed_copies_is_a_cause() {
 #[test]
 fn open_options_mean_not_placed_by_this_planner() {
     // The fleet before planning: every launch option is still open.
-    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("chat", 2, 1, 4.0, 16_384).build();
+    let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("chat", 2, 1, 4.0, 16_384).build().unwrap();
     let problem = Problem::new(&scenario).expect("valid scenario");
     let (fleet, _) = FinalFleet::apply(&problem, &[]);
     let unplaced = explain::unplaced(&problem, &fleet);
@@ -206,7 +210,8 @@ fn optimal_plans_report_the_shortfall_as_proven() {
         .capacity(G6_12X, "us-east-1b", Some(0), 0)
         .component("chat", 2, 1, 4.0, 16_384)
         .component("embed", 1, 1, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let mut plan = greedy(&scenario);
     assert_eq!(plan.status, Status::Feasible);
     assert!(!plan.unplaced_is_proven());
@@ -226,7 +231,8 @@ fn the_plan_table_says_cannot_be_placed_only_for_optimal_plans() {
         .capacity(G6_12X, "us-east-1a", Some(0), 0)
         .capacity(G6_12X, "us-east-1b", Some(0), 0)
         .component("chat", 2, 1, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&scenario).expect("valid scenario");
     let mut plan = plan_greedy(&problem);
     let unplaced_lines = |plan: &Plan| -> Vec<String> {
@@ -247,7 +253,8 @@ fn causes_stay_out_of_the_plan_json() {
         .capacity(G6_12X, "us-east-1a", Some(0), 0)
         .capacity(G6_12X, "us-east-1b", Some(0), 0)
         .component("chat", 2, 1, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let plan = greedy(&scenario);
     assert_eq!(only_unplaced(&plan).causes.len(), 2);
     let json = plan.to_json();
@@ -265,14 +272,15 @@ fn infeasible_scenario() -> Scenario {
         .instance_limits(5, None)
         .component("chat", 1, 1, 4.0, 16_384)
         .fleet_instance("i-1", G6_12X, "us-east-1a", false)
-        .build();
-    scenario.now = Some(1_100.0);
-    scenario.capacity_error_ttl_seconds = Some(180.0);
+        .build()
+        .unwrap();
+    scenario.now = Some(1_100);
+    scenario.capacity_error_ttl_seconds = Some(180);
     scenario.capacity_events = vec![CapacityEvent {
         instance_type: G6_12X.into(),
         availability_zone: "us-east-1b".into(),
-        event: "ProvisioningTimeout".into(),
-        time: 1_000.0,
+        event: fleetplan::CapacityEventKind::ProvisioningTimeout,
+        time: 1_000,
     }];
     scenario
 }
@@ -299,7 +307,8 @@ fn reachable_or_unlimited_min_instance_count_has_no_infeasibility() {
         .capacity(G6_12X, "us-east-1b", Some(1), 0)
         .instance_limits(3, None)
         .component("chat", 1, 1, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     assert_eq!(infeasibility(&Problem::new(&reachable).expect("valid scenario")), None);
     // No capacity entry for us-east-1b: unlimited launches there.
     let unlimited = ScenarioBuilder::new(AZS)
@@ -307,7 +316,8 @@ fn reachable_or_unlimited_min_instance_count_has_no_infeasibility() {
         .capacity(G6_12X, "us-east-1a", Some(0), 0)
         .instance_limits(50, None)
         .component("chat", 1, 1, 4.0, 16_384)
-        .build();
+        .build()
+        .unwrap();
     let problem = Problem::new(&unlimited).expect("valid scenario");
     assert_eq!(infeasibility(&problem), None);
     let plan = plan_greedy(&problem);

@@ -121,19 +121,24 @@ fn fleet_that_already_breaks_packing() {
 fn not_a_number_through_the_rust_api() {
     // JSON cannot carry NaN or infinity, the builder API can.
     let mut scenario =
-        ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build();
-    scenario.inference_components[0].runtime_config.copy_count = f64::NAN;
+        ScenarioBuilder::new(["a", "b"]).pool("ml.g6.12xlarge", 1).component("m", 2, 1, 1.0, 1024).build().unwrap();
+    // Whole numbers are integers in the typed model; the fractional quantities can still be
+    // NaN or infinite, and the out-of-range integers are named as in JSON.
+    scenario.inference_components[0].runtime_config.copy_count = u32::MAX;
     if let Some(spec) = scenario.inference_components[0].specification.as_mut() {
         spec.compute_resource_requirements.min_memory_required_in_mb = f64::INFINITY;
+        spec.compute_resource_requirements.number_of_cpu_cores_required = Some(f64::NAN);
     }
-    scenario.endpoint.instance_pools[0].priority = -f64::INFINITY;
+    scenario.endpoint.instance_pools[0].priority = 0;
     let error = Problem::new(&scenario).expect_err("NaN and infinity must be rejected");
     let text: Vec<String> = error.issues().iter().map(ToString::to_string).collect();
     assert_eq!(
         text,
         vec![
-            "Endpoint.InstancePools[0].Priority: -inf is not a number",
-            "InferenceComponents[0].RuntimeConfig.CopyCount: NaN is not a number (component \"m\")",
+            "Endpoint.InstancePools[0].Priority: 0 is below the minimum 1",
+            "InferenceComponents[0].RuntimeConfig.CopyCount: 4294967295 is above the maximum 100000 (component \"m\")",
+            "InferenceComponents[0].Specification.ComputeResourceRequirements.NumberOfCpuCoresRequired: NaN is not a \
+             number (component \"m\")",
             "InferenceComponents[0].Specification.ComputeResourceRequirements.MinMemoryRequiredInMb: inf is not a number \
              (component \"m\")",
         ]
@@ -365,3 +370,36 @@ proptest! {
 
 // ---------------------------------------------------------------------------------------------
 // Regressions found by fuzzing (fuzz/): each input once made validation panic or misreport.
+
+/// Every issue carries a kind a program can match (issue #18): the broken scenario above, one
+/// issue per kind checked by path.
+#[test]
+fn every_issue_has_a_matchable_kind() {
+    use fleetplan::IssueKind;
+    let error = Problem::from_json(MANY_RULES_BROKEN).unwrap_err();
+    let kind_at = |path: &str| {
+        error.issues().iter().find(|issue| issue.path == path).map(|issue| issue.kind()).unwrap_or_else(|| {
+            panic!("no issue at {path}: {error}");
+        })
+    };
+    assert_eq!(kind_at("InstanceTypes[0].AcceleratorCount"), IssueKind::NotAWholeNumber);
+    assert_eq!(kind_at("InferenceComponents[0].RuntimeConfig.CopyCount"), IssueKind::TypeMismatch);
+    assert_eq!(kind_at("InferenceComponents[4].RuntimeConfig.CopyCount"), IssueKind::MissingField);
+    assert_eq!(kind_at("AvailabilityZones[1]"), IssueKind::Duplicate);
+    assert_eq!(kind_at("InstanceTypes[0].VCpuCount"), IssueKind::OutOfRange);
+    assert_eq!(kind_at("Endpoint.InstancePools"), IssueKind::TooLarge);
+    assert_eq!(kind_at("Endpoint.InstancePools[3].InstanceType"), IssueKind::UnknownName);
+    assert_eq!(kind_at("Endpoint.ManagedInstanceScaling.MinInstanceCount"), IssueKind::Inconsistent);
+    assert_eq!(kind_at("Endpoint.ManagedInstanceScaling.Status"), IssueKind::InvalidValue);
+    assert_eq!(kind_at("InferenceComponents[1]"), IssueKind::Conflict);
+    assert_eq!(kind_at("InferenceComponents[4].InferenceComponentName"), IssueKind::Empty);
+    assert_eq!(kind_at("Fleet.Instances[3]"), IssueKind::Inconsistent);
+    // Document-level and key-level kinds.
+    let malformed = Problem::from_json("{").unwrap_err();
+    assert_eq!(malformed.issues()[0].kind(), IssueKind::Malformed);
+    let twice = Problem::from_json(r#"{"AvailabilityZones": ["a"], "AvailabilityZones": ["a"]}"#).unwrap_err();
+    assert!(twice.issues().iter().any(|issue| issue.kind() == IssueKind::DuplicateKey), "{twice}");
+    let strict = fleetplan::ReadOptions::strict();
+    let unknown = Problem::from_json_with(r#"{"AvailabilityZones": ["a"], "Tags": []}"#, &strict).unwrap_err();
+    assert!(unknown.issues().iter().any(|issue| issue.kind() == IssueKind::UnknownKey), "{unknown}");
+}

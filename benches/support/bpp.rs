@@ -87,7 +87,7 @@ impl BppInstance {
         let mut builder = ScenarioBuilder::new(["az-1"])
             .instance_type(InstanceTypeSpec {
                 instance_type: BIN_TYPE.into(),
-                accelerator_count: 0.0,
+                accelerator_count: 0,
                 accelerator_memory_gib: 0.0,
                 // CPU never binds: components require none.
                 v_cpu_count: 1024.0,
@@ -98,9 +98,11 @@ impl BppInstance {
             .pool(BIN_TYPE, 1);
         for (size, copies) in self.multiplicities() {
             let name = format!("size-{size:05}");
-            builder = builder.component(&name, copies, 0, 0.0, mib(size)?).strategy(&name, "BINPACK");
+            builder = builder
+                .component(&name, copies, 0, 0.0, mib(size)?)
+                .strategy(&name, fleetplan::PlacementStrategy::Binpack);
         }
-        Ok(builder.build())
+        builder.build().map_err(|error| error.to_string())
     }
 }
 

@@ -24,7 +24,7 @@ pub fn large_scenario(copies: u32, components: u32) -> Scenario {
         builder = builder
             .instance_type(InstanceTypeSpec {
                 instance_type: name.into(),
-                accelerator_count: f64::from(accelerators),
+                accelerator_count: accelerators,
                 accelerator_memory_gib: 24.0,
                 v_cpu_count: f64::from(vcpus),
                 memory_in_mb: f64::from(memory),
@@ -57,8 +57,8 @@ pub fn large_scenario(copies: u32, components: u32) -> Scenario {
             _ => builder,
         };
         if i % 4 == 0 {
-            builder = builder.strategy(&name, "BINPACK");
+            builder = builder.strategy(&name, fleetplan::PlacementStrategy::Binpack);
         }
     }
-    builder.build()
+    builder.build().unwrap()
 }

@@ -181,7 +181,7 @@ impl VbpInstance {
         };
         let mut bin = InstanceTypeSpec {
             instance_type: BIN_TYPE.into(),
-            accelerator_count: 0.0,
+            accelerator_count: 0,
             accelerator_memory_gib: 0.0,
             v_cpu_count: 0.0,
             memory_in_mb: 0.0,
@@ -192,7 +192,7 @@ impl VbpInstance {
             match carrier {
                 Carrier::Memory => bin.memory_in_mb = f64::from(mib(capacity)?),
                 Carrier::Cpu => bin.v_cpu_count = cores(capacity),
-                Carrier::Accelerators => bin.accelerator_count = f64::from(devices(capacity)?),
+                Carrier::Accelerators => bin.accelerator_count = devices(capacity)?,
             }
         }
         let mut builder = ScenarioBuilder::new(["az-1"]).instance_type(bin).pool(BIN_TYPE, 1);
@@ -207,9 +207,11 @@ impl VbpInstance {
             }
             let label = sizes.iter().map(|size| format!("{size:04}")).collect::<Vec<_>>().join("-");
             let component = format!("item-{label}");
-            builder = builder.component(&component, copies, accelerators, cpu, memory).strategy(&component, "BINPACK");
+            builder = builder
+                .component(&component, copies, accelerators, cpu, memory)
+                .strategy(&component, fleetplan::PlacementStrategy::Binpack);
         }
-        Ok(builder.build())
+        builder.build().map_err(|error| error.to_string())
     }
 }
 

@@ -459,7 +459,8 @@ mod tests {
 
     #[test]
     fn moves_new_copies_from_heavy_to_light_instances() {
-        let scenario = ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("x", 4, 1, 1.0, 1024).build();
+        let scenario =
+            ScenarioBuilder::new(["a"]).pool("ml.g6.12xlarge", 1).component("x", 4, 1, 1.0, 1024).build().unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions =
             vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1"), place("new-1")];
@@ -477,8 +478,9 @@ mod tests {
         let scenario = ScenarioBuilder::new(["a"])
             .pool("ml.g6.12xlarge", 1)
             .component("x", 4, 1, 1.0, 1024)
-            .strategy("x", "BINPACK")
-            .build();
+            .strategy("x", crate::PlacementStrategy::Binpack)
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let actions = vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1")];
         assert_eq!(rebalance_spread(&problem, actions.clone()), actions);

@@ -236,7 +236,7 @@ pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
 ///     .capacity("ml.g6.12xlarge", "us-east-1a", Some(0), 0)
 ///     .capacity("ml.g6.12xlarge", "us-east-1b", Some(0), 0)
 ///     .component("chat", 2, 1, 4.0, 16_384)
-///     .build();
+///     .build().unwrap();
 /// let problem = Problem::new(&scenario).unwrap();
 /// let (fleet, _) = FinalFleet::apply(&problem, &[]);
 /// let why = explain(&problem, &fleet, "chat").unwrap();

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{join, parse, shadows, unknown_keys, Reader};
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::sizing::{
     overhead_problem, range_problem, KvCache, ModelDescription, Precision, MAX_CONTEXT_LENGTH,
     MAX_CPU_CORES_PER_ACCELERATOR, MAX_HOST_MEMORY_OVERHEAD_MIB, MAX_KV_BYTES_PER_TOKEN, MAX_KV_DIMENSION,
@@ -21,7 +21,8 @@ pub(crate) fn model_description_from_json(text: &str) -> Result<ModelDescription
         Reader { issues: Vec::new(), known: std::collections::BTreeMap::new(), raw_numbers: &parsed.raw_numbers };
     let model = reader.model_description(&parsed.value);
     let mut issues = reader.issues;
-    issues.extend(parsed.duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
+    issues
+        .extend(parsed.duplicates.into_iter().map(|path| Issue::new(IssueKind::DuplicateKey, path, "key given twice")));
     let mut unknown = Vec::new();
     unknown_keys(&parsed.value, &mut String::new(), &reader.known, &mut unknown);
     for key in unknown {
@@ -29,7 +30,7 @@ pub(crate) fn model_description_from_json(text: &str) -> Result<ModelDescription
             Some(known) => format!("unknown key; did you mean {known}?"),
             None => "unknown key".to_string(),
         };
-        issues.push(Issue { path: key.path, message });
+        issues.push(Issue::new(IssueKind::UnknownKey, key.path, message));
     }
     let Some(model) = model else { return Err(ValidationError::new(issues)) };
     let typed_count = issues.len();
@@ -58,7 +59,7 @@ impl Reader<'_> {
         let shown = self.describe_at(value, path);
         match range_problem(&shown, number, min, max) {
             Some(message) => {
-                self.error(path, message);
+                self.error(IssueKind::OutOfRange, path, message);
                 min
             }
             None => number as u64,
@@ -106,7 +107,7 @@ impl Reader<'_> {
             Some(precision) => format!("unknown precision {shown}; did you mean {precision}?"),
             None => format!("unknown precision {shown}; expected one of {}", names.join(", ")),
         };
-        self.error(path, message);
+        self.error(IssueKind::InvalidValue, path, message);
         None
     }
 
@@ -124,7 +125,7 @@ impl Reader<'_> {
                 let path = format!("WeightPrecisions[{index}]");
                 match self.precision(item, &path) {
                     Some(precision) if precisions.contains(&precision) => {
-                        self.error(&path, format!("{precision} is listed twice"))
+                        self.error(IssueKind::Duplicate, &path, format!("{precision} is listed twice"))
                     }
                     Some(precision) => precisions.push(precision),
                     None => {}
@@ -143,7 +144,7 @@ impl Reader<'_> {
             if self.issues.len() == before {
                 let shown = self.describe_at(value, "OverheadFraction");
                 match overhead_problem(&shown, number) {
-                    Some(message) => self.error("OverheadFraction", message),
+                    Some(message) => self.error(IssueKind::OutOfRange, "OverheadFraction", message),
                     None => model.overhead_fraction = number,
                 }
             }
@@ -167,11 +168,19 @@ impl Reader<'_> {
         match (per_token, given.is_empty()) {
             (Some(bytes), true) => Some(KvCache::PerToken { bytes }),
             (Some(_), false) => {
-                self.error(path, format!("give BytesPerToken or the architecture ({}), not both", given.join(", ")));
+                self.error(
+                    IssueKind::Conflict,
+                    path,
+                    format!("give BytesPerToken or the architecture ({}), not both", given.join(", ")),
+                );
                 None
             }
             (None, true) => {
-                self.error(path, "give BytesPerToken, or Layers, KeyValueHeads and HeadDim".to_string());
+                self.error(
+                    IssueKind::Conflict,
+                    path,
+                    "give BytesPerToken, or Layers, KeyValueHeads and HeadDim".to_string(),
+                );
                 None
             }
             (None, false) => {

@@ -345,7 +345,7 @@ impl InstanceChanges {
 ///     .capacity("ml.p5.48xlarge", "us-east-1a", Some(1), 0)
 ///     .capacity("ml.p5.48xlarge", "us-east-1b", Some(0), 0)
 ///     .component("llm", 1, 4, 8.0, 65_536)
-///     .build();
+///     .build().unwrap();
 /// let problem = Problem::new(&scenario).unwrap();
 /// let changes = instance_changes(&problem, 3);
 /// let order: Vec<_> = changes.launches.iter().map(|l| (l.instance_type.as_str(), l.availability_zone.as_str())).collect();

@@ -446,21 +446,22 @@ impl<'s> Run<'s> {
                     .collect();
                 let fleet = &mut self.scenario.fleet;
                 fleet.instances.retain(|instance| instance.availability_zone != outage.availability_zone);
-                let copies_before: f64 = fleet.copies.iter().map(|copy| copy.copy_count).sum();
+                let copies_before: u64 = fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum();
                 fleet.copies.retain(|copy| !lost.contains(&copy.instance_id));
-                let copies_lost = copies_before - fleet.copies.iter().map(|copy| copy.copy_count).sum::<f64>();
+                let copies_lost =
+                    copies_before - fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum::<u64>();
                 events.push(format!(
                     "outage: {} down, {} and {} lost",
                     outage.availability_zone,
                     counted(lost.len() as u64, "instance", "instances"),
-                    counted(copies_lost as u64, "copy", "copies")
+                    counted(copies_lost, "copy", "copies")
                 ));
             } else if outage.until_tick == tick {
                 events.push(format!("outage: {} back", outage.availability_zone));
             }
         }
         for scale in script.scale_events.iter().filter(|scale| scale.tick == tick) {
-            let count = f64::from(scale.copy_count);
+            let count = scale.copy_count;
             let previous = if let Some(component) = self
                 .scenario
                 .inference_components
@@ -470,7 +471,7 @@ impl<'s> Run<'s> {
                 std::mem::replace(&mut component.runtime_config.copy_count, count)
             } else {
                 // A single-model endpoint: its implicit component is the variant.
-                self.scenario.endpoint.desired_instance_count.replace(count).unwrap_or(0.0)
+                self.scenario.endpoint.desired_instance_count.replace(count).unwrap_or(0)
             };
             events.push(format!("scale: {} {previous} -> {count}", scale.component));
         }
@@ -765,10 +766,7 @@ impl<'s> Run<'s> {
 
 /// The ledger TTL the scenario asks for (validated to 0–86400 already).
 fn problem_ttl(scenario: &Scenario) -> u32 {
-    scenario
-        .capacity_error_ttl_seconds
-        .filter(|ttl| (0.0..=86_400.0).contains(ttl))
-        .map_or(DEFAULT_CAPACITY_ERROR_TTL_SECONDS, |ttl| ttl as u32)
+    scenario.capacity_error_ttl_seconds.filter(|&ttl| ttl <= 86_400).unwrap_or(DEFAULT_CAPACITY_ERROR_TTL_SECONDS)
 }
 
 fn type_and_az(problem: &Problem, type_index: TypeIndex, az_index: AzIndex) -> (String, String) {
@@ -792,13 +790,13 @@ fn draining_copies(fleet: &Fleet) -> BTreeMap<(String, String), f64> {
     let draining: Vec<&str> = fleet
         .instances
         .iter()
-        .filter(|instance| instance.state.as_deref() == Some("Draining"))
+        .filter(|instance| instance.is_draining())
         .map(|instance| instance.instance_id.as_str())
         .collect();
     let mut copies = BTreeMap::new();
     for copy in fleet.copies.iter().filter(|copy| draining.contains(&copy.instance_id.as_str())) {
         *copies.entry((copy.instance_id.clone(), copy.inference_component_name.clone())).or_insert(0.0) +=
-            copy.copy_count;
+            f64::from(copy.copy_count);
     }
     copies
 }

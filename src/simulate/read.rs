@@ -11,7 +11,7 @@ use super::script::{
     DEFAULT_EXACT_NODE_LIMIT, DEFAULT_TICK_SECONDS, EVENTS_GIVEN, NOW_GIVEN,
 };
 use crate::control::LaunchFailure;
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::json::{describe, misspelt, parse_document, scenario_and_problem_from_json, ReadOptions};
 use crate::problem::Problem;
 
@@ -41,15 +41,15 @@ struct Reader {
 }
 
 impl Reader {
-    fn error(&mut self, path: &str, message: String) {
-        self.issues.push(Issue { path: path.to_string(), message });
+    fn error(&mut self, kind: IssueKind, path: &str, message: String) {
+        self.issues.push(Issue::new(kind, path, message));
     }
 
     /// The object at `path`, its keys checked against `known` (a key that is not known is an
     /// error, naming the known key it looks like).
     fn object<'v>(&mut self, value: &'v Value, path: &str, known: &[&'static str]) -> Option<&'v Map<String, Value>> {
         let Value::Object(map) = value else {
-            self.error(path, format!("expected an object, found {}", describe(value)));
+            self.error(IssueKind::TypeMismatch, path, format!("expected an object, found {}", describe(value)));
             return None;
         };
         let known_set: BTreeSet<&'static str> = known.iter().copied().collect();
@@ -58,7 +58,7 @@ impl Reader {
                 Some(suggestion) => format!("unknown key; did you mean {suggestion}?"),
                 None => format!("unknown key; known keys: {}", known.join(", ")),
             };
-            self.error(&join(path, key), message);
+            self.error(IssueKind::UnknownKey, &join(path, key), message);
         }
         Some(map)
     }
@@ -69,16 +69,25 @@ impl Reader {
             Value::Number(number) => match number.as_u64().map(u32::try_from) {
                 Some(Ok(whole)) => Some(whole),
                 _ if number.as_f64().is_some_and(|float| float.fract() == 0.0 && float >= 0.0) => {
-                    self.error(path, format!("{number} is too large"));
+                    self.error(IssueKind::OutOfRange, path, format!("{number} is too large"));
                     None
                 }
                 _ => {
-                    self.error(path, format!("expected a whole number ≥ 0, found {number}"));
+                    let kind = if number.as_f64().is_some_and(|float| float.fract() != 0.0) {
+                        IssueKind::NotAWholeNumber
+                    } else {
+                        IssueKind::OutOfRange
+                    };
+                    self.error(kind, path, format!("expected a whole number ≥ 0, found {number}"));
                     None
                 }
             },
             other => {
-                self.error(path, format!("expected a whole number, found {}", describe(other)));
+                self.error(
+                    IssueKind::TypeMismatch,
+                    path,
+                    format!("expected a whole number, found {}", describe(other)),
+                );
                 None
             }
         }
@@ -87,7 +96,7 @@ impl Reader {
     fn required<'v>(&mut self, map: &'v Map<String, Value>, key: &str, path: &str) -> Option<&'v Value> {
         let value = map.get(key).filter(|value| !value.is_null());
         if value.is_none() {
-            self.error(&join(path, key), "is required".to_string());
+            self.error(IssueKind::MissingField, &join(path, key), "is required".to_string());
         }
         value
     }
@@ -106,7 +115,11 @@ impl Reader {
         match self.required(map, key, path)? {
             Value::String(text) => Some(text.clone()),
             other => {
-                self.error(&join(path, key), format!("expected a string, found {}", describe(other)));
+                self.error(
+                    IssueKind::TypeMismatch,
+                    &join(path, key),
+                    format!("expected a string, found {}", describe(other)),
+                );
                 None
             }
         }
@@ -127,7 +140,7 @@ impl Reader {
                 .filter_map(|(index, item)| read(self, item, &format!("{key}[{index}]")))
                 .collect(),
             Some(other) => {
-                self.error(key, format!("expected an array, found {}", describe(other)));
+                self.error(IssueKind::TypeMismatch, key, format!("expected an array, found {}", describe(other)));
                 Vec::new()
             }
         }
@@ -140,12 +153,17 @@ impl Reader {
             Value::Number(number) => {
                 let limit = number.as_u64();
                 if limit.is_none() {
-                    self.error(key, format!("expected a whole number ≥ 1, found {number}"));
+                    let kind = if number.as_f64().is_some_and(|float| float.fract() != 0.0) {
+                        IssueKind::NotAWholeNumber
+                    } else {
+                        IssueKind::OutOfRange
+                    };
+                    self.error(kind, key, format!("expected a whole number ≥ 1, found {number}"));
                 }
                 limit
             }
             other => {
-                self.error(key, format!("expected a whole number, found {}", describe(other)));
+                self.error(IssueKind::TypeMismatch, key, format!("expected a whole number, found {}", describe(other)));
                 None
             }
         }
@@ -188,6 +206,7 @@ impl Reader {
             "ProvisioningTimeout" => Some(LaunchFailure::ProvisioningTimeout),
             other => {
                 self.error(
+                    IssueKind::InvalidValue,
                     &join(path, "Error"),
                     format!("{other:?} is not InsufficientCapacity or ProvisioningTimeout"),
                 );
@@ -244,7 +263,7 @@ fn read_scenario(
     let mut scenario_problem = None;
     let mut scenario = crate::model::Scenario::default();
     match given {
-        None | Some(Value::Null) => reader.error("Scenario", "is required".to_string()),
+        None | Some(Value::Null) => reader.error(IssueKind::MissingField, "Scenario", "is required".to_string()),
         Some(Value::Object(given)) => {
             // The simulator keeps the clock and the events: both keys are refused on their own,
             // and the scenario is read without them (so it never asks for the one left out).
@@ -261,10 +280,14 @@ fn read_scenario(
                 Err(error) => reader.issues.extend(scenario_issues(&error)),
             }
             for (key, message) in refused {
-                reader.error(&format!("Scenario.{key}"), message.to_string());
+                reader.error(IssueKind::Conflict, &format!("Scenario.{key}"), message.to_string());
             }
         }
-        Some(other) => reader.error("Scenario", format!("expected a scenario object, found {}", describe(other))),
+        Some(other) => reader.error(
+            IssueKind::TypeMismatch,
+            "Scenario",
+            format!("expected a scenario object, found {}", describe(other)),
+        ),
     }
     (scenario, scenario_problem)
 }
@@ -273,7 +296,9 @@ fn read_scenario(
 pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, Problem), ValidationError> {
     let (document, duplicates) = parse_document(text)?;
     let mut reader = Reader { issues: Vec::new() };
-    reader.issues.extend(duplicates.into_iter().map(|path| Issue { path, message: "key given twice".to_string() }));
+    reader
+        .issues
+        .extend(duplicates.into_iter().map(|path| Issue::new(IssueKind::DuplicateKey, path, "key given twice")));
     let Some(map) = reader.object(&document, "", TOP_KEYS) else {
         return Err(ValidationError::new(reader.issues));
     };
@@ -283,7 +308,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
     let ticks = match ticks {
         Some(value) => reader.whole(value, "Ticks"),
         None => {
-            reader.error("Ticks", "is required".to_string());
+            reader.error(IssueKind::MissingField, "Ticks", "is required".to_string());
             None
         }
     };
@@ -292,13 +317,21 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
     let planner = match map.get("Planner") {
         None | Some(Value::Null) => {
             if node_limit.is_some() {
-                reader.error("ExactNodeLimit", "only applies when Planner is \"exact\"".to_string());
+                reader.error(
+                    IssueKind::Conflict,
+                    "ExactNodeLimit",
+                    "only applies when Planner is \"exact\"".to_string(),
+                );
             }
             PlannerChoice::Greedy
         }
         Some(Value::String(name)) if name == "greedy" => {
             if node_limit.is_some() {
-                reader.error("ExactNodeLimit", "only applies when Planner is \"exact\"".to_string());
+                reader.error(
+                    IssueKind::Conflict,
+                    "ExactNodeLimit",
+                    "only applies when Planner is \"exact\"".to_string(),
+                );
             }
             PlannerChoice::Greedy
         }
@@ -306,7 +339,11 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
             PlannerChoice::Exact { node_limit: node_limit.unwrap_or(DEFAULT_EXACT_NODE_LIMIT) }
         }
         Some(other) => {
-            reader.error("Planner", format!("expected \"greedy\" or \"exact\", found {}", describe(other)));
+            reader.error(
+                IssueKind::InvalidValue,
+                "Planner",
+                format!("expected \"greedy\" or \"exact\", found {}", describe(other)),
+            );
             PlannerChoice::Greedy
         }
     };

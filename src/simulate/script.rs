@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use crate::control::LaunchFailure;
-use crate::error::{Issue, ValidationError};
+use crate::error::{Issue, IssueKind, ValidationError};
 use crate::model::Scenario;
 use crate::problem::{Problem, MAX_COPIES_PER_COMPONENT, MAX_TOTAL_COPIES};
 
@@ -106,7 +106,7 @@ pub struct AzOutage {
 ///     .pool("ml.g5.12xlarge", 2)
 ///     .component("chat", 2, 4, 4.0, 16_384)
 ///     .max_imbalance("chat", 0)
-///     .build();
+///     .build().unwrap();
 /// let script = Script::new(scenario, 10).cloud_capacity(0, "ml.g6.12xlarge", "a", Some(0));
 /// let simulation = Simulator::new().run(&script).unwrap();
 /// assert!(simulation.failures.is_empty());
@@ -287,18 +287,22 @@ impl Script {
     /// The script's own problems; names are checked only against a valid scenario.
     pub(crate) fn script_issues(&self, problem: Option<&Problem>) -> Vec<Issue> {
         let mut issues = Vec::new();
-        let mut issue = |path: String, message: String| issues.push(Issue { path, message });
+        let mut issue = |kind: IssueKind, path: String, message: String| issues.push(Issue::new(kind, path, message));
         if self.scenario.now.is_some() {
-            issue("Scenario.Now".into(), NOW_GIVEN.into());
+            issue(IssueKind::Conflict, "Scenario.Now".into(), NOW_GIVEN.into());
         }
         if !self.scenario.capacity_events.is_empty() {
-            issue("Scenario.CapacityEvents".into(), EVENTS_GIVEN.into());
+            issue(IssueKind::Conflict, "Scenario.CapacityEvents".into(), EVENTS_GIVEN.into());
         }
         if !(1..=MAX_TICKS).contains(&self.ticks) {
-            issue("Ticks".into(), format!("{} is not between 1 and {MAX_TICKS}", self.ticks));
+            issue(IssueKind::OutOfRange, "Ticks".into(), format!("{} is not between 1 and {MAX_TICKS}", self.ticks));
         }
         if !(1..=MAX_TICK_SECONDS).contains(&self.tick_seconds) {
-            issue("TickSeconds".into(), format!("{} is not between 1 and {MAX_TICK_SECONDS}", self.tick_seconds));
+            issue(
+                IssueKind::OutOfRange,
+                "TickSeconds".into(),
+                format!("{} is not between 1 and {MAX_TICK_SECONDS}", self.tick_seconds),
+            );
         }
         let limits = [
             (
@@ -310,18 +314,19 @@ impl Script {
         ];
         for (key, limit) in limits {
             if let Some(limit) = limit.filter(|limit| !(1..=MAX_NODE_LIMIT).contains(limit)) {
-                issue(key.into(), format!("{limit} is not between 1 and {MAX_NODE_LIMIT}"));
+                issue(IssueKind::OutOfRange, key.into(), format!("{limit} is not between 1 and {MAX_NODE_LIMIT}"));
             }
         }
         for (key, every) in [("ConsolidateEvery", self.consolidate_every), ("RebalanceEvery", self.rebalance_every)] {
             if every > MAX_TICKS {
-                issue(key.into(), format!("{every} is more than {MAX_TICKS} (0 = never)"));
+                issue(IssueKind::OutOfRange, key.into(), format!("{every} is more than {MAX_TICKS} (0 = never)"));
             }
         }
         let events =
             self.cloud_capacity.len() + self.scale_events.len() + self.launch_failures.len() + self.az_outages.len();
         if events > MAX_SCRIPT_EVENTS {
             issue(
+                IssueKind::TooLarge,
                 String::new(),
                 format!(
                     "{events} entries in CloudCapacity, ScaleEvents, LaunchFailures and AzOutages together; at most \
@@ -333,6 +338,7 @@ impl Script {
         for (index, change) in self.cloud_capacity.iter().enumerate() {
             if let Some(available) = change.available.filter(|&available| available > MAX_SCRIPT_COUNT) {
                 issue(
+                    IssueKind::OutOfRange,
                     format!("CloudCapacity[{index}].Available"),
                     format!("{available} is more than {MAX_SCRIPT_COUNT}"),
                 );
@@ -343,6 +349,7 @@ impl Script {
             // that tick (bad input, not a broken invariant).
             if event.copy_count > MAX_COPIES_PER_COMPONENT {
                 issue(
+                    IssueKind::OutOfRange,
                     format!("ScaleEvents[{index}].CopyCount"),
                     format!("{} is more than {MAX_COPIES_PER_COMPONENT} (the scenario's limit)", event.copy_count),
                 );
@@ -353,6 +360,7 @@ impl Script {
             if !outage_azs.insert(outage.availability_zone.as_str()) {
                 // One window per AZ keeps "instances lost at the start" unambiguous.
                 issue(
+                    IssueKind::Duplicate,
                     format!("AzOutages[{index}].AvailabilityZone"),
                     format!("{:?} has an earlier outage; give one outage per AZ", outage.availability_zone),
                 );
@@ -390,14 +398,11 @@ impl Script {
             }
             let total: u64 = counts.iter().sum();
             if total > MAX_TOTAL_COPIES {
-                issues.push(Issue {
-                    path: format!("ScaleEvents[{last}].CopyCount"),
-                    message: format!(
+                issues.push(Issue::new(IssueKind::TooLarge, format!("ScaleEvents[{last}].CopyCount"), format!(
                         "{} brings the copy counts to {total} at tick {tick}; at most {MAX_TOTAL_COPIES} (the \
                          scenario's limit)",
                         self.scale_events[last].copy_count
-                    ),
-                });
+                    )));
                 return;
             }
         }
@@ -405,11 +410,11 @@ impl Script {
 
     /// Every tick of an event before `Ticks`; every window (launch failures, outages) ending
     /// after it starts and by `Ticks`.
-    fn timing_issues(&self, issue: &mut impl FnMut(String, String)) {
+    fn timing_issues(&self, issue: &mut impl FnMut(IssueKind, String, String)) {
         let ticks = self.ticks;
         let mut tick_in_range = |path: String, tick: u32| {
             if tick >= ticks {
-                issue(path, format!("{tick} is not before Ticks ({ticks})"));
+                issue(IssueKind::Inconsistent, path, format!("{tick} is not before Ticks ({ticks})"));
             }
         };
         for (index, change) in self.cloud_capacity.iter().enumerate() {
@@ -437,9 +442,17 @@ impl Script {
             );
         for (path, from, until) in windows {
             if until <= from {
-                issue(format!("{path}.UntilTick"), format!("{until} is not after FromTick ({from})"));
+                issue(
+                    IssueKind::Inconsistent,
+                    format!("{path}.UntilTick"),
+                    format!("{until} is not after FromTick ({from})"),
+                );
             } else if until > ticks {
-                issue(format!("{path}.UntilTick"), format!("{until} is after Ticks ({ticks})"));
+                issue(
+                    IssueKind::Inconsistent,
+                    format!("{path}.UntilTick"),
+                    format!("{until} is after Ticks ({ticks})"),
+                );
             }
         }
     }
@@ -460,32 +473,36 @@ impl Script {
             }));
         for (path, instance_type, az) in pairs {
             if !known_type(instance_type) {
-                issues.push(Issue {
-                    path: format!("{path}.InstanceType"),
-                    message: format!("{instance_type:?} is not in the scenario's catalogue"),
-                });
+                issues.push(Issue::new(
+                    IssueKind::UnknownName,
+                    format!("{path}.InstanceType"),
+                    format!("{instance_type:?} is not in the scenario's catalogue"),
+                ));
             }
             if !known_az(az) {
-                issues.push(Issue {
-                    path: format!("{path}.AvailabilityZone"),
-                    message: format!("{az:?} is not one of the scenario's AvailabilityZones"),
-                });
+                issues.push(Issue::new(
+                    IssueKind::UnknownName,
+                    format!("{path}.AvailabilityZone"),
+                    format!("{az:?} is not one of the scenario's AvailabilityZones"),
+                ));
             }
         }
         for (index, outage) in self.az_outages.iter().enumerate() {
             if !known_az(&outage.availability_zone) {
-                issues.push(Issue {
-                    path: format!("AzOutages[{index}].AvailabilityZone"),
-                    message: format!("{:?} is not one of the scenario's AvailabilityZones", outage.availability_zone),
-                });
+                issues.push(Issue::new(
+                    IssueKind::UnknownName,
+                    format!("AzOutages[{index}].AvailabilityZone"),
+                    format!("{:?} is not one of the scenario's AvailabilityZones", outage.availability_zone),
+                ));
             }
         }
         for (index, event) in self.scale_events.iter().enumerate() {
             if problem.component_index(&event.component).is_none() {
-                issues.push(Issue {
-                    path: format!("ScaleEvents[{index}].InferenceComponentName"),
-                    message: format!("{:?} is not a component of the scenario", event.component),
-                });
+                issues.push(Issue::new(
+                    IssueKind::UnknownName,
+                    format!("ScaleEvents[{index}].InferenceComponentName"),
+                    format!("{:?} is not a component of the scenario", event.component),
+                ));
             }
         }
     }
@@ -502,15 +519,15 @@ pub(crate) fn scenario_issues(error: &ValidationError) -> Vec<Issue> {
     error
         .issues()
         .iter()
-        .map(|issue| Issue {
-            path: if issue.path.is_empty() {
+        .map(|issue| {
+            let path = if issue.path.is_empty() {
                 "Scenario".to_string()
             } else if issue.path.starts_with('[') {
                 format!("Scenario{}", issue.path)
             } else {
                 format!("Scenario.{}", issue.path)
-            },
-            message: issue.message.clone(),
+            };
+            Issue::new(issue.kind(), path, issue.message.clone())
         })
         .collect()
 }

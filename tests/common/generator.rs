@@ -347,7 +347,7 @@ impl Shape {
     fn spec(&self, price: Option<f64>) -> InstanceTypeSpec {
         InstanceTypeSpec {
             instance_type: self.name.clone(),
-            accelerator_count: f64::from(self.accelerators),
+            accelerator_count: self.accelerators,
             accelerator_memory_gib: 24.0,
             v_cpu_count: f64::from(self.vcpus),
             memory_in_mb: f64::from(self.memory_mib),
@@ -478,8 +478,11 @@ fn requirement_for(rng: &mut Rng, shape: &Shape, config: &Config, oversized: boo
     (accelerators, rng.pick(&cores), if memory.is_empty() { 128 } else { rng.pick(&memory) })
 }
 
+/// Resources of one copy: (accelerators, milli-cores, MiB).
+type Need = (u64, u64, u64);
+
 /// Resources of one copy in (accelerators, milli-cores, MiB), as validation counts them.
-fn need_of((accelerators, cores, memory): (u32, Option<f64>, u32)) -> (u64, u64, u64) {
+fn need_of((accelerators, cores, memory): (u32, Option<f64>, u32)) -> Need {
     (u64::from(accelerators), (cores.unwrap_or(0.0) * 1000.0).ceil() as u64, u64::from(memory))
 }
 
@@ -494,7 +497,7 @@ fn specification(
         instance_type,
         model_name,
         compute_resource_requirements: ComputeResourceRequirements {
-            number_of_accelerator_devices_required: Some(f64::from(accelerators)),
+            number_of_accelerator_devices_required: Some(accelerators),
             number_of_cpu_cores_required: cores,
             min_memory_required_in_mb: f64::from(memory),
         },
@@ -563,7 +566,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             let trimmed = shape.name.trim_start_matches("ml.");
             scenario.endpoint.instance_pools.push(InstancePool {
                 instance_type: shape.name.clone(),
-                priority: f64::from(priority),
+                priority: u8::try_from(priority).unwrap_or(u8::MAX),
                 model_name_override: (config.model_names && rng.chance(20)).then(|| format!("build-{trimmed}")),
             });
         }
@@ -624,8 +627,8 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             scenario.capacity.push(CapacityEntry {
                 instance_type: shape.name.clone(),
                 availability_zone: az.clone(),
-                available: available.map(f64::from),
-                reserved: f64::from(reserved),
+                available,
+                reserved,
             });
         }
     }
@@ -633,7 +636,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
     // Components, with each one's resources per copy on every type it may use.
     let component_count = if single_model { 0 } else { rng.range(config.components.0, config.components.1) as usize };
     let mut components: Vec<InferenceComponent> = Vec::new();
-    let mut needs: Vec<Vec<(String, (u64, u64, u64))>> = Vec::new();
+    let mut needs: Vec<Vec<(String, Need)>> = Vec::new();
     let mut copies_left = config.total_copies;
     for c in 0..component_count {
         let name = if realistic {
@@ -642,22 +645,22 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             format!("ic-{c}")
         };
         let balance = rng.chance(config.balance_percent).then(|| AvailabilityZoneBalance {
-            enforcement_mode: (!realistic || rng.chance(80)).then(|| "PERMISSIVE".to_string()),
+            enforcement_mode: (!realistic || rng.chance(80)).then_some(fleetplan::EnforcementMode::Permissive),
             max_imbalance: if realistic && rng.chance(10) {
                 None
             } else {
-                Some(f64::from(rng.range(0, config.max_imbalance)))
+                Some(rng.range(0, config.max_imbalance))
             },
         });
         let strategy = if rng.chance(config.spread_percent) { "SPREAD" } else { "BINPACK" };
         let scheduling = if realistic {
             // Users leave the strategy out (SPREAD by default) or the whole config.
             (balance.is_some() || rng.chance(60)).then(|| SchedulingConfig {
-                placement_strategy: (strategy == "BINPACK" || rng.chance(70)).then(|| strategy.into()),
+                placement_strategy: (strategy == "BINPACK" || rng.chance(70)).then_some(placement(strategy)),
                 availability_zone_balance: balance,
             })
         } else {
-            Some(SchedulingConfig { placement_strategy: Some(strategy.into()), availability_zone_balance: balance })
+            Some(SchedulingConfig { placement_strategy: Some(placement(strategy)), availability_zone_balance: balance })
         };
         let oversized = rng.chance(config.oversized_percent);
         let wanted = if realistic {
@@ -682,7 +685,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
         };
         let mut component = InferenceComponent {
             inference_component_name: name.clone(),
-            runtime_config: RuntimeConfig { copy_count: f64::from(copies) },
+            runtime_config: RuntimeConfig { copy_count: copies },
             ..Default::default()
         };
         let mut need = Vec::new();
@@ -726,7 +729,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             instance_type: shape.name.clone(),
             availability_zone: rng.pick(&azs),
             reserved: rng.chance(config.reserved_percent),
-            state: rng.chance(config.draining_percent).then(|| "Draining".to_string()),
+            state: rng.chance(config.draining_percent).then_some(fleetplan::InstanceState::Draining),
         });
         if single_model || components.is_empty() || rng.chance(15) {
             continue; // idle (a single-model endpoint's instances run one implicit copy each)
@@ -751,23 +754,23 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
                 scenario.fleet.copies.push(FleetCopy {
                     inference_component_name: components[c].inference_component_name.clone(),
                     instance_id: id.clone(),
-                    copy_count: f64::from(count),
+                    copy_count: count,
                 });
             }
         }
     }
     for (component, &running) in components.iter_mut().zip(&running) {
         if config.copies_follow_fleet {
-            component.runtime_config.copy_count = f64::from(running);
+            component.runtime_config.copy_count = running;
         } else if running > 0 && rng.chance(config.scale_in_percent) {
-            component.runtime_config.copy_count = f64::from(rng.range(0, running - 1));
+            component.runtime_config.copy_count = rng.range(0, running - 1);
         }
     }
     scenario.inference_components = components;
 
     if single_model {
         scenario.endpoint.model_name = Some("single-model".into());
-        scenario.endpoint.desired_instance_count = Some(f64::from(rng.range(0, 10)));
+        scenario.endpoint.desired_instance_count = Some(rng.range(0, 10));
         if !scenario.fleet.instances.is_empty() && rng.chance(30) {
             // Explicit copies on some instances instead of "every instance runs one".
             let ids: Vec<String> = scenario.fleet.instances.iter().map(|i| i.instance_id.clone()).collect();
@@ -776,7 +779,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
                     scenario.fleet.copies.push(FleetCopy {
                         inference_component_name: scenario.endpoint.variant_name.clone(),
                         instance_id: id,
-                        copy_count: 1.0,
+                        copy_count: 1,
                     });
                 }
             }
@@ -787,17 +790,17 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
 
     if config.events > 0 {
         let count = rng.range(0, config.events);
-        let kinds = ["InsufficientCapacity", "ProvisioningTimeout", "Launched"];
+        let kinds = fleetplan::CapacityEventKind::ALL;
         scenario.capacity_events = (0..count)
             .map(|_| CapacityEvent {
                 instance_type: rng.pick(&pool).name,
                 availability_zone: rng.pick(&azs),
-                event: rng.pick(&kinds).to_string(),
-                time: f64::from(rng.range(0, 1_000)),
+                event: rng.pick(&kinds),
+                time: i64::from(rng.range(0, 1_000)),
             })
             .collect();
-        scenario.now = Some(f64::from(rng.range(1_000, 1_400)));
-        scenario.capacity_error_ttl_seconds = rng.pick(&[None, Some(0.0), Some(60.0), Some(600.0)]);
+        scenario.now = Some(i64::from(rng.range(1_000, 1_400)));
+        scenario.capacity_error_ttl_seconds = rng.pick(&[None, Some(0), Some(60), Some(600)]);
     }
     scenario
 }
@@ -828,21 +831,21 @@ fn scaling(rng: &mut Rng, config: &Config, scenario: &Scenario) -> Option<Manage
     }
     let policy = match config.step_size {
         Some((lo, hi)) => Some(ScaleInPolicySpec {
-            strategy: Some("CONSOLIDATION".into()),
+            strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
             cooldown_in_minutes: None,
-            maximum_step_size: Some(f64::from(rng.range(lo, hi))),
+            maximum_step_size: Some(rng.range(lo, hi)),
         }),
         None if config.realistic && rng.chance(40) => Some(ScaleInPolicySpec {
-            strategy: Some(rng.pick(&["IDLE_RELEASE", "CONSOLIDATION"]).to_string()),
-            cooldown_in_minutes: rng.chance(50).then(|| f64::from(rng.range(5, 60))),
-            maximum_step_size: rng.chance(50).then(|| f64::from(rng.range(1, 4))),
+            strategy: Some(rng.pick(&[fleetplan::ScaleInStrategy::IdleRelease, fleetplan::ScaleInStrategy::Consolidation])),
+            cooldown_in_minutes: rng.chance(50).then(|| rng.range(5, 60)),
+            maximum_step_size: rng.chance(50).then(|| rng.range(1, 4)),
         }),
         None => None,
     };
     Some(ManagedInstanceScaling {
-        status: (!config.realistic || rng.chance(80)).then(|| "ENABLED".to_string()),
-        min_instance_count: (!config.realistic || min > 0 || rng.chance(50)).then_some(f64::from(min)),
-        max_instance_count: max.map(f64::from),
+        status: (!config.realistic || rng.chance(80)).then_some(fleetplan::ScalingStatus::Enabled),
+        min_instance_count: (!config.realistic || min > 0 || rng.chance(50)).then_some(min),
+        max_instance_count: max,
         scale_in_policy: policy,
     })
 }
@@ -857,4 +860,9 @@ pub fn scenarios(config: Config) -> impl Strategy<Value = Scenario> {
         config.fleet.0..=config.fleet.1,
     )
         .prop_map(move |(seed, azs, components, fleet)| generate(seed, &config.sized(azs, components, fleet)))
+}
+
+/// The placement strategy of its JSON spelling.
+fn placement(strategy: &str) -> fleetplan::PlacementStrategy {
+    fleetplan::PlacementStrategy::parse(strategy).unwrap_or(fleetplan::PlacementStrategy::Spread)
 }

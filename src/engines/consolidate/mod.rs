@@ -107,12 +107,12 @@ impl ConsolidationPlan {
 /// let scenario = ScenarioBuilder::new(["a"])
 ///     .pool("ml.g6.12xlarge", 1)
 ///     .component("chat", 2, 1, 1.0, 1024)
-///     .strategy("chat", "BINPACK")
+///     .strategy("chat", fleetplan::PlacementStrategy::Binpack)
 ///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
 ///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
 ///     .fleet_copies("chat", "i-1", 1)
 ///     .fleet_copies("chat", "i-2", 1)
-///     .build();
+///     .build().unwrap();
 /// let problem = Problem::new(&scenario).unwrap();
 /// let plan = consolidate(&problem);
 /// assert_eq!(plan.released().count(), 1);

@@ -1622,7 +1622,8 @@ mod tests {
             .component("odd", 3, 1, 1.0, 1024)
             .max_imbalance("odd", 0)
             .component("huge", 1, 8, 1.0, 1024)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).expect("valid scenario");
         let backend = crate::engines::exact::backend::Microlp;
         let facts = Facts::new(&problem, &backend);

@@ -897,7 +897,7 @@ mod tests {
                 builder = builder.max_imbalance(&name, 1);
             }
         }
-        Problem::new(&builder.component("gone", 0, 1, 1.0, 4096).build()).unwrap()
+        Problem::new(&builder.component("gone", 0, 1, 1.0, 4096).build().unwrap()).unwrap()
     }
 
     #[test]

@@ -750,7 +750,7 @@ mod tests {
             for (name, accelerators) in names {
                 builder = builder.component(name, 1, accelerators, 1.0, 1024);
             }
-            Problem::new(&builder.build()).unwrap()
+            Problem::new(&builder.build().unwrap()).unwrap()
         };
         let one = build([("small", 1), ("big", 4), ("mid", 2)]);
         let two = build([("mid", 2), ("small", 1), ("big", 4)]);
@@ -763,7 +763,7 @@ mod tests {
     fn priced(name: &str, accelerators: f64, price: f64) -> crate::model::InstanceTypeSpec {
         crate::model::InstanceTypeSpec {
             instance_type: name.into(),
-            accelerator_count: accelerators,
+            accelerator_count: accelerators as u32,
             accelerator_memory_gib: 24.0,
             v_cpu_count: 48.0 * accelerators / 4.0,
             memory_in_mb: 196_608.0 * accelerators / 4.0,
@@ -778,7 +778,8 @@ mod tests {
             .pool("ml.g6.48xlarge", priority_big)
             .pool("ml.g6.12xlarge", priority_small)
             .component("x", 8, 1, 1.0, 1024)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         let needs: Vec<Option<Resources>> = (0..problem.types.len())
@@ -810,7 +811,8 @@ mod tests {
             .pool("ml.g6.24xlarge", 2)
             .component("big", 3, 4, 1.0, 1024)
             .component("small", 6, 1, 1.0, 1024)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let big = problem.components.iter().position(|c| c.name == "big").unwrap();
         let needs: Vec<Option<Resources>> = (0..problem.types.len())
@@ -833,7 +835,8 @@ mod tests {
             .pool("ml.g6.48xlarge", 1)
             .component("x", 3, 1, 1.0, 1024)
             .max_imbalance("x", 1)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let planner = Greedy::new(&problem);
         // Free room only in "a": with MaxImbalance 1 the three copies still go 1/1/1.

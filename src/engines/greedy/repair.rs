@@ -590,8 +590,9 @@ mod tests {
             .component("x", 2, 2, 1.0, 1024)
             .component("y", 1, 1, 1.0, 1024)
             .component("z", 1, 3, 1.0, 1024)
-            .strategy("x", "BINPACK")
-            .build();
+            .strategy("x", crate::PlacementStrategy::Binpack)
+            .build()
+            .unwrap();
         Problem::new(&scenario).unwrap()
     }
 
@@ -639,7 +640,8 @@ mod tests {
             .component("x", 2, 2, 1.0, 1024)
             .component("y", 1, 1, 1.0, 1024)
             .component("z", 1, 3, 1.0, 1024)
-            .build();
+            .build()
+            .unwrap();
         let problem = Problem::new(&scenario).unwrap();
         let mut planner = Greedy::new(&problem);
         planner.index_fleet();

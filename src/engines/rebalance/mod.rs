@@ -148,13 +148,13 @@ impl RebalancePlan {
 ///     .pool("ml.g6.12xlarge", 1)
 ///     .pool("ml.g5.12xlarge", 2)
 ///     .component("chat", 2, 1, 1.0, 1024)
-///     .strategy("chat", "BINPACK")
+///     .strategy("chat", fleetplan::PlacementStrategy::Binpack)
 ///     .fleet_instance("i-1", "ml.g5.12xlarge", "a", false)
 ///     .fleet_instance("i-2", "ml.g5.12xlarge", "a", false)
 ///     .fleet_copies("chat", "i-1", 1)
 ///     .fleet_copies("chat", "i-2", 1)
 ///     .instance_limits(1, None)
-///     .build();
+///     .build().unwrap();
 /// let problem = Problem::new(&scenario).unwrap();
 /// let plan = rebalance(&problem);
 /// assert!(verify_rebalance(&problem, &plan).is_empty());
