@@ -208,7 +208,28 @@ fn fallback(objective: &Objective) -> i64 {
 }
 
 fn main() {
-    let fleets: u64 = std::env::args().nth(1).and_then(|arg| arg.parse().ok()).unwrap_or(60);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(seed) = args.iter().position(|arg| arg == "--show").and_then(|index| args.get(index + 1)) {
+        // One fleet in detail: the target-directed path alone, as a table.
+        let Some(problem) = seed.parse().ok().and_then(generate) else { return };
+        let plan = Rebalancer::new().self_check(false).greedy_units(false).plan(&problem);
+        println!("{}", fleetplan::engines::rebalance::rebalance_table(&problem, &plan, None));
+        for instance in problem.fleet() {
+            println!(
+                "{} {} {} draining={} {:?}",
+                instance.id,
+                problem.instance_types()[instance.type_index].name,
+                problem.azs()[instance.az_index],
+                instance.draining,
+                instance.copies
+            );
+        }
+        for component in problem.components() {
+            println!("{} {:?} {:?}", component.name, component.strategy, component.max_imbalance);
+        }
+        return;
+    }
+    let fleets: u64 = args.first().and_then(|arg| arg.parse().ok()).unwrap_or(60);
     let mut avoidable_total = 0i64;
     let mut removed = [0i64; 2];
     let mut violations = [0usize; 2];

@@ -118,6 +118,9 @@ pub(super) struct PathPlanner<'p> {
     unit_touched: BTreeSet<(usize, usize)>,
     /// The fleet key after each step (index 0: the start).
     keys: Vec<FleetKey>,
+    /// When set, launches are filled only from this instance (the narrower retry of a unit that
+    /// broke a rule: copies taken from instances that stay give them room, which can break SPREAD).
+    fill_only_from: Option<usize>,
 }
 
 impl<'p> PathPlanner<'p> {
@@ -152,6 +155,7 @@ impl<'p> PathPlanner<'p> {
             spread: BTreeMap::new(),
             unit_touched: BTreeSet::new(),
             keys: Vec::new(),
+            fill_only_from: None,
         };
         for (index, existing) in problem.fleet().iter().enumerate() {
             let copies: BTreeMap<usize, u32> =
@@ -588,7 +592,12 @@ impl<'p> PathPlanner<'p> {
         let mut best: Option<((bool, bool, bool, u64, usize), usize)> = None;
         for &from in &self.touching[component] {
             let node = &self.nodes[from];
-            if from == to || !node.alive || node.surplus(component) == 0 || !self.may_move(component, from, to) {
+            if from == to
+                || !node.alive
+                || node.surplus(component) == 0
+                || self.fill_only_from.is_some_and(|only| only != from)
+                || !self.may_move(component, from, to)
+            {
                 continue;
             }
             let left: u64 = node.copies.values().map(|&count| u64::from(count)).sum();
@@ -704,7 +713,14 @@ impl<'p> PathPlanner<'p> {
             if failures > 2 * step_size + 8 {
                 break;
             }
-            if self.unit(|planner, emptied| planner.evacuate(from, emptied)) {
+            // Fill launches from every source first; if that breaks a rule, only from `from`.
+            let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied)) || {
+                self.fill_only_from = Some(from);
+                let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied));
+                self.fill_only_from = None;
+                kept
+            };
+            if kept {
                 failures = 0;
             } else {
                 failures += 1;
