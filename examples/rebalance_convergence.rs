@@ -161,11 +161,8 @@ fn generate(seed: u64) -> Option<Problem> {
     let zones = 3 + rng.below(2) as usize;
     let azs: Vec<String> = (0..zones).map(|index| format!("az-{}", (b'a' + index as u8) as char)).collect();
     // Priority 1 is the large preferred type; fallbacks are smaller or older.
-    let templates: [&[(u32, f64)]; 3] = [&[(8, 30.0), (4, 18.0), (8, 26.0)], &[(8, 40.0), (8, 32.0), (4, 14.0)], &[
-        (4, 12.0),
-        (8, 26.0),
-        (2, 7.0),
-    ]];
+    let templates: [&[(u32, f64)]; 3] =
+        [&[(8, 30.0), (4, 18.0), (8, 26.0)], &[(8, 40.0), (8, 32.0), (4, 14.0)], &[(4, 12.0), (8, 26.0), (2, 7.0)]];
     let template = templates[rng.below(3) as usize];
     let types = template
         .iter()
@@ -266,9 +263,8 @@ fn main() {
         println!("{line}");
     }
     println!("\n{cases} fleets, {avoidable_total} avoidable fallback instances");
-    for (run, name) in ["greedy units only (target_directed(false))", "default (target-directed + greedy)"]
-        .into_iter()
-        .enumerate()
+    for (run, name) in
+        ["greedy units only (target_directed(false))", "default (target-directed + greedy)"].into_iter().enumerate()
     {
         let share = if avoidable_total > 0 { removed[run] as f64 * 100.0 / avoidable_total as f64 } else { 100.0 };
         println!(

@@ -560,7 +560,10 @@ proptest! {
             let before = initial_objective(&problem);
             prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
             prop_assert!(plan.objective.balance_excess <= before.balance_excess);
-            let start = rebalance_score(&problem, &RebalancePlan { steps: Vec::new(), ..plan.clone() });
+            let start = rebalance_score(
+                &problem,
+                &RebalancePlan { steps: Vec::new(), objective: before.clone(), ..plan.clone() },
+            );
             let end = rebalance_score(&problem, &plan);
             prop_assert!(plan.steps.is_empty() || (end.0, end.1, end.2) < (start.0, start.1, start.2));
         }

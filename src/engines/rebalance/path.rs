@@ -436,8 +436,7 @@ impl<'p> PathPlanner<'p> {
         let az = self.nodes[index].az_index;
         self.touch_az(az);
         let type_index = self.nodes[index].type_index;
-        let slots =
-            self.problem.launch_limit(TypeIndex::new(type_index), crate::index::AzIndex::new(az)).reserved;
+        let slots = self.problem.launch_limit(TypeIndex::new(type_index), crate::index::AzIndex::new(az)).reserved;
         let reserved = self.launched[type_index][az] < slots;
         self.launched[type_index][az] += 1;
         self.launch_count += 1;
@@ -762,7 +761,10 @@ impl<'p> PathPlanner<'p> {
         for index in emptied {
             self.unit(|planner, _| usize::from(planner.try_release(index)));
         }
-        let empty = self.steps.last().is_none_or(|step| step.launch.is_empty() && step.moves.is_empty() && step.release.is_empty());
+        let empty = self
+            .steps
+            .last()
+            .is_none_or(|step| step.launch.is_empty() && step.moves.is_empty() && step.release.is_empty());
         if empty {
             self.steps.pop();
             return false;
