@@ -588,7 +588,9 @@ impl<'p> PathPlanner<'p> {
     /// one, same AZ first, draining first, then the one with fewest copies left (soonest empty).
     fn source(&self, component: usize, to: usize) -> Option<usize> {
         let to_az = self.nodes[to].az_index;
-        let mut best: Option<((bool, bool, bool, u64, usize), usize)> = None;
+        // (kept, other AZ, not draining, copies left, index): smallest wins.
+        type SourceKey = (bool, bool, bool, u64, usize);
+        let mut best: Option<(SourceKey, usize)> = None;
         for &from in &self.touching[component] {
             let node = &self.nodes[from];
             if from == to
@@ -706,7 +708,7 @@ impl<'p> PathPlanner<'p> {
             if !node.alive {
                 continue;
             }
-            if (!node.draining && self.draining_alive > 0) || (!node.draining && releases >= step_size) {
+            if !node.draining && (self.draining_alive > 0 || releases >= step_size) {
                 break;
             }
             if failures > 2 * step_size + 8 {
