@@ -229,6 +229,8 @@ fn a_draining_instance_whose_copies_need_two_launches_is_emptied() {
         .build();
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
+    let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
+    assert!(greedy_only.released().all(|id| id != "i-1"), "the greedy units alone never emptied it");
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
     assert!(plan.released().any(|id| id == "i-1"), "{}", plan.to_json());
