@@ -161,11 +161,8 @@ fn generate(seed: u64) -> Option<Problem> {
     let zones = 3 + rng.below(2) as usize;
     let azs: Vec<String> = (0..zones).map(|index| format!("az-{}", (b'a' + index as u8) as char)).collect();
     // Priority 1 is the large preferred type; fallbacks are smaller or older.
-    let templates: [&[(u32, f64)]; 3] = [&[(8, 30.0), (4, 18.0), (8, 26.0)], &[(8, 40.0), (8, 32.0), (4, 14.0)], &[
-        (4, 12.0),
-        (8, 26.0),
-        (2, 7.0),
-    ]];
+    let templates: [&[(u32, f64)]; 3] =
+        [&[(8, 30.0), (4, 18.0), (8, 26.0)], &[(8, 40.0), (8, 32.0), (4, 14.0)], &[(4, 12.0), (8, 26.0), (2, 7.0)]];
     let template = templates[rng.below(3) as usize];
     let types = template
         .iter()
@@ -208,7 +205,28 @@ fn fallback(objective: &Objective) -> i64 {
 }
 
 fn main() {
-    let fleets: u64 = std::env::args().nth(1).and_then(|arg| arg.parse().ok()).unwrap_or(60);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(seed) = args.iter().position(|arg| arg == "--show").and_then(|index| args.get(index + 1)) {
+        // One fleet in detail: the target-directed path alone, as a table.
+        let Some(problem) = seed.parse().ok().and_then(generate) else { return };
+        let plan = Rebalancer::new().self_check(false).greedy_units(false).plan(&problem);
+        println!("{}", fleetplan::engines::rebalance::rebalance_table(&problem, &plan, None));
+        for instance in problem.fleet() {
+            println!(
+                "{} {} {} draining={} {:?}",
+                instance.id,
+                problem.instance_types()[instance.type_index].name,
+                problem.azs()[instance.az_index],
+                instance.draining,
+                instance.copies
+            );
+        }
+        for component in problem.components() {
+            println!("{} {:?} {:?}", component.name, component.strategy, component.max_imbalance);
+        }
+        return;
+    }
+    let fleets: u64 = args.first().and_then(|arg| arg.parse().ok()).unwrap_or(60);
     let mut avoidable_total = 0i64;
     let mut removed = [0i64; 2];
     let mut violations = [0usize; 2];
@@ -245,9 +263,8 @@ fn main() {
         println!("{line}");
     }
     println!("\n{cases} fleets, {avoidable_total} avoidable fallback instances");
-    for (run, name) in ["greedy units only (target_directed(false))", "default (target-directed + greedy)"]
-        .into_iter()
-        .enumerate()
+    for (run, name) in
+        ["greedy units only (target_directed(false))", "default (target-directed + greedy)"].into_iter().enumerate()
     {
         let share = if avoidable_total > 0 { removed[run] as f64 * 100.0 / avoidable_total as f64 } else { 100.0 };
         println!(

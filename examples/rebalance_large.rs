@@ -8,7 +8,9 @@
 //! ```
 //!
 //! The first argument is the number of instances (5 copies each, 100 components). With
-//! `--repeat N` the plan is made N times and the minimum and median times are printed.
+//! `--repeat N` the plan is made N times and the minimum and median times are printed;
+//! `--time-limit-ms N` gives the planner a deadline; `--greedy-only` turns the target-directed
+//! path off.
 
 use std::time::Instant;
 
@@ -81,12 +83,24 @@ fn main() {
     let copies: u64 = problem.existing_copies_per_component().iter().sum();
     println!("fleet: {} instances, {copies} copies, {} components", problem.fleet().len(), COMPONENTS);
 
-    let rebalancer = Rebalancer::new().self_check(false);
+    let time_limit: Option<u64> = args
+        .iter()
+        .position(|arg| arg == "--time-limit-ms")
+        .and_then(|index| args.get(index + 1))
+        .and_then(|ms| ms.parse().ok());
+    let greedy_only = args.iter().any(|arg| arg == "--greedy-only");
     let mut times = Vec::with_capacity(repeat);
     let mut plan = None;
     for _ in 0..repeat {
         let started = Instant::now();
-        let made = rebalancer.plan(&problem);
+        let mut rebalancer = Rebalancer::new().self_check(false).target_directed(!greedy_only);
+        if let Some(ms) = time_limit {
+            rebalancer = rebalancer.time_limit(std::time::Duration::from_millis(ms));
+        }
+        let (made, stats) = rebalancer.plan_with_stats(&problem);
+        for phase in &stats.phases {
+            println!("  phase {}: {:.0} ms", phase.name, phase.elapsed.as_secs_f64() * 1e3);
+        }
         times.push(started.elapsed().as_secs_f64() * 1e3);
         plan = Some(made);
     }

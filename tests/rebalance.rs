@@ -232,6 +232,8 @@ fn a_draining_instance_whose_copies_need_two_launches_is_emptied() {
         .build().expect("valid scenario");
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
+    let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
+    assert!(greedy_only.released().all(|id| id != "i-1"), "the greedy units alone never emptied it");
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
     assert!(plan.released().any(|id| id == "i-1"), "{}", plan.to_json());
@@ -525,6 +527,44 @@ proptest! {
         let plan = plan_of(&problem);
         let violations = verify_rebalance(&problem, &plan);
         prop_assert!(violations.is_empty(), "violations: {:#?}\nplan: {}", violations, plan.to_json());
+    }
+}
+
+proptest! {
+    // Two planners and a replay per step: few cases keep it quick.
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_target_path_verifies_step_by_step_and_ends_no_worse(scenario in scenario_with_draining(FLEETS)) {
+        let Ok(problem) = Problem::new(&scenario) else { return Ok(()) };
+        // The target-directed path alone, then the default plan.
+        for planner in [Rebalancer::new().self_check(false).greedy_units(false), Rebalancer::new().self_check(false)] {
+            let plan = planner.plan(&problem);
+            // Every prefix is executable; only the full plan must improve the fleet.
+            for steps in 1..=plan.steps.len() {
+                let prefix = RebalancePlan {
+                    steps: plan.steps[..steps].to_vec(),
+                    objective: objective(&problem, &plan.fleet_after(&problem, steps)),
+                    stop_reason: StopReason::Completed,
+                    target_objective: None,
+                    reached_objective: None,
+                };
+                let violations: Vec<Violation> = verify_rebalance(&problem, &prefix)
+                    .into_iter()
+                    .filter(|violation| steps == plan.steps.len() || violation.kind != ViolationKind::Accounting)
+                    .collect();
+                prop_assert!(violations.is_empty(), "after step {}: {:#?}\nplan: {}", steps, violations, plan.to_json());
+            }
+            let before = initial_objective(&problem);
+            prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
+            prop_assert!(plan.objective.balance_excess <= before.balance_excess);
+            let start = rebalance_score(
+                &problem,
+                &RebalancePlan { steps: Vec::new(), objective: before.clone(), ..plan.clone() },
+            );
+            let end = rebalance_score(&problem, &plan);
+            prop_assert!(plan.steps.is_empty() || (end.0, end.1, end.2) < (start.0, start.1, start.2));
+        }
     }
 }
 

@@ -184,6 +184,8 @@ pub struct Rebalancer {
     variants_up_to: usize,
     self_check: bool,
     target_directed: bool,
+    target_up_to: usize,
+    greedy_units: bool,
 }
 
 impl Default for Rebalancer {
@@ -196,6 +198,8 @@ impl Default for Rebalancer {
             variants_up_to: 256,
             self_check: cfg!(debug_assertions),
             target_directed: true,
+            target_up_to: 512,
+            greedy_units: true,
         }
     }
 }
@@ -261,6 +265,22 @@ impl Rebalancer {
         self
     }
 
+    /// Fleets of at most `instances` instances (default 512) get the target-directed path;
+    /// larger ones only the greedy unit search (the path is not yet fast enough on thousands of
+    /// instances: 2,000 take seconds).
+    pub fn target_directed_up_to(mut self, instances: usize) -> Self {
+        self.target_up_to = instances;
+        self
+    }
+
+    /// Whether the greedy unit search runs as well (default on; the better plan is kept). Off,
+    /// only the target-directed path plans (for comparisons and tests); with neither, the plan
+    /// has no steps.
+    pub fn greedy_units(mut self, enabled: bool) -> Self {
+        self.greedy_units = enabled;
+        self
+    }
+
     /// Runs [`verify_rebalance`] on the finished plan and returns a plan without steps if it
     /// finds anything (default: on in debug builds, off in release builds).
     pub fn self_check(mut self, enabled: bool) -> Self {
@@ -283,7 +303,11 @@ impl Rebalancer {
         let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
         // Target-directed first (the target takes a share of the time left), then the greedy
         // unit search with the rest; the best plan by `rebalance_score` wins.
-        let target = if self.target_directed { target::plan_target(problem, &limits) } else { None };
+        let target = if self.target_directed && problem.fleet().len() <= self.target_up_to {
+            target::plan_target(problem, &limits)
+        } else {
+            None
+        };
         stats.phase("target", started);
         if let Some(target) = &target {
             stats.solves += 1;
@@ -317,7 +341,9 @@ impl Rebalancer {
         // spanning steps can be locally better and globally worse).
         let phase = Instant::now();
         let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
-        if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
+        if !self.greedy_units {
+            variants.clear();
+        } else if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
             variants.extend([(false, 1), (true, 1)]);
         }
         for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
@@ -341,14 +367,14 @@ impl Rebalancer {
         }
         stats.phase("search", phase);
         let target_objective = target.map(|target| target.objective);
-        // The first greedy run always happens, so `best` is set; the fallback keeps this panic-free.
+        // Without a plan (no greedy run, no target): no steps.
         let Some((_, steps, stop_reason, fleet)) = best else {
             let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
             let plan = RebalancePlan {
                 steps: Vec::new(),
                 reached_objective: target_objective.as_ref().map(|_| objective.clone()),
                 objective,
-                stop_reason: StopReason::TimeLimit,
+                stop_reason: limits.stop_now().unwrap_or(StopReason::Completed),
                 target_objective,
             };
             return (plan, stats);

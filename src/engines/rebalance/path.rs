@@ -123,6 +123,9 @@ pub(super) struct PathPlanner<'p> {
     unit_touched: BTreeSet<(usize, usize)>,
     /// The fleet key after each step (index 0: the start).
     keys: Vec<FleetKey>,
+    /// When set, launches are filled only from this instance (the narrower retry of a unit that
+    /// broke a rule: copies taken from instances that stay give them room, which can break SPREAD).
+    fill_only_from: Option<usize>,
 }
 
 impl<'p> PathPlanner<'p> {
@@ -159,6 +162,7 @@ impl<'p> PathPlanner<'p> {
             spread: BTreeMap::new(),
             unit_touched: BTreeSet::new(),
             keys: Vec::new(),
+            fill_only_from: None,
         };
         for (index, existing) in problem.fleet().iter().enumerate() {
             let copies: BTreeMap<usize, u32> =
@@ -439,8 +443,7 @@ impl<'p> PathPlanner<'p> {
         let az = self.nodes[index].az_index;
         self.touch_az(az);
         let type_index = self.nodes[index].type_index;
-        let slots =
-            self.problem.launch_limit(TypeIndex::new(type_index), crate::index::AzIndex::new(az)).reserved;
+        let slots = self.problem.launch_limit(TypeIndex::new(type_index), crate::index::AzIndex::new(az)).reserved;
         let reserved = self.launched[type_index][az] < slots;
         self.launched[type_index][az] += 1;
         self.launch_count += 1;
@@ -597,10 +600,17 @@ impl<'p> PathPlanner<'p> {
     /// one, same AZ first, draining first, then the one with fewest copies left (soonest empty).
     fn source(&self, component: usize, to: usize) -> Option<usize> {
         let to_az = self.nodes[to].az_index;
-        let mut best: Option<((bool, bool, bool, u64, usize), usize)> = None;
+        // (kept, other AZ, not draining, copies left, index): smallest wins.
+        type SourceKey = (bool, bool, bool, u64, usize);
+        let mut best: Option<(SourceKey, usize)> = None;
         for &from in &self.touching[component] {
             let node = &self.nodes[from];
-            if from == to || !node.alive || node.surplus(component) == 0 || !self.may_move(component, from, to) {
+            if from == to
+                || !node.alive
+                || node.surplus(component) == 0
+                || self.fill_only_from.is_some_and(|only| only != from)
+                || !self.may_move(component, from, to)
+            {
                 continue;
             }
             let left: u64 = node.copies.values().map(|&count| u64::from(count)).sum();
@@ -710,13 +720,20 @@ impl<'p> PathPlanner<'p> {
             if !node.alive {
                 continue;
             }
-            if (!node.draining && self.draining_alive > 0) || (!node.draining && releases >= step_size) {
+            if !node.draining && (self.draining_alive > 0 || releases >= step_size) {
                 break;
             }
             if failures > 2 * step_size + 8 {
                 break;
             }
-            if self.unit(|planner, emptied| planner.evacuate(from, emptied)) {
+            // Fill launches from every source first; if that breaks a rule, only from `from`.
+            let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied)) || {
+                self.fill_only_from = Some(from);
+                let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied));
+                self.fill_only_from = None;
+                kept
+            };
+            if kept {
                 failures = 0;
             } else {
                 failures += 1;
@@ -758,7 +775,10 @@ impl<'p> PathPlanner<'p> {
         for index in emptied {
             self.unit(|planner, _| usize::from(planner.try_release(index)));
         }
-        let empty = self.steps.last().is_none_or(|step| step.launch.is_empty() && step.moves.is_empty() && step.release.is_empty());
+        let empty = self
+            .steps
+            .last()
+            .is_none_or(|step| step.launch.is_empty() && step.moves.is_empty() && step.release.is_empty());
         if empty {
             self.steps.pop();
             return false;

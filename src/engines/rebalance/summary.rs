@@ -152,6 +152,16 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
     let _ = writeln!(out, "Before: {}", objective_line(&summary.start));
     let _ = writeln!(out, "After:  {}", objective_line(&summary.end));
     let _ = writeln!(out, "Change: {}", change_text(&summary.start, &summary.end));
+    if let Some(target) = &plan.target_objective {
+        // How far the plan stays from the fleet it headed for (nothing when it got there).
+        let reached = plan.reached_objective.as_ref().unwrap_or(&summary.end);
+        let _ = writeln!(out, "Target: {}", objective_line(target));
+        if target.key() == reached.key() {
+            let _ = writeln!(out, "Target reached.");
+        } else {
+            let _ = writeln!(out, "Distance to the target: {}", change_text(target, reached));
+        }
+    }
     if plan.steps.is_empty() {
         out.push_str("\nNothing to rebalance.\n");
     }

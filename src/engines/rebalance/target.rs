@@ -140,7 +140,9 @@ fn match_running(problem: &Problem, targets: &mut [TargetInstance]) {
             problem.fleet()[existing]
                 .copies
                 .iter()
-                .map(|&(component, count)| u64::from(count.min(targets[target].copies.get(&component).copied().unwrap_or(0))))
+                .map(|&(component, count)| {
+                    u64::from(count.min(targets[target].copies.get(&component).copied().unwrap_or(0)))
+                })
                 .sum()
         };
         let mut pairs: Vec<(std::cmp::Reverse<u64>, bool, usize, usize)> = Vec::new();
