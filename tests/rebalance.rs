@@ -535,8 +535,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn every_target_path_verifies_step_by_step_and_ends_no_worse(scenario in scenario_with_draining(FLEETS)) {
-        let Ok(problem) = Problem::new(&scenario) else { return Ok(()) };
+    fn every_target_path_verifies_step_by_step_and_ends_no_worse(problem in common::problem(FLEETS)) {
         // The target-directed path alone, then the default plan.
         for planner in [Rebalancer::new().self_check(false).greedy_units(false), Rebalancer::new().self_check(false)] {
             let plan = planner.plan(&problem);
