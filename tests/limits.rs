@@ -121,7 +121,13 @@ proptest! {
         let mut previous: Option<fleetplan::Plan> = None;
         for nodes in [1u64, 10, 100, 1_000] {
             let plan = ExactPlanner::new().node_limit(nodes).plan(&problem);
-            prop_assert!(verify(&problem, &plan).is_empty());
+            let violations = verify(&problem, &plan);
+            // An Infeasible plan (MinInstanceCount beyond what can be launched) breaks only that
+            // bound, and says so; every other plan verifies.
+            let allowed = |violation: &fleetplan::Violation| {
+                plan.status == fleetplan::Status::Infeasible && violation.kind == fleetplan::ViolationKind::InstanceBounds
+            };
+            prop_assert!(violations.iter().all(allowed), "{nodes} nodes: {violations:?}\n{}", plan.to_json());
             if let Some(shorter) = &previous {
                 prop_assert!(
                     !shorter.objective.better_than(&plan.objective),
