@@ -50,7 +50,7 @@ impl Rng {
 fn instance_type(name: &str, accelerators: u32, price: f64) -> InstanceTypeSpec {
     InstanceTypeSpec {
         instance_type: name.into(),
-        accelerator_count: f64::from(accelerators),
+        accelerator_count: accelerators,
         accelerator_memory_gib: 24.0,
         v_cpu_count: 96.0,
         memory_in_mb: 393_216.0,
@@ -82,7 +82,7 @@ fn scenario(case: &Case, fleet: &[Running], copies_share: u32, blocked: u8, by_e
         let copies = (copies * copies_share).div_ceil(100).max(1);
         builder = builder.component(name, copies, *accelerators, 1.0, 2048);
         if !spread {
-            builder = builder.strategy(name, "BINPACK");
+            builder = builder.strategy(name, fleetplan::PlacementStrategy::Binpack);
         }
         if let Some(max) = max_imbalance {
             builder = builder.max_imbalance(name, *max);
@@ -101,17 +101,17 @@ fn scenario(case: &Case, fleet: &[Running], copies_share: u32, blocked: u8, by_e
             builder = builder.fleet_copies(component, id, count);
         }
     }
-    let mut scenario = builder.build();
+    let mut scenario = builder.build().expect("the convergence cases are valid");
     if by_event && blocked > 0 {
-        scenario.now = Some(1_000.0);
+        scenario.now = Some(1_000);
         for (name, _, _, priority) in &case.types {
             if *priority <= blocked {
                 for az in &case.azs {
                     scenario.capacity_events.push(fleetplan::CapacityEvent {
                         instance_type: name.clone(),
                         availability_zone: az.clone(),
-                        event: "InsufficientCapacity".into(),
-                        time: 990.0,
+                        event: fleetplan::CapacityEventKind::InsufficientCapacity,
+                        time: 990,
                     });
                 }
             }
@@ -119,9 +119,9 @@ fn scenario(case: &Case, fleet: &[Running], copies_share: u32, blocked: u8, by_e
     }
     let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(Default::default);
     scaling.scale_in_policy = Some(fleetplan::ScaleInPolicySpec {
-        strategy: Some("CONSOLIDATION".into()),
+        strategy: Some(fleetplan::ScaleInStrategy::Consolidation),
         cooldown_in_minutes: None,
-        maximum_step_size: Some(f64::from(case.step_size)),
+        maximum_step_size: Some(case.step_size),
     });
     scenario
 }
@@ -194,7 +194,7 @@ fn generate(seed: u64) -> Option<Problem> {
     // Some instances draining (at most a fifth).
     for instance in &mut lifted.fleet.instances {
         if rng.chance(12) {
-            instance.state = Some("Draining".into());
+            instance.state = Some(fleetplan::InstanceState::Draining);
         }
     }
     Problem::new(&lifted).ok()

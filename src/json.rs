@@ -187,7 +187,11 @@ pub fn plan_from_json(text: &str) -> Result<crate::Plan, ValidationError> {
             .filter_map(|(index, item)| plan_unplaced(item, &format!("Unplaced[{index}]"), &mut issues))
             .collect(),
         Some(other) => {
-            issues.push(Issue::new(IssueKind::TypeMismatch, "Unplaced", format!("expected an array, found {}", describe(other))));
+            issues.push(Issue::new(
+                IssueKind::TypeMismatch,
+                "Unplaced",
+                format!("expected an array, found {}", describe(other)),
+            ));
             Vec::new()
         }
         None => {
@@ -250,7 +254,11 @@ fn plan_text(map: &Map<String, Value>, key: &str, path: &str, issues: &mut Vec<I
     match map.get(key).filter(|value| !value.is_null()) {
         Some(Value::String(text)) => Some(text.clone()),
         Some(other) => {
-            issues.push(Issue::new(IssueKind::TypeMismatch, join(path, key), format!("expected a string, found {}", describe(other))));
+            issues.push(Issue::new(
+                IssueKind::TypeMismatch,
+                join(path, key),
+                format!("expected a string, found {}", describe(other)),
+            ));
             None
         }
         None => {
@@ -270,8 +278,11 @@ fn plan_object<'v>(
     match value {
         Value::Object(map) => Some(map),
         other => {
-            issues
-                .push(Issue::new(IssueKind::TypeMismatch, path.to_string(), format!("expected {what}, found {}", describe(other))));
+            issues.push(Issue::new(
+                IssueKind::TypeMismatch,
+                path.to_string(),
+                format!("expected {what}, found {}", describe(other)),
+            ));
             None
         }
     }
@@ -318,10 +329,14 @@ fn plan_action(value: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<cra
             Action::TerminateInstance { instance_id: plan_text(map, "InstanceId", path, issues).unwrap_or_default() }
         }
         other => {
-            issues.push(Issue::new(IssueKind::InvalidValue, join(path, "Type"), format!(
+            issues.push(Issue::new(
+                IssueKind::InvalidValue,
+                join(path, "Type"),
+                format!(
                     "unknown action type {} (expected LaunchInstance, PlaceCopy, RemoveCopy or TerminateInstance)",
                     describe(&Value::String(other.to_string()))
-                )));
+                ),
+            ));
             return None;
         }
     };

@@ -623,16 +623,8 @@ fn partial_execution_former_failures() {
                         },
                     ],
                     copies: vec![
-                        FleetCopy {
-                            inference_component_name: "ic-0".into(),
-                            instance_id: "i-0".into(),
-                            copy_count: 1,
-                        },
-                        FleetCopy {
-                            inference_component_name: "ic-0".into(),
-                            instance_id: "i-1".into(),
-                            copy_count: 1,
-                        },
+                        FleetCopy { inference_component_name: "ic-0".into(), instance_id: "i-0".into(), copy_count: 1 },
+                        FleetCopy { inference_component_name: "ic-0".into(), instance_id: "i-1".into(), copy_count: 1 },
                     ],
                 },
                 now: None,
@@ -722,7 +714,9 @@ fn partial_execution_former_failures() {
                                     min_memory_required_in_mb: 128.0,
                                 },
                                 scheduling_config: Some(SchedulingConfig {
-                                    placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
+                                    placement_strategy: Some(
+                                        fleetplan::PlacementStrategy::parse("BINPACK").expect("known"),
+                                    ),
                                     availability_zone_balance: None,
                                 }),
                             },
@@ -735,7 +729,9 @@ fn partial_execution_former_failures() {
                                     min_memory_required_in_mb: 128.0,
                                 },
                                 scheduling_config: Some(SchedulingConfig {
-                                    placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
+                                    placement_strategy: Some(
+                                        fleetplan::PlacementStrategy::parse("BINPACK").expect("known"),
+                                    ),
                                     availability_zone_balance: None,
                                 }),
                             },
@@ -754,7 +750,9 @@ fn partial_execution_former_failures() {
                                 min_memory_required_in_mb: 128.0,
                             },
                             scheduling_config: Some(SchedulingConfig {
-                                placement_strategy: Some(fleetplan::PlacementStrategy::parse("BINPACK").expect("known")),
+                                placement_strategy: Some(
+                                    fleetplan::PlacementStrategy::parse("BINPACK").expect("known"),
+                                ),
                                 availability_zone_balance: None,
                             }),
                         }]),

@@ -52,7 +52,8 @@ fn scenario() -> Scenario {
         .max_imbalance("llm", 0)
         .component("chat", 2, 1, 1.0, 1_024)
         .strategy("chat", fleetplan::PlacementStrategy::Binpack)
-        .build().expect("valid scenario")
+        .build()
+        .expect("valid scenario")
 }
 
 #[test]
@@ -199,7 +200,8 @@ fn drained() -> (Problem, RebalancePlan) {
         .fleet_copies("chat", "i-3", 2)
         .fleet_copies("llm", "i-4", 1)
         .draining("i-3")
-        .build().expect("valid scenario")
+        .build()
+        .expect("valid scenario")
         .fleet;
     let problem = Problem::new(&scenario).expect("valid");
     let plan = rebalance(&problem);

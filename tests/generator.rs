@@ -22,7 +22,11 @@ fn strategies(scenario: &Scenario) -> Vec<Option<&str>> {
         .inference_components
         .iter()
         .flat_map(|component| component.specification.iter().chain(component.specifications.iter().flatten()))
-        .map(|spec| spec.scheduling_config.as_ref().and_then(|config| config.placement_strategy.map(|strategy| strategy.as_str())))
+        .map(|spec| {
+            spec.scheduling_config
+                .as_ref()
+                .and_then(|config| config.placement_strategy.map(|strategy| strategy.as_str()))
+        })
         .collect()
 }
 
@@ -113,7 +117,10 @@ fn share_knobs_switch_features_on_and_off() {
         assert!(off.capacity.is_empty() && off.capacity_events.is_empty() && off.now.is_none(), "seed {seed}");
         let on = generate(seed, &all);
         assert!(strategies(&on).iter().all(|s| *s == Some("SPREAD")), "seed {seed}");
-        assert!(on.fleet.instances.iter().all(|i| i.state.is_some_and(|state| state.as_str() == "Draining")), "seed {seed}");
+        assert!(
+            on.fleet.instances.iter().all(|i| i.state.is_some_and(|state| state.as_str() == "Draining")),
+            "seed {seed}"
+        );
         assert!(on.now.is_some(), "seed {seed}");
         assert!(on.capacity_events.len() <= 8);
     }

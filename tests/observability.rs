@@ -718,7 +718,8 @@ fn launch_actions_skip_ids_the_fleet_uses() {
         .component("llm", 1, 4, 0.0, 1024)
         .fleet_instance("new-1", "ml.g6.12xlarge", "a", false)
         .fleet_instance("new-3", "ml.g6.12xlarge", "a", false)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let actions = instance_changes(&problem, 2).launch_actions();
     let ids: Vec<&str> = actions

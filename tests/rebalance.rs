@@ -229,7 +229,8 @@ fn a_draining_instance_whose_copies_need_two_launches_is_emptied() {
         .fleet_instance("i-1", "ml.g6.48xlarge", "a", false)
         .fleet_copies("chat", "i-1", 6)
         .draining("i-1")
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
     let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
@@ -269,7 +270,8 @@ fn two_launches_free_one_larger_fallback_instance() {
         .strategy("llm", fleetplan::PlacementStrategy::Binpack)
         .fleet_instance("b-1", "t-big", "a", false)
         .fleet_copies("llm", "b-1", 2)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     step_size(&mut scenario, 2);
     let problem = Problem::new(&scenario).unwrap();
     let greedy_only = Rebalancer::new().self_check(false).target_directed(false).plan(&problem);
@@ -647,7 +649,8 @@ fn rebalance_never_launches_an_id_the_fleet_uses() {
         .fleet_instance("new-1", "t-fall", "a", false)
         .fleet_copies("llm", "new-1", 1)
         .fleet_instance("new-2", "t-fall", "a", false)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let plan = plan_of(&problem);
     assert_valid(&problem, &plan);
@@ -675,7 +678,8 @@ fn checker_flags_a_launch_whose_id_is_in_the_fleet() {
         .fleet_instance("new-1", "t-fall", "a", false)
         .fleet_copies("llm", "new-1", 1)
         .fleet_instance("new-2", "t-fall", "a", false)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     let problem = Problem::new(&scenario).unwrap();
     let steps = |id: &str| {
         vec![RebalanceStep {

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
 use fleetplan::simulate::{PlannerChoice, Script, Simulation, Simulator};
 use fleetplan::{
-    Action, CapacityEventKind, CapacityRecord, ComponentSpecification, ComputeResourceRequirements, Endpoint, ExactPlanner, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits, ManagedInstanceScaling, Problem, RuntimeConfig, Scenario, ScenarioBuilder, SchedulingConfig, Status, StopReason,
+    Action, CapacityEventKind, CapacityRecord, ComponentSpecification, ComputeResourceRequirements, Endpoint,
+    ExactPlanner, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits,
+    ManagedInstanceScaling, Problem, RuntimeConfig, Scenario, ScenarioBuilder, SchedulingConfig, Status, StopReason,
 };
 use proptest::prelude::*;
 
@@ -336,7 +338,8 @@ fn the_fake_cloud_never_hands_out_an_id_of_the_starting_fleet() {
         .fleet_instance("i-00003", "ml.g6.12xlarge", "b", false)
         .fleet_copies("chat", "i-00001", 1)
         .fleet_copies("chat", "i-00003", 1)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     let script = Script::new(scenario, 3).scale(1, "chat", 4);
     let simulation = Simulator::new().run(&script).expect("valid");
     assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
@@ -352,7 +355,8 @@ fn scale_events_beyond_the_scenario_limits_are_bad_input() {
         .pool("ml.g6.12xlarge", 1)
         .component("chat", 1, 1, 1.0, 1_024)
         .component("code", 1, 1, 1.0, 1_024)
-        .build().expect("valid scenario");
+        .build()
+        .expect("valid scenario");
     let error = Simulator::new().run(&Script::new(scenario.clone(), 3).scale(1, "chat", 200_000)).expect_err("bad");
     assert_eq!(error.to_string(), "ScaleEvents[0].CopyCount: 200000 is more than 100000 (the scenario's limit)");
     let script = Script::new(scenario, 3).scale(2, "code", 50_000).scale(1, "chat", 60_000);

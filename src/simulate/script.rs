@@ -398,11 +398,15 @@ impl Script {
             }
             let total: u64 = counts.iter().sum();
             if total > MAX_TOTAL_COPIES {
-                issues.push(Issue::new(IssueKind::TooLarge, format!("ScaleEvents[{last}].CopyCount"), format!(
+                issues.push(Issue::new(
+                    IssueKind::TooLarge,
+                    format!("ScaleEvents[{last}].CopyCount"),
+                    format!(
                         "{} brings the copy counts to {total} at tick {tick}; at most {MAX_TOTAL_COPIES} (the \
                          scenario's limit)",
                         self.scale_events[last].copy_count
-                    )));
+                    ),
+                ));
                 return;
             }
         }

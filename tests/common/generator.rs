@@ -439,7 +439,7 @@ fn shapes(rng: &mut Rng, kind: Shapes) -> Vec<Shape> {
                 .map(|spec| Shape {
                     price: PRICES.iter().find(|(name, _)| *name == spec.instance_type).map_or(1.0, |&(_, p)| p),
                     name: spec.instance_type,
-                    accelerators: spec.accelerator_count as u32,
+                    accelerators: spec.accelerator_count,
                     vcpus: spec.v_cpu_count as u32,
                     memory_mib: spec.memory_in_mb as u32,
                     custom: false,
@@ -646,11 +646,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
         };
         let balance = rng.chance(config.balance_percent).then(|| AvailabilityZoneBalance {
             enforcement_mode: (!realistic || rng.chance(80)).then_some(fleetplan::EnforcementMode::Permissive),
-            max_imbalance: if realistic && rng.chance(10) {
-                None
-            } else {
-                Some(rng.range(0, config.max_imbalance))
-            },
+            max_imbalance: if realistic && rng.chance(10) { None } else { Some(rng.range(0, config.max_imbalance)) },
         });
         let strategy = if rng.chance(config.spread_percent) { "SPREAD" } else { "BINPACK" };
         let scheduling = if realistic {
@@ -795,7 +791,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             .map(|_| CapacityEvent {
                 instance_type: rng.pick(&pool).name,
                 availability_zone: rng.pick(&azs),
-                event: rng.pick(&kinds),
+                event: rng.pick(kinds),
                 time: i64::from(rng.range(0, 1_000)),
             })
             .collect();
@@ -816,7 +812,7 @@ fn scaling(rng: &mut Rng, config: &Config, scenario: &Scenario) -> Option<Manage
         None
     } else if config.realistic {
         // Copies the scenario wants, as a rough scale for a generous maximum; or one below the fleet.
-        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count as u32).sum();
+        let wanted: u32 = scenario.inference_components.iter().map(|c| c.runtime_config.copy_count).sum();
         Some(match rng.below(100) {
             0..=57 => rng.range(fleet_len + wanted / 4, fleet_len + wanted.max(4)),
             58..=74 => rng.range(min.max(1), 10),
@@ -836,7 +832,9 @@ fn scaling(rng: &mut Rng, config: &Config, scenario: &Scenario) -> Option<Manage
             maximum_step_size: Some(rng.range(lo, hi)),
         }),
         None if config.realistic && rng.chance(40) => Some(ScaleInPolicySpec {
-            strategy: Some(rng.pick(&[fleetplan::ScaleInStrategy::IdleRelease, fleetplan::ScaleInStrategy::Consolidation])),
+            strategy: Some(
+                rng.pick(&[fleetplan::ScaleInStrategy::IdleRelease, fleetplan::ScaleInStrategy::Consolidation]),
+            ),
             cooldown_in_minutes: rng.chance(50).then(|| rng.range(5, 60)),
             maximum_step_size: rng.chance(50).then(|| rng.range(1, 4)),
         }),
