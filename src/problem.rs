@@ -1,6 +1,6 @@
 //! The validated, indexed problem every engine works on.
 //!
-//! [`Problem::new`] checks a [`Scenario`] against the contract and turns names into indices and
+//! [`Problem::new`] checks a [`Scenario`](crate::model::Scenario) against the contract and turns names into indices and
 //! decimal resources into integers (accelerator devices, milli-cores, MiB). Engines never see
 //! strings they have to look up or numbers they have to re-check.
 
@@ -295,7 +295,7 @@ pub struct Problem {
 
 impl Problem {
     /// Validates a scenario. Every problem is reported at once. A scenario built in code
-    /// (e.g. by [`ScenarioBuilder`]) is held to exactly the rules JSON input is.
+    /// (e.g. by [`ScenarioBuilder`](crate::model::ScenarioBuilder)) is held to exactly the rules JSON input is.
     pub fn new(scenario: &model::Scenario) -> Result<Problem, ValidationError> {
         Validator::default().run(&Scenario::from(scenario))
     }
