@@ -29,7 +29,7 @@
 //!     .fleet_instance("i-2", "ml.g5.12xlarge", "a", false)
 //!     .fleet_copies("chat", "i-1", 1)
 //!     .fleet_copies("chat", "i-2", 1)
-//!     .build();
+//!     .build().unwrap();
 //! let problem = Problem::new(&scenario).unwrap();
 //! let plan = rebalance(&problem);
 //! assert!(!plan.steps.is_empty());
@@ -206,12 +206,12 @@ pub struct StepOutcome {
 /// let scenario = ScenarioBuilder::new(["a"])
 ///     .pool("ml.g6.12xlarge", 1)
 ///     .component("chat", 2, 1, 1.0, 1024)
-///     .strategy("chat", crate::model::PlacementStrategy::Binpack)
+///     .strategy("chat", fleetplan::PlacementStrategy::Binpack)
 ///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
 ///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
 ///     .fleet_copies("chat", "i-1", 1)
 ///     .fleet_copies("chat", "i-2", 1)
-///     .build();
+///     .build().unwrap();
 /// let problem = Problem::new(&scenario).unwrap();
 /// let plan = consolidate(&problem);
 /// let outcome = execute_consolidation(&problem, &plan, &StepExecution::new(0)).unwrap();

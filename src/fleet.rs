@@ -91,16 +91,16 @@ impl FinalFleet {
     /// let scenario = ScenarioBuilder::new(["a"])
     ///     .pool("ml.g6.12xlarge", 1)
     ///     .component("chat", 2, 1, 1.0, 1024)
-    ///     .strategy("chat", "BINPACK")
+    ///     .strategy("chat", fleetplan::PlacementStrategy::Binpack)
     ///     .fleet_instance("i-1", "ml.g6.12xlarge", "a", false)
     ///     .fleet_instance("i-2", "ml.g6.12xlarge", "a", false)
     ///     .fleet_copies("chat", "i-1", 1)
     ///     .fleet_copies("chat", "i-2", 1)
-    ///     .build();
+    ///     .build().unwrap();
     /// let problem = Problem::new(&scenario).unwrap();
     /// let fleet = consolidate(&problem).final_fleet(&problem).to_fleet(&problem);
     /// assert_eq!(fleet.instances.len(), 1);
-    /// assert_eq!(fleet.copies[0].copy_count, 2.0);
+    /// assert_eq!(fleet.copies[0].copy_count, 2);
     /// ```
     pub fn to_fleet(&self, problem: &Problem) -> Fleet {
         self.to_fleet_with_ids(problem, &BTreeMap::new())
