@@ -408,6 +408,39 @@ impl Problem {
         }
         counts
     }
+
+    /// The same endpoint without a fleet, planning the copies that run now: each component's
+    /// `CopyCount` is its running copies, and each pool instance that `counts` (a reserved one as a
+    /// reservation slot) raises its (type, AZ)'s capacity by one, so that every fleet the running
+    /// instances and launches can form is a plan of it. The one place a `Problem` is edited this
+    /// way: the fleet and its id index change together.
+    pub(crate) fn running_copies_without_fleet(&self, counts: impl Fn(&ExistingInstance) -> bool) -> Problem {
+        let mut empty = self.clone();
+        for (component, running) in empty.components.iter_mut().zip(self.existing_copies_per_component()) {
+            component.copy_count = u32::try_from(running).unwrap_or(u32::MAX);
+        }
+        for instance in self.fleet.iter().filter(|instance| counts(instance)) {
+            let in_pool = self.types.get(instance.type_index).is_some_and(|info| info.in_pool);
+            let Some(limit) = empty.limits.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az_index))
+            else {
+                continue;
+            };
+            if !in_pool {
+                continue;
+            }
+            *limit = if instance.reserved {
+                LaunchLimit { reserved: limit.reserved.saturating_add(1), available: limit.available }
+            } else {
+                LaunchLimit {
+                    reserved: limit.reserved,
+                    available: limit.available.map(|count| count.saturating_add(1)),
+                }
+            };
+        }
+        empty.fleet.clear();
+        empty.fleet_by_id.clear();
+        empty
+    }
 }
 
 #[derive(Default)]

@@ -9,7 +9,7 @@ use super::RebalancePlan;
 use crate::engines::exact::ExactPlanner;
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Objective, Status, StopReason};
-use crate::problem::{LaunchLimit, Problem};
+use crate::problem::Problem;
 use crate::render::{counted, escape_text, micros_text, objective_line, stop_reason_text, Align, Table};
 
 /// What one step changes.
@@ -77,28 +77,7 @@ pub struct BestReachable {
 /// raised by the instances of that type running there (a reserved one as a reservation slot), so
 /// that every final fleet `rebalance` can reach is a feasible plan of it.
 pub fn reachable_problem(problem: &Problem) -> Problem {
-    let mut empty = problem.clone();
-    let running = problem.existing_copies_per_component();
-    for (component, count) in empty.components.iter_mut().zip(running) {
-        component.copy_count = u32::try_from(count).unwrap_or(u32::MAX);
-    }
-    for instance in &problem.fleet {
-        let in_pool = problem.types.get(instance.type_index).is_some_and(|info| info.in_pool);
-        let Some(limit) = empty.limits.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az_index))
-        else {
-            continue;
-        };
-        if !in_pool {
-            continue;
-        }
-        *limit = if instance.reserved {
-            LaunchLimit { reserved: limit.reserved.saturating_add(1), available: limit.available }
-        } else {
-            LaunchLimit { reserved: limit.reserved, available: limit.available.map(|count| count.saturating_add(1)) }
-        };
-    }
-    empty.fleet.clear();
-    empty
+    problem.running_copies_without_fleet(|_| true)
 }
 
 /// Runs the exact planner on [`reachable_problem`] within `time_limit`.

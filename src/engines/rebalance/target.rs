@@ -15,7 +15,7 @@ use crate::engines::greedy::GreedyPlanner;
 use crate::engines::limits::Limits;
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::Objective;
-use crate::problem::{LaunchLimit, Problem};
+use crate::problem::Problem;
 
 /// Largest input (copies running) given to the exact planner when there is no deadline; beyond
 /// it the greedy planner decides the target, so an unlimited rebalance stays quick and
@@ -50,29 +50,7 @@ pub(super) struct Target {
 /// instances of that type running there that are not draining (a reserved one as a reservation
 /// slot).
 pub(super) fn target_problem(problem: &Problem) -> Problem {
-    let mut empty = problem.clone();
-    let running = problem.existing_copies_per_component();
-    for (component, count) in empty.components.iter_mut().zip(running) {
-        component.copy_count = u32::try_from(count).unwrap_or(u32::MAX);
-    }
-    for instance in problem.fleet.iter().filter(|instance| !instance.draining) {
-        let in_pool = problem.types.get(instance.type_index).is_some_and(|info| info.in_pool);
-        let Some(limit) = empty.limits.get_mut(instance.type_index).and_then(|row| row.get_mut(instance.az_index))
-        else {
-            continue;
-        };
-        if !in_pool {
-            continue;
-        }
-        *limit = if instance.reserved {
-            LaunchLimit { reserved: limit.reserved.saturating_add(1), available: limit.available }
-        } else {
-            LaunchLimit { reserved: limit.reserved, available: limit.available.map(|count| count.saturating_add(1)) }
-        };
-    }
-    empty.fleet.clear();
-    empty.fleet_by_id.clear();
-    empty
+    problem.running_copies_without_fleet(|instance| !instance.draining)
 }
 
 /// Plans the target within `limits` (a share of the time left), or `None` when no plan holds
