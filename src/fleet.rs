@@ -10,7 +10,7 @@ use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, FleetCopy, FleetInstance};
 use crate::plan::{Action, CostUnit, Objective};
 use crate::problem::{Problem, Resources};
-use crate::verify::{Violation, ViolationKind};
+use crate::violation::{Violation, ViolationKind};
 
 /// One instance of the final fleet.
 #[derive(Debug, Clone, PartialEq, Eq)]

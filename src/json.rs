@@ -52,6 +52,20 @@ pub fn scenario_from_json(text: &str) -> Result<model::Scenario, ValidationError
     }
 }
 
+impl crate::Problem {
+    /// Parses and validates scenario JSON (type and semantic problems reported together).
+    /// Unknown keys follow the default rules of [`crate::json::ReadOptions`].
+    pub fn from_json(text: &str) -> Result<crate::Problem, ValidationError> {
+        problem_from_json(text)
+    }
+
+    /// [`Problem::from_json`](crate::Problem::from_json) with reading options, e.g. `&ReadOptions::strict()` to make every
+    /// unknown key an error.
+    pub fn from_json_with(text: &str, options: &ReadOptions) -> Result<crate::Problem, ValidationError> {
+        problem_from_json_with(text, options)
+    }
+}
+
 /// Reads a scenario and validates it into a [`crate::Problem`], reporting type and semantic
 /// problems together.
 pub fn problem_from_json(text: &str) -> Result<crate::Problem, ValidationError> {

@@ -26,6 +26,7 @@ pub mod schema;
 pub mod simulate;
 pub mod sizing;
 pub mod verify;
+mod violation;
 
 pub use control::{observe, CapacityLedger, CapacityRecord, Execution, LaunchFailure, LaunchOutcome, Observed};
 pub use engines::consolidate::{

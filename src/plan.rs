@@ -87,45 +87,7 @@ pub enum Status {
     Infeasible,
 }
 
-/// Why an engine stopped: the one stop vocabulary of every engine (see [`crate::Limits`]).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[non_exhaustive]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub enum StopReason {
-    /// The engine ran to completion (greedy, or an exact search that finished).
-    Completed,
-    /// The deadline was hit.
-    TimeLimit,
-    /// The node or iteration limit was hit.
-    NodeLimit,
-    /// The caller's cancellation check asked to stop.
-    Cancelled,
-    /// The problem is larger than the exact planner's search can take: the greedy plan is
-    /// returned, as improved by the large-neighbourhood phase when time was left.
-    TooLarge,
-    /// The solver failed; the greedy plan is returned. Carries the solver's message.
-    SolverError(String),
-    /// An internal consistency check failed (a bug, never the input's fault): e.g. the exact
-    /// plan did not verify, or the greedy plan beat a claimed optimum. The greedy plan is
-    /// returned. Carries what failed.
-    InternalError(String),
-}
-
-impl fmt::Display for StopReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StopReason::Completed => write!(f, "completed"),
-            StopReason::TimeLimit => write!(f, "time limit reached"),
-            StopReason::NodeLimit => write!(f, "node limit reached"),
-            StopReason::Cancelled => write!(f, "cancelled"),
-            StopReason::TooLarge => {
-                write!(f, "too large for the exact search (greedy plan, improved where windows allowed)")
-            }
-            StopReason::SolverError(message) => write!(f, "solver error (greedy plan returned): {message}"),
-            StopReason::InternalError(message) => write!(f, "internal check failed (greedy plan returned): {message}"),
-        }
-    }
-}
+pub use crate::engines::limits::StopReason;
 
 /// What the L4 cost counts (contract §2 L4, §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]

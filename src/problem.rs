@@ -300,20 +300,6 @@ impl Problem {
         Validator::default().run(&Scenario::from(scenario))
     }
 
-    /// Parses and validates scenario JSON (type and semantic problems reported together).
-    /// Unknown keys follow the default rules of [`crate::json::ReadOptions`].
-    #[cfg(feature = "json")]
-    pub fn from_json(text: &str) -> Result<Problem, ValidationError> {
-        crate::json::problem_from_json(text)
-    }
-
-    /// [`Problem::from_json`] with reading options, e.g. `&ReadOptions::strict()` to make every
-    /// unknown key an error.
-    #[cfg(feature = "json")]
-    pub fn from_json_with(text: &str, options: &crate::json::ReadOptions) -> Result<Problem, ValidationError> {
-        crate::json::problem_from_json_with(text, options)
-    }
-
     /// Endpoint name.
     pub fn endpoint_name(&self) -> &str {
         &self.endpoint_name

@@ -32,7 +32,7 @@ use crate::error::{ValidationError, Warning, WarningKind};
 use crate::fleet::{imbalance, objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::Problem;
-use crate::verify::Violation;
+use crate::violation::Violation;
 
 /// Whether a character is shown as an escape sequence in terminal text: control characters
 /// (C0, DEL, C1), the backslash (so an escaped name never looks like another name), characters

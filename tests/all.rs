@@ -23,6 +23,7 @@ mod greedy_props;
 mod harness;
 mod input_rules;
 mod limits;
+mod module_layers;
 mod observability;
 mod rebalance;
 mod report_snapshots;

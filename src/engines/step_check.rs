@@ -14,7 +14,7 @@ use super::rebalance::Launch;
 use crate::fleet::{imbalance, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-use crate::verify::{Violation, ViolationKind};
+use crate::violation::{Violation, ViolationKind};
 
 /// The violations found so far.
 #[derive(Default)]

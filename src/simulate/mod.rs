@@ -499,7 +499,7 @@ impl<'s> Run<'s> {
         // instance-bound violations are expected, anything else is not.
         let infeasible = plan.status == Status::Infeasible;
         for violation in crate::verify::verify(problem, &plan) {
-            if !(infeasible && violation.kind == crate::verify::ViolationKind::InstanceBounds) {
+            if !(infeasible && violation.kind == crate::violation::ViolationKind::InstanceBounds) {
                 self.fail(tick, Check::Plan, violation.to_string());
             }
         }

@@ -11,7 +11,7 @@ use super::ConsolidationPlan;
 use crate::engines::step_check::{CheckedFleet, Findings, MoveWording};
 use crate::fleet::objective;
 use crate::problem::Problem;
-use crate::verify::{Violation, ViolationKind};
+use crate::violation::{Violation, ViolationKind};
 
 /// Checks a consolidation plan against docs/contract.md §3; returns every violation (empty = valid).
 ///

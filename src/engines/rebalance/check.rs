@@ -15,7 +15,7 @@ use crate::engines::LaunchIds;
 use crate::fleet::objective;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Problem;
-use crate::verify::{Violation, ViolationKind};
+use crate::violation::{Violation, ViolationKind};
 
 /// Draining instances alive, `(n6, …, n1)`, cost: what a plan must make strictly smaller.
 fn key(fleet: &CheckedFleet) -> (usize, [u32; 6], i128) {
