@@ -25,6 +25,7 @@ pub mod sagemaker;
 pub mod schema;
 pub mod simulate;
 pub mod sizing;
+mod text;
 pub mod verify;
 mod violation;
 

@@ -41,6 +41,7 @@ use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, Scenario};
 use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
 use crate::problem::{Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
+use crate::text::counted;
 
 /// Which invariant a [`InvariantFailure`] concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -297,11 +298,6 @@ impl Launches {
             })
             .collect()
     }
-}
-
-/// `1 copy`, `2 copies`.
-fn counted(count: u64, singular: &str, plural: &str) -> String {
-    format!("{count} {}", if count == 1 { singular } else { plural })
 }
 
 fn failure_text(failure: LaunchFailure) -> &'static str {

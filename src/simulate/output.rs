@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use super::Simulation;
-use crate::render::{escape_xml, micros_text, Align, Table};
+use crate::render::escape_xml;
+use crate::text::{micros_text, Align, Table};
 
 /// Colours of priority tiers 1–6 (preferred = green, fallbacks warmer, outside the pool grey).
 const TIER_COLOURS: [&str; 6] = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027", "#999999"];

@@ -34,7 +34,7 @@ fn key_text((draining, fallback_counts, cost_micros): (usize, [u32; 6], i128)) -
         .map(|(count, priority)| format!("p{priority}={count}"))
         .collect();
     let instances = if by_priority.is_empty() { "none".to_string() } else { by_priority.join(" ") };
-    format!("{draining} draining, instances {instances}, cost {}", crate::render::micros_text(cost_micros))
+    format!("{draining} draining, instances {instances}, cost {}", crate::text::micros_text(cost_micros))
 }
 
 /// Checks a rebalancing plan against contract §7; returns every violation (empty = valid).

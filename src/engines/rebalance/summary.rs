@@ -10,7 +10,7 @@ use crate::engines::exact::ExactPlanner;
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Objective, Status, StopReason};
 use crate::problem::Problem;
-use crate::render::{counted, escape_text, micros_text, objective_line, stop_reason_text, Align, Table};
+use crate::text::{counted, escape_text, micros_text, Align, Table};
 
 /// What one step changes.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,15 +126,15 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
         released
     );
     if plan.stop_reason != StopReason::Completed {
-        let _ = writeln!(out, "Stop: {}", stop_reason_text(&plan.stop_reason));
+        let _ = writeln!(out, "Stop: {}", plan.stop_reason);
     }
-    let _ = writeln!(out, "Before: {}", objective_line(&summary.start));
-    let _ = writeln!(out, "After:  {}", objective_line(&summary.end));
+    let _ = writeln!(out, "Before: {}", summary.start);
+    let _ = writeln!(out, "After:  {}", summary.end);
     let _ = writeln!(out, "Change: {}", change_text(&summary.start, &summary.end));
     if let Some(target) = &plan.target_objective {
         // How far the plan stays from the fleet it headed for (nothing when it got there).
         let reached = plan.reached_objective.as_ref().unwrap_or(&summary.end);
-        let _ = writeln!(out, "Target: {}", objective_line(target));
+        let _ = writeln!(out, "Target: {}", target);
         if target.key() == reached.key() {
             let _ = writeln!(out, "Target reached.");
         } else {
@@ -194,14 +194,12 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
         let _ = writeln!(
             out,
             "\nBest reachable (exact planner, same copies, empty fleet; {:?}, {}): {}",
-            best.status,
-            stop_reason_text(&best.stop_reason),
-            objective_line(&best.objective)
+            best.status, best.stop_reason, best.objective
         );
         match &best.bound {
             Some(bound) => {
                 if bound != &best.objective {
-                    let _ = writeln!(out, "Proven bound: {}", objective_line(bound));
+                    let _ = writeln!(out, "Proven bound: {}", bound);
                 }
                 let _ = writeln!(out, "Distance to the bound: {}", change_text(bound, &summary.end));
             }
