@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::engines::consolidate::ConsolidationPlan;
+use crate::engines::steps::{write_step, Places};
 use crate::error::{ValidationError, Warning, WarningKind};
 use crate::fleet::{imbalance, objective, FinalFleet};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
@@ -394,22 +395,12 @@ fn write_unplaced(out: &mut String, plan: &Plan) {
     }
 }
 
-/// Describes an existing instance as `id (type, AZ)`, or just the id if it is unknown.
-fn instance_text(problem: &Problem, id: &str) -> String {
-    match problem.existing_index(id).and_then(|index| problem.fleet().get(index)) {
-        Some(instance) => {
-            format!("{id} ({}, {})", type_name(problem, instance.type_index), az_name(problem, instance.az_index))
-        }
-        None => id.to_string(),
-    }
-}
-
 /// A readable consolidation plan: a summary line, the objective of the current fleet and of the
 /// final fleet, then each step's moves and releases.
 pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> String {
     let mut out = String::new();
-    let moves: usize = plan.steps.iter().map(|step| step.moves.len()).sum();
-    let released: usize = plan.steps.iter().map(|step| step.release.len()).sum();
+    let moves = plan.move_count();
+    let released = plan.released().count();
     let _ = writeln!(
         out,
         "Consolidation for endpoint {}: {}, {}, {} released",
@@ -418,6 +409,7 @@ pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> Strin
         counted(moves as u64, "move", "moves"),
         counted(released as u64, "instance", "instances"),
     );
+    let places = Places::new(problem, []);
     let (current, _) = FinalFleet::apply(problem, &[]);
     let _ = writeln!(out, "Objective before: {}", objective_line(&objective(problem, &current)));
     let _ = writeln!(out, "Objective after:  {}", objective_line(&plan.objective));
@@ -432,20 +424,7 @@ pub fn consolidation_table(problem: &Problem, plan: &ConsolidationPlan) -> Strin
             counted(step.moves.len() as u64, "move", "moves"),
             step.release.len()
         );
-        if !step.moves.is_empty() {
-            let mut table = Table::new(&[("COMPONENT", Align::Left), ("FROM", Align::Left), ("TO", Align::Left)]);
-            for one_move in &step.moves {
-                table.row(vec![
-                    one_move.inference_component_name.clone(),
-                    instance_text(problem, &one_move.from),
-                    instance_text(problem, &one_move.to),
-                ]);
-            }
-            out.push_str(&table.render("  "));
-        }
-        for id in &step.release {
-            let _ = writeln!(out, "  release {}", escape_text(&instance_text(problem, id)));
-        }
+        write_step(&mut out, &places, step);
     }
     out
 }

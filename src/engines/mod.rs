@@ -10,7 +10,7 @@ pub mod greedy;
 pub mod limits;
 pub mod rebalance;
 pub(crate) mod spread;
-pub(crate) mod step_check;
+pub(crate) mod steps;
 
 use std::collections::BTreeSet;
 

@@ -32,28 +32,14 @@ pub use summary::{
     StepSummary,
 };
 
-use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
+pub use crate::engines::steps::Launch;
+use crate::engines::steps::{self, copy_resources, Move, Step};
 use crate::engines::LaunchIds;
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-
-/// One launch of a rebalancing step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct Launch {
-    /// `new-1`, `new-2`, … counting up across the whole plan, skipping ids the fleet uses.
-    pub instance_id: String,
-    /// Instance type (a pool type).
-    pub instance_type: String,
-    /// Availability zone.
-    pub availability_zone: String,
-    /// Launched into a capacity reservation (prepaid, costs nothing).
-    #[serde(default)]
-    pub reserved: bool,
-}
 
 /// One executable step: launches first, then moves (make-before-break), then releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +56,20 @@ pub struct RebalanceStep {
     pub release: Vec<String>,
 }
 
+impl Step for RebalanceStep {
+    fn launches(&self) -> &[Launch] {
+        &self.launch
+    }
+
+    fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    fn releases(&self) -> &[String] {
+        &self.release
+    }
+}
+
 /// A rebalancing plan (contract §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -79,7 +79,7 @@ pub struct RebalancePlan {
     /// Objective of the final fleet.
     pub objective: Objective,
     /// Why the planner stopped (`TimeLimit` when the time limit cut it short).
-    #[serde(default = "completed")]
+    #[serde(default = "steps::completed")]
     pub stop_reason: StopReason,
     /// Objective of the target fleet the target-directed path heads for (the exact planner's
     /// best fleet for the copies running now, draining instances replaced); `None` when no
@@ -93,14 +93,10 @@ pub struct RebalancePlan {
     pub reached_objective: Option<Objective>,
 }
 
-fn completed() -> StopReason {
-    StopReason::Completed
-}
-
 impl RebalancePlan {
     /// Ids of every released instance, in release order.
     pub fn released(&self) -> impl Iterator<Item = &str> + '_ {
-        self.steps.iter().flat_map(|step| step.release.iter().map(String::as_str))
+        steps::released(&self.steps)
     }
 
     /// Every launch, in launch order.
@@ -110,7 +106,7 @@ impl RebalancePlan {
 
     /// Total number of moves over all steps.
     pub fn move_count(&self) -> usize {
-        self.steps.iter().map(|step| step.moves.len()).sum()
+        steps::move_count(&self.steps)
     }
 
     /// The fleet after the first `steps` steps, replayed by instance id on the problem's fleet
@@ -118,13 +114,7 @@ impl RebalancePlan {
     /// not make sense (unknown ids, copies that are not there) are skipped; use
     /// [`verify_rebalance`] to find them.
     pub fn fleet_after(&self, problem: &Problem, steps: usize) -> FinalFleet {
-        let mut replay = crate::engines::step_check::Replay::new(problem);
-        for step in self.steps.iter().take(steps) {
-            step.launch.iter().for_each(|launch| replay.launch(launch));
-            step.moves.iter().for_each(|planned| replay.apply_move(planned));
-            step.release.iter().for_each(|id| replay.release(id));
-        }
-        replay.finish()
+        steps::fleet_after(problem, &self.steps[..steps.min(self.steps.len())])
     }
 
     /// The fleet after every step (see [`Self::fleet_after`]).
@@ -412,13 +402,7 @@ impl Rebalancer {
 
 /// The fleet after `steps` (replayed by id on the problem's fleet).
 fn replay(problem: &Problem, steps: &[RebalanceStep]) -> FinalFleet {
-    let mut replay = crate::engines::step_check::Replay::new(problem);
-    for step in steps {
-        step.launch.iter().for_each(|launch| replay.launch(launch));
-        step.moves.iter().for_each(|planned| replay.apply_move(planned));
-        step.release.iter().for_each(|id| replay.release(id));
-    }
-    replay.finish()
+    steps::fleet_after(problem, steps)
 }
 
 /// [`RebalanceScore`] of a fleet reached by `steps`.
@@ -429,7 +413,7 @@ fn fleet_score(problem: &Problem, fleet: &FinalFleet, steps: &[RebalanceStep]) -
         .iter()
         .filter(|instance| instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining))
         .count();
-    let moves = steps.iter().map(|step| step.moves.len()).sum();
+    let moves = steps::move_count(steps);
     (draining, key.fallback_counts, key.cost_micros, steps.len(), moves)
 }
 

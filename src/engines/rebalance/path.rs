@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::target::Target;
 use super::{FleetKey, Launch, RebalanceStep};
-use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::Limits;
+use crate::engines::steps::{copy_resources, Move};
 use crate::engines::LaunchIds;
 use crate::fleet::{imbalance, price_micros, UNIT_COST_MICROS};
 use crate::index::{ComponentIndex, TypeIndex};
