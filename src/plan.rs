@@ -350,6 +350,17 @@ impl Plan {
     }
 }
 
+/// The position of an action's kind in a plan's `Actions` (contract §4.1): launches, removals,
+/// placements, terminations.
+pub(crate) fn action_rank(action: &Action) -> u8 {
+    match action {
+        Action::LaunchInstance { .. } => 0,
+        Action::RemoveCopy { .. } => 1,
+        Action::PlaceCopy { .. } => 2,
+        Action::TerminateInstance { .. } => 3,
+    }
+}
+
 /// A resource a copy needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Resource {

@@ -440,8 +440,8 @@ fn checker_flags_a_step_larger_than_maximum_step_size() {
     assert_eq!(
         messages(&problem, &plan),
         [
-            "Consolidation: step 1: launches 2 instances, MaximumStepSize is 1",
-            "Consolidation: step 1: releases 2 instances, MaximumStepSize is 1",
+            "Rebalance: step 1: launches 2 instances, MaximumStepSize is 1",
+            "Rebalance: step 1: releases 2 instances, MaximumStepSize is 1",
         ]
     );
 }
@@ -456,7 +456,7 @@ fn checker_flags_grown_imbalance() {
         release: vec!["f-0".into()],
     };
     let plan = accounted(&problem, vec![step]);
-    assert_eq!(messages(&problem, &plan), ["Consolidation: step 1: imbalance of llm grows from 0 to 2 copies"]);
+    assert_eq!(messages(&problem, &plan), ["Rebalance: step 1: imbalance of llm grows from 0 to 2 copies"]);
 }
 
 #[test]
@@ -470,10 +470,10 @@ fn checker_flags_a_release_before_the_instance_is_empty_and_before_draining() {
     assert_eq!(
         messages(&problem, &plan),
         [
-            "Consolidation: step 1: f-0 is released but still runs copies",
-            "Consolidation: step 1: releases f-0 while draining instance(s) f-3 still run (draining instances are emptied first)",
-            "Consolidation: step 1: llm has 3 copies, 4 before rebalancing",
-            "Consolidation: step 1: imbalance of llm grows from 0 to 1 copies",
+            "Rebalance: step 1: f-0 is released but still runs copies",
+            "Rebalance: step 1: releases f-0 while draining instance(s) f-3 still run (draining instances are emptied first)",
+            "Rebalance: step 1: llm has 3 copies, 4 before rebalancing",
+            "Rebalance: step 1: imbalance of llm grows from 0 to 1 copies",
         ]
     );
     // Make-before-break: a target must hold its copies and the incoming one at once.

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::fleet::{FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::StopReason;
-use crate::problem::{PlacementStrategy, Problem, Resources};
+use crate::problem::{ExistingInstance, PlacementStrategy, Problem, Resources};
 use crate::text::{escape_text, Align, Table};
 
 /// One move: a copy of a component from one instance to another (make-before-break).
@@ -207,6 +207,20 @@ pub(crate) fn copy_resources(problem: &Problem, component: ComponentIndex, type_
         .map_or(Resources::ZERO, |requirement| requirement.resources)
 }
 
+/// Instance `index` of the problem's fleet as it runs before any step, empty copy entries
+/// dropped.
+pub(crate) fn running_instance(index: usize, existing: &ExistingInstance) -> FinalInstance {
+    FinalInstance {
+        id: existing.id.clone(),
+        type_index: existing.type_index,
+        az_index: existing.az_index,
+        reserved: existing.reserved,
+        existing: Some(index),
+        copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
+        new_copies: BTreeMap::new(),
+    }
+}
+
 /// The lenient replay behind `ConsolidationPlan::final_fleet` and `RebalancePlan::fleet_after`:
 /// entries that do not make sense (unknown ids, copies that are not there) are skipped, since
 /// the checkers ([`check`]) report them.
@@ -226,18 +240,7 @@ impl<'p> Replay<'p> {
             .fleet()
             .iter()
             .enumerate()
-            .map(|(index, existing)| {
-                let instance = FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                };
-                (instance, true)
-            })
+            .map(|(index, existing)| (running_instance(index, existing), true))
             .collect();
         let by_id = instances.iter().enumerate().map(|(index, (instance, _))| (instance.id.clone(), index)).collect();
         Replay { problem, instances, by_id, launches: BTreeMap::new() }
