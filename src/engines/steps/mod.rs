@@ -221,6 +221,19 @@ pub(crate) fn running_instance(index: usize, existing: &ExistingInstance) -> Fin
     }
 }
 
+/// The instance `launch` starts, of the type and in the AZ it names, still empty.
+pub(crate) fn launched_instance(launch: &Launch, type_index: usize, az_index: usize) -> FinalInstance {
+    FinalInstance {
+        id: launch.instance_id.clone(),
+        type_index,
+        az_index,
+        reserved: launch.reserved,
+        existing: None,
+        copies: BTreeMap::new(),
+        new_copies: BTreeMap::new(),
+    }
+}
+
 /// The lenient replay behind `ConsolidationPlan::final_fleet` and `RebalancePlan::fleet_after`:
 /// entries that do not make sense (unknown ids, copies that are not there) are skipped, since
 /// the checkers ([`check`]) report them.
@@ -261,18 +274,7 @@ impl<'p> Replay<'p> {
         entry.0 += 1;
         entry.1 += u32::from(launch.reserved);
         self.by_id.insert(launch.instance_id.clone(), self.instances.len());
-        self.instances.push((
-            FinalInstance {
-                id: launch.instance_id.clone(),
-                type_index,
-                az_index,
-                reserved: launch.reserved,
-                existing: None,
-                copies: BTreeMap::new(),
-                new_copies: BTreeMap::new(),
-            },
-            true,
-        ));
+        self.instances.push((launched_instance(launch, type_index, az_index), true));
     }
 
     /// Moves one copy (skipped when the component, an instance or the copy is not there).
