@@ -515,7 +515,14 @@ impl Microlp {
                 Err(error) => return Self::failed(error),
             };
         }
-        Attempt::Done(Self::outcome_of(outcome, &handles, proven_by_integrality))
+        match Self::outcome_of(outcome, &handles, proven_by_integrality) {
+            MipOutcome::Solution(solution) if !objective_agrees(mip, &solution) => Attempt::Numerical(format!(
+                "microlp reported the objective {} for a solution worth {}",
+                solution.objective,
+                mip.objective_of(&solution.values)
+            )),
+            outcome => Attempt::Done(outcome),
+        }
     }
 
     /// What microlp's last answer means: a solution (a proof only when microlp or the
@@ -561,6 +568,18 @@ impl Microlp {
         }
     }
 }
+
+/// Whether the objective a backend reported for `solution` is the objective of its values. microlp
+/// can report an LP optimum that is not (seen on a small master LP: 93.98 for a solution worth
+/// 1.5); the planner fixes levels at reported optima, so such an answer must never pass as one.
+fn objective_agrees(mip: &Mip, solution: &MipSolution) -> bool {
+    let worth = mip.objective_of(&solution.values);
+    (solution.objective - worth).abs() <= OBJECTIVE_TOLERANCE * worth.abs().max(1.0)
+}
+
+/// Relative difference allowed between a reported objective and its recomputation (float sums
+/// in another order).
+const OBJECTIVE_TOLERANCE: f64 = 1e-6;
 
 /// Integer bounds as microlp's `i32` pair, or `None` when out of range or empty.
 fn integer_bounds(variable: &MipVariable) -> Option<(i32, i32)> {
