@@ -357,8 +357,7 @@ impl ExactPlanner {
             nodes: AtomicU64::new(0),
         };
         let full = Limits { deadline: limits.deadline_at(), node_limit: limits.nodes() };
-        let search = Search { planner: self, problem, backend: &backend, hint, full, limits: full };
-        let outcome = search.run();
+        let outcome = Search::new(self, problem, &backend, hint, full).run();
         stats.solves += backend.solves.load(Ordering::Relaxed);
         stats.nodes += backend.nodes.load(Ordering::Relaxed);
         outcome

@@ -53,16 +53,16 @@ pub(super) enum Outcome {
 #[derive(Clone, Copy)]
 pub(super) struct Search<'a> {
     /// The planner's settings (rounds, slot model, model size, cancellation).
-    pub(super) planner: &'a ExactPlanner,
-    pub(super) problem: &'a Problem,
-    pub(super) backend: &'a dyn MipBackend,
+    planner: &'a ExactPlanner,
+    problem: &'a Problem,
+    backend: &'a dyn MipBackend,
     /// The warm start (the greedy plan as a master hint) and its objective.
-    pub(super) hint: Option<&'a (Hint, Objective)>,
+    hint: Option<&'a (Hint, Objective)>,
     /// The planner's limits: the deadline that packing the last master solution meets.
-    pub(super) full: Limits,
+    full: Limits,
     /// The solver calls' limits: they end a little before `full`'s deadline (see
     /// [`Search::rounds`]).
-    pub(super) limits: Limits,
+    limits: Limits,
 }
 
 /// A level of the master problem as it is solved: the model, the levels fixed before it and the
@@ -82,7 +82,18 @@ impl LevelModel<'_, '_> {
     }
 }
 
-impl Search<'_> {
+impl<'a> Search<'a> {
+    /// A search under the planner's `limits`.
+    pub(super) fn new(
+        planner: &'a ExactPlanner,
+        problem: &'a Problem,
+        backend: &'a dyn MipBackend,
+        hint: Option<&'a (Hint, Objective)>,
+        limits: Limits,
+    ) -> Self {
+        Search { planner, problem, backend, hint, full: limits, limits }
+    }
+
     /// The lexicographic search ([`Self::rounds`]), falling back to a loosely packed plan
     /// (see [`loose_plan`]) when a limit stops it before a master solution packs exactly.
     pub(super) fn run(&self) -> Outcome {
