@@ -46,6 +46,8 @@ struct Node {
     used: Resources,
     /// Used at the step's start plus every copy that arrived in the step (make-before-break).
     peak: Resources,
+    /// Copies per component that arrived in the step (they cannot leave in it).
+    arrived: BTreeMap<usize, u32>,
     alive: bool,
     /// A target instance not launched yet.
     pending: bool,
@@ -70,6 +72,17 @@ impl Node {
 
     fn doomed(&self) -> bool {
         self.goal.is_none()
+    }
+
+    /// Whether a copy of `component` may leave in this step: one held at the step's start.
+    fn movable(&self, component: usize) -> bool {
+        self.copies_of(component) > self.arrived.get(&component).copied().unwrap_or(0)
+    }
+
+    /// Surplus copies of `component` that may leave in this step.
+    fn movable_surplus(&self, component: usize) -> u32 {
+        let arrived = self.arrived.get(&component).copied().unwrap_or(0);
+        self.surplus(component).min(self.copies_of(component).saturating_sub(arrived))
     }
 }
 
@@ -121,6 +134,8 @@ pub(super) struct PathPlanner<'p> {
     spread: BTreeMap<(usize, usize), (u64, u64)>,
     /// Pairs touched by the current unit.
     unit_touched: BTreeSet<(usize, usize)>,
+    /// Instances copies left in the current unit.
+    unit_sources: BTreeSet<usize>,
     /// The fleet key after each step (index 0: the start).
     keys: Vec<FleetKey>,
     /// When set, launches are filled only from this instance (the narrower retry of a unit that
@@ -161,6 +176,7 @@ impl<'p> PathPlanner<'p> {
             balance_base: Vec::new(),
             spread: BTreeMap::new(),
             unit_touched: BTreeSet::new(),
+            unit_sources: BTreeSet::new(),
             keys: Vec::new(),
             fill_only_from: None,
         };
@@ -177,6 +193,7 @@ impl<'p> PathPlanner<'p> {
                 copies,
                 used,
                 peak: used,
+                arrived: BTreeMap::new(),
                 alive: false,
                 pending: false,
                 goal: goals.remove(&index),
@@ -193,6 +210,7 @@ impl<'p> PathPlanner<'p> {
                 copies: BTreeMap::new(),
                 used: Resources::ZERO,
                 peak: Resources::ZERO,
+                arrived: BTreeMap::new(),
                 alive: false,
                 pending: true,
                 goal: Some(instance.copies.clone()),
@@ -358,6 +376,7 @@ impl<'p> PathPlanner<'p> {
         self.touch_az(from_az);
         self.touch_az(to_az);
         self.apply_copy(component, from, to);
+        self.unit_sources.insert(from);
         self.journal.push(Change::Copy { component, from, to });
         let problem = self.problem;
         let step = self.steps.last_mut();
@@ -393,6 +412,7 @@ impl<'p> PathPlanner<'p> {
         }
         target.used = target.used.plus(&arriving);
         target.peak = target.peak.plus(&arriving);
+        *target.arrived.entry(component).or_insert(0) += 1;
         self.per_az[component][from_az] -= 1;
         self.per_az[component][to_az] += 1;
     }
@@ -413,6 +433,12 @@ impl<'p> PathPlanner<'p> {
         }
         target.used = target.used.minus(&arriving).unwrap_or(Resources::ZERO);
         target.peak = target.peak.minus(&arriving).unwrap_or(Resources::ZERO);
+        if let Some(arrived) = target.arrived.get_mut(&component) {
+            *arrived -= 1;
+            if *arrived == 0 {
+                target.arrived.remove(&component);
+            }
+        }
         let source = &mut self.nodes[from];
         let count = source.copies.entry(component).or_insert(0);
         *count += 1;
@@ -498,6 +524,7 @@ impl<'p> PathPlanner<'p> {
 
     fn mark(&mut self) -> Mark {
         self.unit_touched.clear();
+        self.unit_sources.clear();
         let step = self.steps.last();
         Mark {
             journal: self.journal.len(),
@@ -607,7 +634,7 @@ impl<'p> PathPlanner<'p> {
             let node = &self.nodes[from];
             if from == to
                 || !node.alive
-                || node.surplus(component) == 0
+                || node.movable_surplus(component) == 0
                 || self.fill_only_from.is_some_and(|only| only != from)
                 || !self.may_move(component, from, to)
             {
@@ -647,7 +674,7 @@ impl<'p> PathPlanner<'p> {
         let mut components: Vec<usize> = self.nodes[from].copies.keys().copied().collect();
         components.sort_by_key(|&component| (Reverse(self.requirement(component, from)), component));
         for component in components {
-            while self.nodes[from].surplus(component) > 0 {
+            while self.nodes[from].movable_surplus(component) > 0 {
                 let Some(to) = self.destination(component, from) else { break };
                 if self.nodes[to].pending {
                     self.launch(to);
@@ -662,6 +689,113 @@ impl<'p> PathPlanner<'p> {
             emptied.insert(from);
         }
         moved
+    }
+
+    /// Lowers the SPREAD offenders of the pairs the unit made worse by moving one copy at a time
+    /// within the AZ from an offender to the instance with the fewest copies and room (a kept
+    /// or launched one): a launch with room makes every instance of its AZ with two more copies
+    /// an offender, and the target may not want the copy there — it moves on later as surplus.
+    fn repair_spread(&mut self) -> usize {
+        let mut moved = 0;
+        let pairs: Vec<(usize, usize)> = self
+            .unit_touched
+            .iter()
+            .copied()
+            .filter(|pair| self.spread.get(pair).is_some_and(|&(base, now)| now > base))
+            .collect();
+        for (component, az) in pairs {
+            let mut tries = 0;
+            while tries < 8 && self.spread.get(&(component, az)).is_some_and(|&(base, now)| now > base) {
+                tries += 1;
+                let Some((from, to)) = self.spread_repair_move(component, az) else { break };
+                self.move_copy(component, from, to);
+                moved += 1;
+                let now = self.offenders(component, az);
+                if let Some(entry) = self.spread.get_mut(&(component, az)) {
+                    entry.1 = now;
+                }
+            }
+        }
+        moved
+    }
+
+    /// The move that lowers `component`'s SPREAD offenders in `az`: from the offender with the
+    /// most copies (doomed first) to the alive instance with room and the fewest copies (not
+    /// doomed, not draining), when it has room with everything that arrived in the step.
+    fn spread_repair_move(&self, component: usize, az: usize) -> Option<(usize, usize)> {
+        let problem = self.problem;
+        let info = &problem.components()[component];
+        let mut fewest: Option<(u32, usize)> = None;
+        let mut fewest_count: Option<u32> = None;
+        for &index in &self.by_az[az] {
+            let node = &self.nodes[index];
+            if !node.alive {
+                continue;
+            }
+            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
+            let capacity = self.capacity(index);
+            if !node.used.plus(&requirement.resources).fits_in(&capacity) {
+                continue;
+            }
+            let count = node.copies_of(component);
+            fewest_count = Some(fewest_count.map_or(count, |least| least.min(count)));
+            let usable = !node.doomed() && !node.draining && node.peak.plus(&requirement.resources).fits_in(&capacity);
+            if usable && fewest.is_none_or(|(least, _)| count < least) {
+                fewest = Some((count, index));
+            }
+        }
+        let (count, to) = fewest?;
+        if Some(count) != fewest_count {
+            return None;
+        }
+        let from = self.by_az[az]
+            .iter()
+            .copied()
+            .filter(|&index| {
+                let node = &self.nodes[index];
+                node.alive && index != to && node.copies_of(component) >= count + 2 && node.movable(component)
+            })
+            .max_by_key(|&index| (self.nodes[index].doomed(), self.nodes[index].copies_of(component), Reverse(index)))?;
+        Some((from, to))
+    }
+
+    /// [`Self::evacuate`] `from`; while the unit breaks a rule, also evacuate the doomed
+    /// instances it took copies from (a half-emptied instance keeps room, which makes the
+    /// instances that received its copies break SPREAD, and it cannot be released), as long as
+    /// the step has room to release them.
+    fn evacuate_closure(&mut self, from: usize, emptied: &mut BTreeSet<usize>) -> usize {
+        let mut moved = self.evacuate(from, emptied);
+        let mut done: BTreeSet<usize> = BTreeSet::from([from]);
+        loop {
+            self.release_emptied(emptied);
+            if moved == 0 || self.unit_ok() {
+                return moved;
+            }
+            moved += self.repair_spread();
+            if self.unit_ok() {
+                return moved;
+            }
+            let releases = self.steps.last().map_or(0, |step| step.release.len());
+            let room = self.step_size.saturating_sub(releases);
+            let mut more: Vec<usize> = self
+                .unit_sources
+                .iter()
+                .copied()
+                .filter(|&index| {
+                    let node = &self.nodes[index];
+                    node.alive && node.doomed() && !node.copies.is_empty() && !done.contains(&index)
+                })
+                .collect();
+            if more.is_empty() || room == 0 {
+                return moved;
+            }
+            more.sort_by_key(|&index| (self.nodes[index].copies.values().sum::<u32>(), index));
+            more.truncate(room);
+            for index in more {
+                done.insert(index);
+                moved += self.evacuate(index, emptied);
+            }
+        }
     }
 
     /// Releases the emptied doomed instances the step has room for (draining ones first).
@@ -689,6 +823,7 @@ impl<'p> PathPlanner<'p> {
     fn begin_step(&mut self) {
         for node in &mut self.nodes {
             node.peak = node.used;
+            node.arrived.clear();
         }
         self.balance_base = self.per_az.iter().map(|row| imbalance(row)).collect();
         self.spread.clear();
@@ -727,9 +862,9 @@ impl<'p> PathPlanner<'p> {
                 break;
             }
             // Fill launches from every source first; if that breaks a rule, only from `from`.
-            let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied)) || {
+            let kept = self.unit(|planner, emptied| planner.evacuate_closure(from, emptied)) || {
                 self.fill_only_from = Some(from);
-                let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied));
+                let kept = self.unit(|planner, emptied| planner.evacuate_closure(from, emptied));
                 self.fill_only_from = None;
                 kept
             };
@@ -792,7 +927,7 @@ impl<'p> PathPlanner<'p> {
         let mut moved = 0;
         let components: Vec<usize> = self.nodes[from].copies.keys().copied().collect();
         for component in components {
-            while self.nodes[from].surplus(component) > 0 {
+            while self.nodes[from].movable_surplus(component) > 0 {
                 let Some(to) = self.destination(component, from).filter(|&to| !self.nodes[to].pending) else { break };
                 self.move_copy(component, from, to);
                 moved += 1;
@@ -805,6 +940,9 @@ impl<'p> PathPlanner<'p> {
     /// cuts the path after its best step. Returns the steps and why it stopped.
     pub(super) fn run(mut self, max_steps: usize, limits: &Limits) -> (Vec<RebalanceStep>, StopReason) {
         let mut stop = StopReason::Completed;
+        // SPREAD repairs move copies off the target's way and back: a bound on the steps keeps
+        // that from going round in circles (a direct path needs far fewer).
+        let max_steps = max_steps.min(self.nodes.len().saturating_mul(2).saturating_add(16));
         while self.steps.len() < max_steps {
             if let Some(reason) = limits.stop_now() {
                 stop = reason;
