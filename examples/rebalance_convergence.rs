@@ -260,7 +260,11 @@ fn main() {
             steps[run] += plan.steps.len();
             let gone = (fallback(&start) - fallback(&plan.objective)).min(avoidable);
             removed[run] += gone;
-            line.push_str(&format!("; {} removes {gone} in {} steps", ["greedy", "path", "default"][run], plan.steps.len()));
+            line.push_str(&format!(
+                "; {} removes {gone} in {} steps",
+                ["greedy", "path", "default"][run],
+                plan.steps.len()
+            ));
             if let (1, Some(target)) = (run, &plan.target_objective) {
                 line.push_str(&format!(" (target fallback {})", fallback(target)));
             }

@@ -25,11 +25,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::target::Target;
-use super::{FleetKey, Launch, RebalanceStep};
+use super::{FleetKey, FleetTally, Launch, RebalanceStep};
 use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::Limits;
 use crate::engines::LaunchIds;
-use crate::fleet::{imbalance, price_micros, UNIT_COST_MICROS};
+use crate::fleet::{imbalance, price_micros};
 use crate::index::{ComponentIndex, TypeIndex};
 use crate::plan::StopReason;
 use crate::problem::{PlacementStrategy, Problem, Resources};
@@ -114,12 +114,7 @@ pub(super) struct PathPlanner<'p> {
     touching: Vec<Vec<usize>>,
     /// Launches so far per `[type][az]`.
     launched: Vec<Vec<u32>>,
-    alive: usize,
-    draining_alive: usize,
-    by_priority: [u32; 7],
-    unpriced_alive: usize,
-    paid_alive: usize,
-    priced_cost: i128,
+    tally: FleetTally,
     launch_count: usize,
     /// Launch ids handed out so far, in order (`launch_count` of them are in use; an undone
     /// launch's id is reused by the next launch), none equal to a fleet id.
@@ -138,9 +133,13 @@ pub(super) struct PathPlanner<'p> {
     unit_sources: BTreeSet<usize>,
     /// The fleet key after each step (index 0: the start).
     keys: Vec<FleetKey>,
+    /// Why planning stops (a limit hit in the middle of a step ends the step there: every unit
+    /// kept so far keeps the step's rules).
+    stopped: Option<StopReason>,
     /// When set, launches are filled only from this instance (the narrower retry of a unit that
     /// broke a rule: copies taken from instances that stay give them room, which can break SPREAD).
     fill_only_from: Option<usize>,
+    limits: Limits,
 }
 
 impl<'p> PathPlanner<'p> {
@@ -161,12 +160,7 @@ impl<'p> PathPlanner<'p> {
             heavy: vec![vec![0; zones]; components],
             touching: vec![Vec::new(); components],
             launched: vec![vec![0; zones]; problem.instance_types().len()],
-            alive: 0,
-            draining_alive: 0,
-            by_priority: [0; 7],
-            unpriced_alive: 0,
-            paid_alive: 0,
-            priced_cost: 0,
+            tally: FleetTally::default(),
             launch_count: 0,
             issued_ids: Vec::new(),
             fresh_ids: LaunchIds::new(problem),
@@ -179,6 +173,8 @@ impl<'p> PathPlanner<'p> {
             unit_sources: BTreeSet::new(),
             keys: Vec::new(),
             fill_only_from: None,
+            stopped: None,
+            limits: Limits::new(),
         };
         for (index, existing) in problem.fleet().iter().enumerate() {
             let copies: BTreeMap<usize, u32> =
@@ -247,16 +243,7 @@ impl<'p> PathPlanner<'p> {
                 self.heavy[component][az] += 1;
             }
         }
-        self.alive += 1;
-        self.draining_alive += usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] += 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive += usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive += 1;
-            self.priced_cost += i128::from(price.unwrap_or(0));
-        }
+        self.tally.add(self.problem, type_index, reserved, draining);
     }
 
     /// Marks an (empty) node dead.
@@ -264,24 +251,12 @@ impl<'p> PathPlanner<'p> {
         let node = &mut self.nodes[index];
         node.alive = false;
         let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
-        self.alive -= 1;
-        self.draining_alive -= usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] -= 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive -= usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive -= 1;
-            self.priced_cost -= i128::from(price.unwrap_or(0));
-        }
+        self.tally.remove(self.problem, type_index, reserved, draining);
     }
 
     /// Draining instances alive, `(n6, …, n1)`, cost — as the greedy planner counts them.
     pub(super) fn key(&self) -> FleetKey {
-        let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let unit = i128::from(UNIT_COST_MICROS);
-        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * unit } else { self.priced_cost };
-        (self.draining_alive, counts, cost)
+        self.tally.key()
     }
 
     fn requirement(&self, component: usize, node: usize) -> Resources {
@@ -507,8 +482,8 @@ impl<'p> PathPlanner<'p> {
             || !node.doomed()
             || !node.copies.is_empty()
             || releases >= self.step_size
-            || self.alive <= min_instances
-            || (!node.draining && self.draining_alive > 0)
+            || self.tally.alive <= min_instances
+            || (!node.draining && self.tally.draining > 0)
         {
             return false;
         }
@@ -576,7 +551,7 @@ impl<'p> PathPlanner<'p> {
                 .problem
                 .scaling()
                 .max_instances
-                .is_some_and(|max| self.alive > usize::try_from(max).unwrap_or(usize::MAX));
+                .is_some_and(|max| self.tally.alive > usize::try_from(max).unwrap_or(usize::MAX));
         !over_max && self.spread_kept()
     }
 
@@ -599,10 +574,21 @@ impl<'p> PathPlanner<'p> {
         if from_az == to_az || info.max_imbalance.is_none() {
             return true;
         }
-        let mut after = self.per_az[component].clone();
-        after[from_az] -= 1;
-        after[to_az] += 1;
-        imbalance(&after) <= self.balance_base[component]
+        let row = &self.per_az[component];
+        let shifted = |az: usize| -> u64 {
+            let count = row[az];
+            if az == from_az {
+                count - 1
+            } else if az == to_az {
+                count + 1
+            } else {
+                count
+            }
+        };
+        let (most, fewest) = (0..row.len())
+            .map(shifted)
+            .fold((0, u64::MAX), |(most, fewest), count| (most.max(count), fewest.min(count)));
+        most.saturating_sub(fewest) <= self.balance_base[component]
     }
 
     /// Where one surplus copy of `component` on `from` goes: an alive instance missing it, or a
@@ -755,7 +741,9 @@ impl<'p> PathPlanner<'p> {
                 let node = &self.nodes[index];
                 node.alive && index != to && node.copies_of(component) >= count + 2 && node.movable(component)
             })
-            .max_by_key(|&index| (self.nodes[index].doomed(), self.nodes[index].copies_of(component), Reverse(index)))?;
+            .max_by_key(|&index| {
+                (self.nodes[index].doomed(), self.nodes[index].copies_of(component), Reverse(index))
+            })?;
         Some((from, to))
     }
 
@@ -833,6 +821,13 @@ impl<'p> PathPlanner<'p> {
 
     /// One unit: `work` changes the state; it is kept when it did something and the rules hold.
     fn unit(&mut self, work: impl FnOnce(&mut Self, &mut BTreeSet<usize>) -> usize) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        if let Some(reason) = self.limits.stop_now() {
+            self.stopped = Some(reason);
+            return false;
+        }
         let mark = self.mark();
         let mut emptied = BTreeSet::new();
         let moved = work(self, &mut emptied);
@@ -855,7 +850,7 @@ impl<'p> PathPlanner<'p> {
             if !node.alive {
                 continue;
             }
-            if !node.draining && (self.draining_alive > 0 || releases >= step_size) {
+            if !node.draining && (self.tally.draining > 0 || releases >= step_size) {
                 break;
             }
             if failures > 2 * step_size + 8 {
@@ -939,6 +934,7 @@ impl<'p> PathPlanner<'p> {
     /// Plans steps until one would be empty, `max_steps` are planned or a limit stops it; then
     /// cuts the path after its best step. Returns the steps and why it stopped.
     pub(super) fn run(mut self, max_steps: usize, limits: &Limits) -> (Vec<RebalanceStep>, StopReason) {
+        self.limits = limits.clone();
         let mut stop = StopReason::Completed;
         // SPREAD repairs move copies off the target's way and back: a bound on the steps keeps
         // that from going round in circles (a direct path needs far fewer).
@@ -948,7 +944,12 @@ impl<'p> PathPlanner<'p> {
                 stop = reason;
                 break;
             }
-            if !self.step() {
+            let stepped = self.step();
+            if let Some(reason) = self.stopped.take() {
+                stop = reason;
+                break;
+            }
+            if !stepped {
                 break;
             }
         }
