@@ -8,13 +8,14 @@ use fleetplan::{FinalFleet, Problem, Scenario};
 use proptest::prelude::*;
 
 /// Every preset, by name.
-const PRESETS: [(&str, Config); 6] = [
+const PRESETS: [(&str, Config); 7] = [
     ("TINY", Config::TINY),
     ("SMALL", Config::SMALL),
     ("MEDIUM", Config::MEDIUM),
     ("CATALOGUE", Config::CATALOGUE),
     ("CONSOLIDATION", Config::CONSOLIDATION),
     ("SWEEP", Config::SWEEP),
+    ("FALLBACK_FLEET", Config::FALLBACK_FLEET),
 ];
 
 fn strategies(scenario: &Scenario) -> Vec<Option<&str>> {

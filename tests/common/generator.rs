@@ -273,6 +273,28 @@ impl Config {
         ..Config::SMALL
     };
 
+    /// A running fleet on mixed (fallback) pool types to rebalance: CopyCount is what runs,
+    /// 3–4 AZs, SPREAD and balanced components, `MaximumStepSize` 1–5, some instances draining,
+    /// capacity mostly open.
+    pub const FALLBACK_FLEET: Config = Config {
+        azs: (3, 4),
+        pool_types: (2, 4),
+        components: (1, 5),
+        copies: (0, 0),
+        fleet: (1, 10),
+        empty_fleet_percent: 0,
+        fleet_copies: (1, 4),
+        capacity_percent: 20,
+        reserved_percent: 10,
+        draining_percent: 12,
+        copies_follow_fleet: true,
+        scale_in_percent: 0,
+        min_instances: (0, 2),
+        max_percent: 20,
+        step_size: Some((1, 5)),
+        ..Config::SMALL
+    };
+
     /// The sweep's realistic scenarios: 5–60 components or a single model, up to 4 AZs and 12
     /// instances, everything a user's file may hold.
     pub const SWEEP: Config = Config {
