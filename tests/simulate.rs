@@ -908,7 +908,11 @@ fn a_provisioning_timeout_is_pending_then_fails_and_the_fallback_launches() {
     let simulation = run_clean(&script);
     assert_eq!(tiers(&simulation)[..3], [(1, 0), (1, 0), (0, 1)], "{}", simulation.to_table());
     assert!(
-        has_event(&simulation, 2, "launch: 1 ml.g6.12xlarge in a failed after 2 ticks (ProvisioningTimeout), 1 copy lost"),
+        has_event(
+            &simulation,
+            2,
+            "launch: 1 ml.g6.12xlarge in a failed after 2 ticks (ProvisioningTimeout), 1 copy lost"
+        ),
         "{}",
         simulation.to_table()
     );
@@ -925,7 +929,11 @@ fn a_provisioning_timeout_is_pending_then_fails_and_the_fallback_launches() {
         "a",
         LaunchFailure::ProvisioningTimeout,
     ));
-    assert!(has_event(&at_once, 0, "plan: 1 ml.g6.12xlarge in a failed (ProvisioningTimeout)"), "{}", at_once.to_table());
+    assert!(
+        has_event(&at_once, 0, "plan: 1 ml.g6.12xlarge in a failed (ProvisioningTimeout)"),
+        "{}",
+        at_once.to_table()
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@
 //! [`Rebalancer`] run and their steps are applied through [`execute_consolidation`] and
 //! [`execute_rebalance`] (a rebalance step whose launch fails is abandoned, its launches
 //! released, and the failure recorded). Then the invariants are checked and the tick is
-//! recorded.
+//! recorded. Launches can take `LaunchTicks` ticks (Pending, then InService or failed); at the
+//! end a [`SimulationSummary`] says how long the fleet took to come back to the optimum after
+//! capacity returned and how many copy-ticks were lost.
 //!
 //! No clock is read: time is `tick × TickSeconds`, and the planners are bounded by node limits,
 //! so the same script gives the same [`Simulation`], byte for byte. A [`Limits`] deadline or
@@ -475,7 +477,8 @@ impl<'s> Run<'s> {
     fn summary(&self, base: &Problem) -> SimulationSummary {
         let recovery_tick = self.script.recovery_tick();
         let optimum = self.optimum(base);
-        let optimum_by_priority = optimum.as_ref().map(|optimum| optimum.instances_by_priority.clone()).unwrap_or_default();
+        let optimum_by_priority =
+            optimum.as_ref().map(|optimum| optimum.instances_by_priority.clone()).unwrap_or_default();
         let optimum_placed_copies = optimum.as_ref().map_or(0, |optimum| optimum.placed_copies);
         let preferred_tick = optimum.as_ref().and_then(|_| {
             self.records
