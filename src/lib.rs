@@ -54,5 +54,5 @@ pub use model::{
 pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
-pub use simulate::{Simulation, Simulator};
+pub use simulate::{Script, Simulation, SimulationSummary, Simulator};
 pub use verify::{verify, Violation, ViolationKind};
