@@ -137,7 +137,7 @@ impl crate::Plan {
     /// Reads a plan from any source (contract §5): only `Actions` is required. `Solver` may be
     /// any string; `Status`, `StopReason`, `Objective` (with or without `CostUnit`), `Unplaced`
     /// (with or without `Reasons`) and `Bound` are optional — [`crate::verify()`] checks them when
-    /// present and derives them when absent ([`Plan::omitted`] says which). Other keys, such as
+    /// present and derives them when absent ([`Plan::omitted`](crate::Plan::omitted) says which). Other keys, such as
     /// `Warnings`, are not read. Every problem is reported with its JSON path.
     pub fn from_json(text: &str) -> Result<crate::Plan, ValidationError> {
         plan_from_json(text)
