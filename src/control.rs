@@ -215,6 +215,7 @@ impl CapacityLedger {
 
 /// Why a launch failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum LaunchFailure {
     /// The cloud had no capacity (becomes an `InsufficientCapacity` event).
     InsufficientCapacity,

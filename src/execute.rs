@@ -138,6 +138,7 @@ impl StepExecution {
 
 /// Where and why a step execution stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StepFailure {
     /// A launch failed.
     Launch {

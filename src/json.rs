@@ -26,6 +26,7 @@ pub(crate) use model_file::model_description_from_json;
 
 /// How a scenario is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Every unknown key is an error (not only the ones that look like a misspelt known key).
     pub strict: bool,

@@ -223,7 +223,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let cli = Cli::parse();
     let output = Output { quiet: cli.quiet };
-    let options = ReadOptions { strict: cli.strict };
+    let options = if cli.strict { ReadOptions::strict() } else { ReadOptions::default() };
     match run(cli.command, output, &options, started) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {

@@ -218,6 +218,7 @@ impl Limits {
 /// Statistics are for people and benchmarks; they are kept out of [`Plan`](crate::Plan) so that
 /// plans stay byte-for-byte deterministic.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Solver calls (exact planner) or greedy passes.
     pub solves: u64,
