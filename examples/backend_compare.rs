@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use fleetplan::engines::exact::backend::{good_lp, GoodLp, Microlp};
+use fleetplan::backend::{good_lp, GoodLp, Microlp};
 use fleetplan::{ExactPlanner, Problem, Status};
 
 fn scenario_text(name: &str) -> String {
@@ -35,10 +35,7 @@ fn planners() -> Vec<(String, ExactPlanner)> {
         list.push((format!("{model}, microlp"), base.clone().backend(Microlp)));
         list.push((format!("{model}, good_lp/microlp"), base.clone().backend(GoodLp::new(good_lp::microlp))));
         #[cfg(feature = "cbc")]
-        list.push((
-            format!("{model}, good_lp/cbc"),
-            base.clone().backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc)),
-        ));
+        list.push((format!("{model}, good_lp/cbc"), base.clone().backend(GoodLp::new(fleetplan::backend::quiet_cbc))));
     }
     list
 }

@@ -20,7 +20,8 @@
 
 use std::collections::BTreeMap;
 
-use fleetplan::{PlacementStrategy, Scenario, ScenarioBuilder, Script, SimulationSummary, Simulator};
+use fleetplan::simulate::{Script, SimulationSummary, Simulator};
+use fleetplan::{PlacementStrategy, Scenario, ScenarioBuilder};
 
 const TICKS: u32 = 120;
 const POLICIES: [(&str, u32); 4] = [("passive", 0), ("every 1", 1), ("every 5", 5), ("every 20", 20)];

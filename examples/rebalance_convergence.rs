@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use fleetplan::engines::rebalance::best_reachable;
+use fleetplan::best_reachable;
 use fleetplan::{
     objective, plan_greedy, verify_rebalance, FinalFleet, InstanceTypeSpec, Objective, Problem, Rebalancer, Scenario,
     ScenarioBuilder,
@@ -210,7 +210,7 @@ fn main() {
         // One fleet in detail: the target-directed path alone, as a table.
         let Some(problem) = seed.parse().ok().and_then(generate) else { return };
         let plan = Rebalancer::new().self_check(false).greedy_units(false).plan(&problem);
-        println!("{}", fleetplan::engines::rebalance::rebalance_table(&problem, &plan, None));
+        println!("{}", fleetplan::rebalance_table(&problem, &plan, None));
         for instance in problem.fleet() {
             println!(
                 "{} {} {} draining={} {:?}",

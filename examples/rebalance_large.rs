@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use fleetplan::engines::rebalance::{change_text, summarize};
+use fleetplan::__internal::{change_text, summarize};
 use fleetplan::{verify_rebalance, Problem, Rebalancer, ScenarioBuilder};
 
 /// Components in the generated scenario.

@@ -21,8 +21,8 @@ use aws_sdk_sagemaker::types::{
     ProductionVariantManagedInstanceScaling, ProductionVariantManagedInstanceScalingScaleInPolicy,
     ProductionVariantSummary,
 };
-use fleetplan::model::{CapacityEntry, Fleet, FleetCopy, FleetInstance};
 use fleetplan::sagemaker::{problem, requests_for_plan, CallerSupplied, EndpointDescription};
+use fleetplan::{CapacityEntry, Fleet, FleetCopy, FleetInstance};
 
 const P5: ProductionVariantInstanceType = ProductionVariantInstanceType::MlP548Xlarge;
 const G6: ProductionVariantInstanceType = ProductionVariantInstanceType::MlG648Xlarge;
@@ -133,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let description = EndpointDescription::from_describe(&endpoint, &config, Some("AllTraffic"))?.with_component(&llm);
     let problem = problem(&description, &supplied)?;
     let plan = fleetplan::plan_greedy(&problem);
-    println!("{}", fleetplan::render::plan_table(&problem, &plan));
+    println!("{}", fleetplan::plan_table(&problem, &plan));
     for update in requests_for_plan(&problem, &plan)?.copy_counts {
         // In a control plane: `update.request.send_with(&client).await?`.
         let request = update.request.build()?;

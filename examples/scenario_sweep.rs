@@ -51,7 +51,7 @@ mod common;
 
 use common::generator::{self, Rng};
 use common::reversed;
-use fleetplan::catalogue::builtin_instance_types;
+use fleetplan::builtin_instance_types;
 use fleetplan::*;
 use serde_json::Value;
 

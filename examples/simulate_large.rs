@@ -17,8 +17,8 @@
 
 use std::time::Instant;
 
-use fleetplan::control::LaunchFailure;
 use fleetplan::simulate::{Script, Simulator};
+use fleetplan::LaunchFailure;
 use fleetplan::{ScaleInPolicySpec, ScenarioBuilder};
 
 /// Components in the generated scenario.

@@ -13,10 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use fleetplan::problem::{
-    MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_FLEET_INSTANCES, MAX_PLANNED_INSTANCES, MAX_TOTAL_COPIES,
-};
 use fleetplan::{verify, Consolidator, ExactPlanner, GreedyPlanner, Limits, Problem};
+use fleetplan::{MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_FLEET_INSTANCES, MAX_PLANNED_INSTANCES, MAX_TOTAL_COPIES};
 use serde_json::{json, Value};
 
 fn pool() -> Value {

@@ -20,7 +20,7 @@
 //! No clock is read here: every time is the caller's, in seconds on any epoch.
 //!
 //! ```
-//! use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
+//! use fleetplan::{observe, CapacityLedger, Execution, LaunchFailure};
 //! use fleetplan::{plan_greedy, CapacityEventKind, Problem, ScenarioBuilder};
 //!
 //! let mut scenario = ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
@@ -215,6 +215,7 @@ impl CapacityLedger {
 
 /// Why a launch failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum LaunchFailure {
     /// The cloud had no capacity (becomes an `InsufficientCapacity` event).
     InsufficientCapacity,
@@ -251,7 +252,7 @@ pub enum LaunchOutcome {
 /// otherwise, and a launch not mapped to a real id keeps the plan's `new-N` id.
 ///
 /// ```
-/// use fleetplan::control::{Execution, LaunchFailure};
+/// use fleetplan::{Execution, LaunchFailure};
 /// let execution = Execution::new(1_000)
 ///     .launched("new-1", "i-0abc")
 ///     .launch_failed("new-2", LaunchFailure::InsufficientCapacity)

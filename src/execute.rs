@@ -17,7 +17,7 @@
 //! No clock is read: the capacity events carry the execution's time.
 //!
 //! ```
-//! use fleetplan::execute::{execute_rebalance, StepExecution};
+//! use fleetplan::{execute_rebalance, StepExecution};
 //! use fleetplan::{rebalance, CapacityLedger, LaunchFailure, Problem, ScenarioBuilder};
 //!
 //! // Two g5 (priority 2) while g6 (priority 1) has capacity again: rebalance back.
@@ -75,7 +75,7 @@ pub fn execute_plan(problem: &Problem, plan: &Plan, execution: &Execution) -> Re
 /// plan's `new-N` id. Steps and moves are numbered from 0, as in the plan's JSON arrays.
 ///
 /// ```
-/// use fleetplan::execute::StepExecution;
+/// use fleetplan::StepExecution;
 /// use fleetplan::LaunchFailure;
 /// let execution = StepExecution::new(1_000)
 ///     .launched("new-1", "i-0abc")
@@ -139,6 +139,7 @@ impl StepExecution {
 
 /// Where and why a step execution stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StepFailure {
     /// A launch failed.
     Launch {
@@ -202,7 +203,7 @@ pub struct StepOutcome {
 /// names what the plan does not have or never ran; every mistake is named.
 ///
 /// ```
-/// use fleetplan::execute::{execute_consolidation, StepExecution};
+/// use fleetplan::{execute_consolidation, StepExecution};
 /// use fleetplan::{consolidate, Problem, ScenarioBuilder};
 /// let scenario = ScenarioBuilder::new(["a"])
 ///     .pool("ml.g6.12xlarge", 1)

@@ -84,7 +84,7 @@ impl FinalFleet {
     /// this fleet's order under their ids here (`new-N` for launches), one copy entry per
     /// instance and component with copies, sorted by component; `reserved` kept, `Draining`
     /// carried over from the problem's fleet. To map launch ids to real ones, use the
-    /// executors of [`crate::execute`].
+    /// executors ([`execute_plan`](crate::execute_plan) and the like).
     ///
     /// ```
     /// use fleetplan::{consolidate, Problem, ScenarioBuilder};

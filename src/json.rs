@@ -27,6 +27,7 @@ mod sizing_output;
 
 /// How a scenario is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Every unknown key is an error (not only the ones that look like a misspelt known key).
     pub strict: bool,

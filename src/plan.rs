@@ -62,6 +62,7 @@ pub enum Action {
 /// Which engine produced a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[non_exhaustive]
 pub enum SolverKind {
     /// The greedy fast path.
     #[serde(rename = "greedy")]

@@ -10,7 +10,7 @@
 //! a terminal escape sequence can therefore neither break a table nor recolour a terminal.
 //!
 //! ```
-//! use fleetplan::{plan_greedy, render, Problem};
+//! use fleetplan::{plan_greedy, plan_table, Problem};
 //!
 //! let problem = Problem::from_json(r#"{
 //!   "AvailabilityZones": ["us-east-1a", "us-east-1b"],
@@ -19,7 +19,7 @@
 //!     "Specification": {"ComputeResourceRequirements": {"MinMemoryRequiredInMb": 4096}},
 //!     "RuntimeConfig": {"CopyCount": 2}}]
 //! }"#).unwrap();
-//! let table = render::plan_table(&problem, &plan_greedy(&problem));
+//! let table = plan_table(&problem, &plan_greedy(&problem));
 //! assert!(table.starts_with("Plan for endpoint"));
 //! ```
 
@@ -41,7 +41,7 @@ use crate::violation::Violation;
 /// character that XML 1.0 forbids), then `&`, `<`, `>`, `"` and `'` as entities.
 ///
 /// ```
-/// use fleetplan::render::escape_xml;
+/// use fleetplan::__internal::escape_xml;
 /// assert_eq!(escape_xml("a<b & \"c\" 'd'\u{1}"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;\\u{1}");
 /// ```
 pub fn escape_xml(text: &str) -> String {

@@ -61,7 +61,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use aws_sdk_sagemaker::operation::create_inference_component::CreateInferenceComponentInput;
 use aws_sdk_sagemaker::operation::describe_endpoint::DescribeEndpointOutput;
@@ -211,10 +210,11 @@ impl CallerSupplied {
 }
 
 /// Why SDK values could not be turned into a problem, or a plan into requests.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SageMakerError {
     /// The endpoint config has no variant of that name (or several, and none was named).
+    #[error("{}", no_variant_text(wanted.as_deref(), found))]
     NoVariant {
         /// The variant asked for, if any.
         wanted: Option<String>,
@@ -222,6 +222,7 @@ pub enum SageMakerError {
         found: Vec<String>,
     },
     /// An inference component belongs to another endpoint or variant than the one described.
+    #[error("inference component {index} is on {found}, not on the described endpoint variant {expected}")]
     ComponentElsewhere {
         /// Position in [`EndpointDescription::inference_components`].
         index: usize,
@@ -232,13 +233,17 @@ pub enum SageMakerError {
     },
     /// The scenario the values make is invalid: exactly the issues the equivalent scenario JSON
     /// gets, with scenario paths (`Endpoint.InstancePools[0].Priority`, …).
-    Invalid(ValidationError),
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
     /// Live counts from `DescribeEndpoint` / `DescribeInferenceComponent` disagree with
     /// [`CallerSupplied::fleet`]: planning on a stale fleet would be wrong. One line per difference.
+    #[error("the supplied fleet disagrees with SageMaker's live counts:\n{}", .0.join("\n"))]
     FleetMismatch(Vec<String>),
     /// The plan does not fit the problem (it fails `verify`); no request is made from it.
+    #[error("the plan does not verify against the problem:\n{}", .0.join("\n"))]
     PlanDoesNotVerify(Vec<String>),
     /// A planned count does not fit the API's 32-bit integer.
+    #[error("{what}: {count} does not fit the API's 32-bit count")]
     CountTooLarge {
         /// What the count is of.
         what: String,
@@ -247,37 +252,11 @@ pub enum SageMakerError {
     },
 }
 
-impl fmt::Display for SageMakerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SageMakerError::NoVariant { wanted: Some(name), found } => {
-                write!(f, "the endpoint config has no production variant {name:?} (it has {found:?})")
-            }
-            SageMakerError::NoVariant { wanted: None, found } => {
-                write!(f, "the endpoint config has {} production variants {found:?}: name one", found.len())
-            }
-            SageMakerError::ComponentElsewhere { index, found, expected } => {
-                write!(f, "inference component {index} is on {found}, not on the described endpoint variant {expected}")
-            }
-            SageMakerError::Invalid(error) => write!(f, "{error}"),
-            SageMakerError::FleetMismatch(lines) => {
-                write!(f, "the supplied fleet disagrees with SageMaker's live counts:\n{}", lines.join("\n"))
-            }
-            SageMakerError::PlanDoesNotVerify(lines) => {
-                write!(f, "the plan does not verify against the problem:\n{}", lines.join("\n"))
-            }
-            SageMakerError::CountTooLarge { what, count } => {
-                write!(f, "{what}: {count} does not fit the API's 32-bit count")
-            }
-        }
-    }
-}
-
-impl std::error::Error for SageMakerError {}
-
-impl From<ValidationError> for SageMakerError {
-    fn from(error: ValidationError) -> Self {
-        SageMakerError::Invalid(error)
+/// [`SageMakerError::NoVariant`]'s message: the name asked for, or that one must be named.
+fn no_variant_text(wanted: Option<&str>, found: &[String]) -> String {
+    match wanted {
+        Some(name) => format!("the endpoint config has no production variant {name:?} (it has {found:?})"),
+        None => format!("the endpoint config has {} production variants {found:?}: name one", found.len()),
     }
 }
 

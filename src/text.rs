@@ -22,7 +22,7 @@ fn needs_escape(ch: char) -> bool {
 /// escaped name never reads like another name. Text without such characters is returned as it is.
 ///
 /// ```
-/// use fleetplan::render::escape_text;
+/// use fleetplan::__internal::escape_text;
 /// assert_eq!(escape_text("chat"), "chat");
 /// assert_eq!(escape_text("a\u{1b}[31mb\nc\td\\e"), "a\\u{1b}[31mb\\nc\\td\\\\e");
 /// ```

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use fleetplan::engines::exact::backend::{good_lp, GoodLp, Microlp, MipBackend};
+use fleetplan::backend::{good_lp, GoodLp, Microlp, MipBackend};
 use fleetplan::{verify, ExactPlanner, Plan, Problem, Status};
 use proptest::prelude::*;
 
@@ -20,7 +20,7 @@ fn backends() -> Vec<(&'static str, ExactPlanner)> {
         ("good_lp/microlp", ExactPlanner::new().backend(GoodLp::new(good_lp::microlp))),
     ];
     #[cfg(feature = "cbc")]
-    list.push(("good_lp/cbc", ExactPlanner::new().backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))));
+    list.push(("good_lp/cbc", ExactPlanner::new().backend(GoodLp::new(fleetplan::backend::quiet_cbc))));
     list
 }
 
@@ -122,7 +122,7 @@ fn agree_on_proven_optima(problem: &Problem) -> Result<(), TestCaseError> {
         "plain slot model on cbc".to_string(),
         ExactPlanner::new()
             .plain_slot_model()
-            .backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc))
+            .backend(GoodLp::new(fleetplan::backend::quiet_cbc))
             .time_limit(Duration::from_secs(20))
             .plan(problem),
     ));

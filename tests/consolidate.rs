@@ -5,9 +5,7 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use fleetplan::engines::consolidate::{consolidation_score, verify_consolidation, Consolidator};
-use fleetplan::fleet::objective;
-use fleetplan::verify::spread_violations;
+use fleetplan::__internal::{consolidation_score, spread_violations};
 use fleetplan::*;
 use proptest::prelude::*;
 
@@ -558,7 +556,7 @@ proptest! {
         // reports on the same fleet (one entry per heavy instance).
         let fleet = FinalFleet::apply(&problem, &[]).0;
         let reported = spread_violations(&problem, &fleet).len() as u64;
-        let counted = fleetplan::engines::consolidate::spread_offender_total(&problem, &fleet);
+        let counted = fleetplan::__internal::spread_offender_total(&problem, &fleet);
         prop_assert_eq!(reported, counted);
     }
 }

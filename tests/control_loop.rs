@@ -8,8 +8,6 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
-use fleetplan::engines::consolidate::{verify_consolidation, ConsolidationPlan, ConsolidationStep, Move};
 use fleetplan::*;
 use proptest::prelude::*;
 

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use crate::common;
 
-use fleetplan::fleet::{objective, FinalFleet};
-use fleetplan::verify::check_fleet;
+use fleetplan::__internal::check_fleet;
+use fleetplan::{objective, FinalFleet};
 use fleetplan::{verify, Action, AzIndex, ExactPlanner, Objective, Problem, Status, TypeIndex, ViolationKind};
 use proptest::prelude::*;
 use serde_json::json;
@@ -296,7 +296,7 @@ fn check_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
 /// has instances.
 fn check_bounds_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
     let Some(best) = oracle(problem) else { return Ok(()) };
-    let packing = fleetplan::engines::exact::packing_bound(problem);
+    let packing = fleetplan::__internal::packing_bound(problem);
     prop_assert!(packing.key() <= best.key(), "packing bound {:?} above the optimum {:?}", packing, best);
     for planner in [ExactPlanner::new().node_limit(1), ExactPlanner::new().time_limit(std::time::Duration::ZERO)] {
         let plan = planner.plan(problem);
@@ -382,7 +382,7 @@ fn a_run_stopped_at_once_reports_the_martello_toth_instance_bound() {
     })
     .to_string();
     let problem = Problem::from_json(&text).unwrap();
-    let packing = fleetplan::engines::exact::packing_bound(&problem);
+    let packing = fleetplan::__internal::packing_bound(&problem);
     assert_eq!(packing.placed_copies, 3);
     assert_eq!(packing.instances_by_priority, BTreeMap::from([(1, 3)]));
     let plan = ExactPlanner::new().time_limit(std::time::Duration::ZERO).plan(&problem);
@@ -417,7 +417,7 @@ fn the_cost_floor_counts_reservations_and_needs_one_unit() {
         }
         Problem::from_json(&document.to_string()).unwrap()
     };
-    let packing = |problem: &Problem| fleetplan::engines::exact::packing_bound(problem);
+    let packing = |problem: &Problem| fleetplan::__internal::packing_bound(problem);
     assert_eq!(packing(&scenario(true, true)).cost_micros, 2_000_000);
     let unpriced = packing(&scenario(false, false));
     assert_eq!((unpriced.cost_micros, unpriced.cost_unit), (3_000_000, fleetplan::CostUnit::Instances));

@@ -221,7 +221,7 @@ fn adding_a_type_keeps_the_optimum() {
     ] {
         let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let mut scenario = fleetplan::json::scenario_from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut scenario = fleetplan::scenario_from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
         if clear_capacity {
             scenario.capacity.clear();
         }
@@ -241,7 +241,7 @@ fn exact_is_honest_and_monotone_on_former_failures() {
     for name in ["exact-monotone-1.json", "exact-monotone-2.json"] {
         let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let scenario = fleetplan::json::scenario_from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let scenario = fleetplan::scenario_from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
         match check_honest_and_monotone(&scenario) {
             Ok(()) | Err(TestCaseError::Reject(_)) => {}
             Err(error) => panic!("{name}: {error}"),

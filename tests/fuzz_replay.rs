@@ -7,7 +7,10 @@
 //! `tests/data/fuzz-inputs/` under a name that says what it is, without a `.json` extension (the
 //! engine harness reads every `.json` file under `tests/data/` as a valid scenario).
 
-use fleetplan::{plan_greedy, render, verify, verify_rebalance, Problem, Rebalancer, Status, ViolationKind};
+use fleetplan::__internal::validation_text;
+use fleetplan::{
+    plan_greedy, plan_table, verify, verify_rebalance, violations_table, Problem, Rebalancer, Status, ViolationKind,
+};
 
 fn inputs() -> Vec<(String, Vec<u8>)> {
     let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fuzz-inputs");
@@ -44,7 +47,7 @@ fn every_saved_fuzz_input_replays_cleanly() {
                         "{name}: an issue without a path: {issue}"
                     );
                 }
-                let _ = render::validation_text(&error);
+                let _ = validation_text(&error);
                 continue;
             }
         };
@@ -54,9 +57,9 @@ fn every_saved_fuzz_input_replays_cleanly() {
             .into_iter()
             .filter(|violation| !(plan.status == Status::Infeasible && violation.kind == ViolationKind::InstanceBounds))
             .collect();
-        assert!(violations.is_empty(), "{name}: {}", render::violations_table(&violations));
+        assert!(violations.is_empty(), "{name}: {}", violations_table(&violations));
         assert_eq!(plan, plan_greedy(&problem), "{name}: greedy is not deterministic");
-        let _ = render::plan_table(&problem, &plan);
+        let _ = plan_table(&problem, &plan);
         let rebalance = Rebalancer::new().self_check(false).plan(&problem);
         assert!(verify_rebalance(&problem, &rebalance).is_empty(), "{name}: rebalance plan rejected");
     }

@@ -20,11 +20,10 @@ use std::time::{Duration, Instant};
 
 use fleetplan::simulate::{Script, Simulator};
 
-use fleetplan::engines::consolidate::verify_consolidation;
-use fleetplan::engines::exact::backend::{good_lp, GoodLp};
+use fleetplan::backend::{good_lp, GoodLp};
 use fleetplan::{
-    plan_greedy, verify, verify_rebalance, Consolidator, ExactPlanner, GreedyPlanner, Limits, Objective, Problem,
-    Rebalancer, Scenario, Status, StopReason,
+    plan_greedy, verify, verify_consolidation, verify_rebalance, Consolidator, ExactPlanner, GreedyPlanner, Limits,
+    Objective, Problem, Rebalancer, Scenario, Status, StopReason,
 };
 
 /// One input: the scenario as written (the simulator scripts it) and validated.
@@ -210,7 +209,7 @@ fn scenarios() -> Vec<(String, Case)> {
             let name = path.strip_prefix(root).expect("under the crate").to_string_lossy().into_owned();
             let text = std::fs::read_to_string(&path).expect("readable scenario");
             let problem = Problem::from_json(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
-            let scenario = fleetplan::json::scenario_from_json(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
+            let scenario = fleetplan::scenario_from_json(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
             (name, Case { scenario, problem })
         })
         .collect()
@@ -324,7 +323,7 @@ fn every_engine_honours_an_expired_deadline_and_a_cancellation() {
                 if let (true, false, Some(objective)) =
                     (outcome.proven, outcome.stop == StopReason::Completed, &outcome.objective)
                 {
-                    let bound = fleetplan::engines::exact::packing_bound(&input.problem);
+                    let bound = fleetplan::__internal::packing_bound(&input.problem);
                     assert_eq!(objective.key(), bound.key(), "{label}: proven after a stop without the bound");
                 }
             }

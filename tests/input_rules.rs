@@ -257,7 +257,7 @@ fn an_unpriced_type_makes_the_cost_count_instances_and_warns_once() {
     let plan = plan_greedy(&problem);
     assert_eq!(plan.objective.cost_unit, CostUnit::Instances);
     assert!(plan.to_json().contains("\"CostUnit\": \"instances\""), "{}", plan.to_json());
-    let line = fleetplan::render::objective_line(&plan.objective);
+    let line = fleetplan::objective_line(&plan.objective);
     assert!(line.ends_with(" instances") && !line.contains("per hour"), "{line}");
 }
 
@@ -581,7 +581,7 @@ fn sized(azs: usize, components: usize, copies: u64, fleet: usize) -> Value {
 
 #[test]
 fn inputs_at_the_size_limits_are_accepted_and_beyond_them_named() {
-    use fleetplan::problem::{MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_FLEET_INSTANCES, MAX_TOTAL_COPIES};
+    use fleetplan::{MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_FLEET_INSTANCES, MAX_TOTAL_COPIES};
     // At the limits: accepted (and planned; the plan itself is not the point here).
     let at_limits = sized(MAX_AVAILABILITY_ZONES, MAX_COMPONENTS, MAX_TOTAL_COPIES / MAX_COMPONENTS as u64, 3_000);
     assert!(Problem::from_json(&at_limits.to_string()).is_ok());
@@ -638,7 +638,7 @@ fn an_invalid_now_adds_no_follow_on_error() {
 /// gigabytes). Every list has one; at the limit the input is accepted, beyond it named.
 #[test]
 fn capacity_events_and_capacity_have_size_limits() {
-    use fleetplan::problem::{MAX_CAPACITY_ENTRIES, MAX_CAPACITY_EVENTS};
+    use fleetplan::{MAX_CAPACITY_ENTRIES, MAX_CAPACITY_EVENTS};
     let event = json!({"InstanceType": "ml.g6e.12xlarge", "AvailabilityZone": "us-east-1b",
         "Event": "InsufficientCapacity", "Time": 100});
     let mut scenario = base();
@@ -661,7 +661,7 @@ fn capacity_events_and_capacity_have_size_limits() {
     let text = scenario.to_string();
     assert_eq!(messages(&text), expected);
     // A scenario built in code is held to the same limits.
-    let scenario = fleetplan::json::scenario_from_json(&base().to_string()).unwrap();
+    let scenario = fleetplan::scenario_from_json(&base().to_string()).unwrap();
     let mut oversized = scenario.clone();
     oversized.now = Some(1000);
     oversized.capacity_events = vec![
@@ -692,9 +692,9 @@ fn scenario_to_json_round_trips_for_the_bundled_scenarios() {
     assert!(names.len() >= 5, "{names:?}");
     for path in names {
         let text = std::fs::read_to_string(&path).unwrap();
-        let scenario = fleetplan::json::scenario_from_json(&text).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+        let scenario = fleetplan::scenario_from_json(&text).unwrap_or_else(|error| panic!("{path:?}: {error}"));
         let written = scenario.to_json();
-        assert_eq!(fleetplan::json::scenario_from_json(&written).unwrap(), scenario, "{path:?}");
+        assert_eq!(fleetplan::scenario_from_json(&written).unwrap(), scenario, "{path:?}");
         let problem = Problem::from_json(&text).unwrap();
         let reread = Problem::from_json(&written).unwrap();
         assert_eq!(reread.components(), problem.components(), "{path:?}");
@@ -712,7 +712,7 @@ proptest::proptest! {
         let written = scenario.to_json();
         match Problem::new(&scenario) {
             Ok(problem) => {
-                proptest::prop_assert_eq!(&fleetplan::json::scenario_from_json(&written).unwrap(), &scenario);
+                proptest::prop_assert_eq!(&fleetplan::scenario_from_json(&written).unwrap(), &scenario);
                 proptest::prop_assert_eq!(Problem::from_json(&written).unwrap(), problem);
             }
             Err(error) => {

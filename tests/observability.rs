@@ -6,10 +6,12 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use fleetplan::explain::{explain, unplaced, InstanceVerdict, LaunchVerdict, Resource};
+use fleetplan::__internal::unplaced;
 use fleetplan::metrics::*;
-use fleetplan::report::ReliabilityWarning;
-use fleetplan::{Action, FinalFleet, InstanceTypeSpec, Problem, ReliabilityReport, ScenarioBuilder};
+use fleetplan::{
+    explain, Action, FinalFleet, InstanceTypeSpec, InstanceVerdict, LaunchVerdict, Problem, ReliabilityReport,
+    ReliabilityWarning, Resource, ScenarioBuilder,
+};
 use proptest::prelude::*;
 
 fn close(a: f64, b: f64) -> bool {
@@ -406,7 +408,7 @@ fn explanation_counts_add_up_for_a_hand_built_partial_case() {
         [
             ("i-1", &short(0)),
             ("i-2", &short(2)),
-            ("i-3", &InstanceVerdict::NotEligible { why: fleetplan::explain::Ineligibility::NotInPool }),
+            ("i-3", &InstanceVerdict::NotEligible { why: fleetplan::Ineligibility::NotInPool }),
             ("new-1", &short(0)),
         ]
     );

@@ -4,10 +4,7 @@
 
 use crate::common;
 
-use fleetplan::engines::rebalance::{
-    best_reachable, change_text, reachable_problem, rebalance_score, rebalance_table, summarize,
-};
-use fleetplan::fleet::objective;
+use fleetplan::__internal::{change_text, reachable_problem, rebalance_score, summarize};
 use fleetplan::*;
 use proptest::prelude::*;
 

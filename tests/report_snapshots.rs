@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use fleetplan::explain::unplaced;
+use fleetplan::__internal::unplaced;
 use fleetplan::{
     objective, verify, Action, FinalFleet, Plan, Problem, ReliabilityReport, SolverKind, Status, StopReason,
 };

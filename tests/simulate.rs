@@ -9,8 +9,8 @@ use crate::common;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use fleetplan::control::{observe, CapacityLedger, Execution, LaunchFailure};
 use fleetplan::simulate::{PlannerChoice, Script, Simulation, Simulator};
+use fleetplan::{observe, CapacityLedger, Execution, LaunchFailure};
 use fleetplan::{
     Action, CapacityEventKind, CapacityRecord, ComponentSpecification, ComputeResourceRequirements, Endpoint,
     ExactPlanner, Fleet, FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, Limits,

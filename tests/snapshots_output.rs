@@ -5,10 +5,11 @@
 //! below do not depend on any engine and pin the table layout itself.
 #![cfg(feature = "json")]
 
-use fleetplan::fleet::objective_of_actions;
+use fleetplan::__internal::objective_of_actions;
+use fleetplan::__internal::{validation_text, warnings_summary};
 use fleetplan::{
-    plan_greedy, render, verify, Action, ConsolidationPlan, ConsolidationStep, Move, Plan, Problem, SolverKind, Status,
-    StopReason, Unplaced, WarningKind,
+    objective_line, plan_greedy, plan_table, verify, violations_table, Action, ConsolidationPlan, ConsolidationStep,
+    Move, Plan, Problem, SolverKind, Status, StopReason, Unplaced, WarningKind,
 };
 
 fn bundled(name: &str) -> Problem {
@@ -20,13 +21,13 @@ fn bundled(name: &str) -> Problem {
 #[test]
 fn greedy_plan_table_seed_az_balance() {
     let problem = bundled("seed-az-balance.json");
-    insta::assert_snapshot!(render::plan_table(&problem, &plan_greedy(&problem)));
+    insta::assert_snapshot!(plan_table(&problem, &plan_greedy(&problem)));
 }
 
 #[test]
 fn greedy_plan_table_seed_multi_gpu_llm() {
     let problem = bundled("seed-multi-gpu-llm.json");
-    insta::assert_snapshot!(render::plan_table(&problem, &plan_greedy(&problem)));
+    insta::assert_snapshot!(plan_table(&problem, &plan_greedy(&problem)));
 }
 
 /// Two AZs, a preferred and a fallback pool, a fleet with an off-pool instance.
@@ -108,7 +109,7 @@ fn hand_made_plan(problem: &Problem) -> Plan {
 #[test]
 fn hand_made_plan_table() {
     let problem = Problem::from_json(SMALL).unwrap();
-    let table = render::plan_table(&problem, &hand_made_plan(&problem));
+    let table = plan_table(&problem, &hand_made_plan(&problem));
     // Layout facts that must hold whatever the snapshot says.
     assert!(table.contains("Solver: exact   Status: Feasible   Stop: time limit reached"), "{table}");
     assert!(table.lines().all(|line| line == line.trim_end()), "trailing spaces:\n{table}");
@@ -124,12 +125,12 @@ fn violations_table_of_a_tampered_plan() {
     plan.objective.placed_copies += 7;
     let violations = verify(&problem, &plan);
     assert!(violations.len() >= 3, "{violations:?}");
-    insta::assert_snapshot!(render::violations_table(&violations));
+    insta::assert_snapshot!(violations_table(&violations));
 }
 
 #[test]
 fn empty_violations_table() {
-    assert_eq!(render::violations_table(&[]), "plan is valid: no violations\n");
+    assert_eq!(violations_table(&[]), "plan is valid: no violations\n");
 }
 
 #[test]
@@ -147,7 +148,7 @@ fn consolidation_table() {
         objective,
         stop_reason: StopReason::Completed,
     };
-    insta::assert_snapshot!(render::consolidation_table(&problem, &plan));
+    insta::assert_snapshot!(fleetplan::consolidation_table(&problem, &plan));
 }
 
 /// Names with a terminal escape sequence, a newline, a tab, a backslash and XML specials.
@@ -169,7 +170,7 @@ const CONTROL_NAMES: &str = r#"{
 #[test]
 fn control_characters_are_escaped_in_the_plan_table() {
     let problem = Problem::from_json(CONTROL_NAMES).unwrap();
-    let table = render::plan_table(&problem, &plan_greedy(&problem));
+    let table = plan_table(&problem, &plan_greedy(&problem));
     let raw_controls: Vec<char> = table.chars().filter(|&ch| ch.is_control() && ch != '\n').collect();
     assert!(raw_controls.is_empty(), "raw control characters {raw_controls:?} in:\n{table}");
     assert!(table.starts_with("Plan for endpoint ep\\u{1b}]0;owned\\u{7} (variant AllTraffic)\n"), "{table}");
@@ -188,7 +189,7 @@ fn control_characters_are_escaped_in_the_plan_table() {
 fn validation_messages_are_escaped() {
     let text = CONTROL_NAMES.replace(r#""CopyCount": 2}"#, r#""CopyCount": -1}"#);
     let error = Problem::from_json(&text).unwrap_err();
-    let rendered = render::validation_text(&error);
+    let rendered = validation_text(&error);
     assert!(!rendered.chars().any(|ch| ch.is_control() && ch != '\n'), "{rendered}");
     assert_eq!(rendered.lines().count(), error.issues().len(), "{rendered}");
 }
@@ -222,7 +223,7 @@ fn warnings_are_grouped_by_kind_with_names() {
     let problem = many_warnings();
     assert_eq!(problem.warnings().len(), 9);
     assert_eq!(
-        render::warnings_summary(&problem, problem.warnings()),
+        warnings_summary(&problem, problem.warnings()),
         "warning: 7 components with a single copy (one AZ outage takes each down): alpha, beta, gamma, delta, epsilon \
          and 2 more\n\
          warning: InferenceComponents[7].RuntimeConfig.CopyCount: 2 copies over 3 AZs can never meet \
@@ -234,7 +235,7 @@ fn warnings_are_grouped_by_kind_with_names() {
     let last_two: Vec<_> =
         problem.warnings().iter().filter(|warning| warning.kind == WarningKind::SingleCopy).skip(5).cloned().collect();
     assert_eq!(
-        render::warnings_summary(&problem, &last_two),
+        warnings_summary(&problem, &last_two),
         "warning: 2 components with a single copy (one AZ outage takes each down): zeta, eta\\u{1b}\n"
     );
 }
@@ -243,13 +244,13 @@ fn warnings_are_grouped_by_kind_with_names() {
 fn consolidation_table_shows_the_objective_before_and_after() {
     let problem = Problem::from_json(SMALL).unwrap();
     let plan = fleetplan::consolidate(&problem);
-    let table = render::consolidation_table(&problem, &plan);
+    let table = fleetplan::consolidation_table(&problem, &plan);
     let lines: Vec<&str> = table.lines().collect();
-    let before = render::objective_line(&objective_of_actions(&problem, &[]));
+    let before = objective_line(&objective_of_actions(&problem, &[]));
     assert_eq!(lines.get(1).copied(), Some(format!("Objective before: {before}").as_str()), "{table}");
     assert_eq!(
         lines.get(2).copied(),
-        Some(format!("Objective after:  {}", render::objective_line(&plan.objective)).as_str()),
+        Some(format!("Objective after:  {}", objective_line(&plan.objective)).as_str()),
         "{table}"
     );
 }

@@ -1,9 +1,9 @@
 //! Regression cases found by the scenario sweep (`examples/scenario_sweep.rs`, `docs/sweep.md`).
 //! Each scenario is under `tests/data/sweep/`.
 
-use fleetplan::fleet::{objective, FinalFleet};
-use fleetplan::verify::check_fleet;
+use fleetplan::__internal::check_fleet;
 use fleetplan::*;
+use fleetplan::{objective, FinalFleet};
 
 fn load(name: &str) -> (String, Problem) {
     let path = format!("{}/tests/data/sweep/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -16,7 +16,7 @@ fn load(name: &str) -> (String, Problem) {
 /// Priorities only rank plans, so the plan stays feasible; it is a known objective that an
 /// optimal planner cannot lose to. Returns the objective and the hard-constraint violations.
 fn flat_priority_witness(text: &str, problem: &Problem) -> (Objective, Vec<Violation>) {
-    let mut flat = fleetplan::json::scenario_from_json(text).expect("scenario parses");
+    let mut flat = fleetplan::scenario_from_json(text).expect("scenario parses");
     for pool in &mut flat.endpoint.instance_pools {
         pool.priority = 1;
     }

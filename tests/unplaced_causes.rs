@@ -1,9 +1,10 @@
 //! Structured causes of unplaced copies (`Unplaced::causes`), proven vs not-proven wording, and
 //! the explanation of an `Infeasible` status, each on a small hand-built scenario.
 
-use fleetplan::explain::{self, infeasibility, Resource};
+use fleetplan::__internal::unplaced;
+use fleetplan::{infeasibility, Resource};
 use fleetplan::{
-    plan_greedy, render, CapacityEvent, CapacityEventKind, FinalFleet, Infeasibility, Plan, Problem, Scenario,
+    plan_greedy, plan_table, CapacityEvent, CapacityEventKind, FinalFleet, Infeasibility, Plan, Problem, Scenario,
     ScenarioBuilder, Status, Unplaced, UnplacedCause,
 };
 
@@ -190,7 +191,7 @@ fn open_options_mean_not_placed_by_this_planner() {
     let scenario = ScenarioBuilder::new(AZS).pool(G6_12X, 1).component("chat", 2, 1, 4.0, 16_384).build().unwrap();
     let problem = Problem::new(&scenario).expect("valid scenario");
     let (fleet, _) = FinalFleet::apply(&problem, &[]);
-    let unplaced = explain::unplaced(&problem, &fleet);
+    let unplaced = unplaced(&problem, &fleet);
     assert_eq!(unplaced.len(), 1);
     assert_eq!(
         unplaced[0].causes,
@@ -236,7 +237,7 @@ fn the_plan_table_says_cannot_be_placed_only_for_optimal_plans() {
     let problem = Problem::new(&scenario).expect("valid scenario");
     let mut plan = plan_greedy(&problem);
     let unplaced_lines = |plan: &Plan| -> Vec<String> {
-        let table = render::plan_table(&problem, plan);
+        let table = plan_table(&problem, plan);
         let section = table.split("\nUnplaced (2 copies)\n").nth(1).expect("an Unplaced section").to_string();
         section.lines().filter(|line| !line.starts_with("    - ")).map(str::to_string).collect()
     };
@@ -295,7 +296,7 @@ fn infeasible_status_is_explained_with_launchable_capacity() {
     assert_eq!(why.to_string(), text);
     let plan = plan_greedy(&problem);
     assert_eq!(plan.status, Status::Infeasible);
-    let table = render::plan_table(&problem, &plan);
+    let table = plan_table(&problem, &plan);
     assert!(table.contains(&format!("\nInfeasible: {text}\n")), "{table}");
 }
 
@@ -321,7 +322,7 @@ fn reachable_or_unlimited_min_instance_count_has_no_infeasibility() {
     let problem = Problem::new(&unlimited).expect("valid scenario");
     assert_eq!(infeasibility(&problem), None);
     let plan = plan_greedy(&problem);
-    assert!(!render::plan_table(&problem, &plan).contains("Infeasible:"));
+    assert!(!plan_table(&problem, &plan).contains("Infeasible:"));
 }
 
 #[test]
@@ -404,7 +405,7 @@ mod reasons_and_causes_agree {
     use proptest::prelude::*;
 
     fn check(problem: &Problem, fleet: &FinalFleet) -> Result<(), TestCaseError> {
-        for unplaced in explain::unplaced(problem, fleet) {
+        for unplaced in unplaced(problem, fleet) {
             prop_assert!(!unplaced.causes.is_empty(), "{unplaced:?}");
             prop_assert!(header_agrees(&unplaced), "{unplaced:?}");
             for cause in &unplaced.causes {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use fleetplan::verify::verify;
+use fleetplan::verify;
 use fleetplan::{ExactPlanner, GreedyPlanner, Objective, Plan, Problem, Status};
 
 /// `[--ms N] [FILTER...]`: the exact planner's time limit (10 s unless given) and name filters.

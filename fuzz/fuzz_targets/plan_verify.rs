@@ -2,7 +2,7 @@
 //! deterministic, survives a JSON round trip, and renders.
 #![no_main]
 
-use fleetplan::{plan_greedy, render, verify, Plan, Problem, Status, ViolationKind};
+use fleetplan::{plan_greedy, plan_table, violations_table, verify, Plan, Problem, Status, ViolationKind};
 use libfuzzer_sys::fuzz_target;
 
 /// Keeps each run fast, so the fuzzer explores shapes rather than sizes.
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         .filter(|violation| !(plan.status == Status::Infeasible && violation.kind == ViolationKind::InstanceBounds))
         .collect();
     if !violations.is_empty() {
-        panic!("greedy plan breaks the rules:\n{}\nplan: {}", render::violations_table(&violations), plan.to_json());
+        panic!("greedy plan breaks the rules:\n{}\nplan: {}", violations_table(&violations), plan.to_json());
     }
     assert_eq!(plan, plan_greedy(&problem), "greedy is not deterministic");
     let reread: Plan = match serde_json::from_str(&plan.to_json()) {
@@ -36,5 +36,5 @@ fuzz_target!(|data: &[u8]| {
         Err(error) => panic!("plan JSON does not read back: {error}"),
     };
     assert_eq!(reread, plan, "plan JSON round trip changes the plan");
-    let _ = render::plan_table(&problem, &plan);
+    let _ = plan_table(&problem, &plan);
 });

@@ -3,8 +3,8 @@
 //! survives a JSON round trip, and renders.
 #![no_main]
 
-use fleetplan::engines::rebalance::rebalance_table;
-use fleetplan::{render, verify_rebalance, FinalFleet, Problem, RebalancePlan, Rebalancer};
+use fleetplan::rebalance_table;
+use fleetplan::{violations_table, verify_rebalance, FinalFleet, Problem, RebalancePlan, Rebalancer};
 use libfuzzer_sys::fuzz_target;
 
 /// Keeps each run fast, so the fuzzer explores shapes rather than sizes.
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let plan = rebalancer.plan(&problem);
     let violations = verify_rebalance(&problem, &plan);
     if !violations.is_empty() {
-        panic!("rebalance plan breaks the rules:\n{}\nplan: {}", render::violations_table(&violations), plan.to_json());
+        panic!("rebalance plan breaks the rules:\n{}\nplan: {}", violations_table(&violations), plan.to_json());
     }
     let start = fleetplan::objective(&problem, &FinalFleet::apply(&problem, &[]).0);
     assert_eq!(plan.objective.placed_copies, start.placed_copies, "copies changed");

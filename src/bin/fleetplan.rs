@@ -27,9 +27,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use fleetplan::__internal::{escape_text, validation_text, warnings_summary};
 use fleetplan::{
-    render, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits, Plan, Problem, ReadOptions,
-    ReliabilityReport,
+    consolidation_table, plan_table, violations_table, Consolidator, ExactPlanner, FinalFleet, GreedyPlanner, Limits,
+    Plan, Problem, ReadOptions, ReliabilityReport,
 };
 
 /// Exit code for success, including a partial plan.
@@ -222,7 +223,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let cli = Cli::parse();
     let output = Output { quiet: cli.quiet };
-    let options = ReadOptions { strict: cli.strict };
+    let options = if cli.strict { ReadOptions::strict() } else { ReadOptions::default() };
     match run(cli.command, output, &options, started) {
         Ok(code) => ExitCode::from(code),
         Err(BadInput(message)) => {
@@ -236,7 +237,7 @@ fn main() -> ExitCode {
 }
 
 /// The exact planner's time limit when `--time-limit-ms` is not given (the library's default,
-/// `fleetplan::engines::exact::DEFAULT_TIME_LIMIT`, counted from the start of the process).
+/// `fleetplan::ExactPlanner::DEFAULT_TIME_LIMIT`, counted from the start of the process).
 const DEFAULT_EXACT_TIME_LIMIT_MS: u64 = 10_000;
 
 /// The engine limits for `--time-limit-ms N`: an absolute deadline counted from `started` (the
@@ -287,7 +288,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             if json {
                 emit(&to_json(&plan)?);
             } else {
-                emit(&render::consolidation_table(&problem, &plan));
+                emit(&consolidation_table(&problem, &plan));
             }
             Ok(EXIT_OK)
         }
@@ -306,7 +307,7 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             if json {
                 emit(&to_json(&violations)?);
             } else {
-                emit(&render::violations_table(&violations));
+                emit(&violations_table(&violations));
             }
             Ok(if violations.is_empty() { EXIT_OK } else { EXIT_VIOLATIONS })
         }
@@ -318,13 +319,13 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
             let description = fleetplan::sizing::ModelDescription::from_json(&text).map_err(|error| {
                 BadInput(format!(
                     "{}: not a valid model description:\n{}",
-                    render::escape_text(display_name(&model)),
-                    render::validation_text(&error)
+                    escape_text(display_name(&model)),
+                    validation_text(&error)
                 ))
             })?;
             let problem = load_problem(&scenario, output, options)?;
             let sizing = fleetplan::sizing::size_pool(&description, &problem)
-                .map_err(|error| BadInput(render::validation_text(&error)))?;
+                .map_err(|error| BadInput(validation_text(&error)))?;
             emit(&if json { sizing.to_json() } else { sizing.to_table() });
             Ok(EXIT_OK)
         }
@@ -362,13 +363,13 @@ fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput
         }
         Solver::Exact => {
             // A command line should come back: without an explicit limit, 10 s.
-            use fleetplan::engines::exact::backend::{good_lp, GoodLp};
+            use fleetplan::backend::{good_lp, GoodLp};
             let mut planner = ExactPlanner::new();
             match backend {
                 Backend::Microlp => {}
                 Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),
                 #[cfg(feature = "cbc")]
-                Backend::Cbc => planner = planner.backend(GoodLp::new(fleetplan::engines::exact::backend::quiet_cbc)),
+                Backend::Cbc => planner = planner.backend(GoodLp::new(fleetplan::backend::quiet_cbc)),
             }
             // Counted from the start of the process, like an explicit `--time-limit-ms`.
             let limit = out.time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);
@@ -381,7 +382,7 @@ fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput
     if out.json {
         emit(&to_json(&plan)?);
     } else {
-        emit(&render::plan_table(problem, &plan));
+        emit(&plan_table(problem, &plan));
     }
     Ok(EXIT_OK)
 }
@@ -405,7 +406,7 @@ fn run_report(
             let plan = load_plan(&source)?;
             let (fleet, problems) = FinalFleet::apply(&problem, &plan.actions);
             if let Some(first) = problems.first() {
-                output.warn(&render::escape_text(&format!(
+                output.warn(&escape_text(&format!(
                     "warning: {}: {} of the plan's actions do not apply to this fleet (first: {}); the report \
                      shows the fleet as far as they do; `fleetplan verify` lists them all",
                     display_name(&source),
@@ -415,7 +416,7 @@ fn run_report(
             }
             let heading = format!(
                 "Fleet after the plan {} ({} actions)\n",
-                render::escape_text(display_name(&source)),
+                escape_text(display_name(&source)),
                 plan.actions.len()
             );
             (ReliabilityReport::for_fleet(&problem, &fleet), heading)
@@ -440,7 +441,7 @@ const DEFAULT_BOUND_TIME_LIMIT_MS: u64 = 2_000;
 /// optimum from an empty fleet. With `--time-limit-ms N` the planner gets half of what is left
 /// after reading, the comparison a quarter, so the command returns within N ms plus printing.
 fn run_rebalance(problem: &Problem, started: Instant, time_limit_ms: Option<u64>, json: bool) -> Result<u8, BadInput> {
-    use fleetplan::engines::rebalance::{best_reachable, rebalance_table};
+    use fleetplan::{best_reachable, rebalance_table};
     let left = time_limit_ms.map(|limit| Duration::from_millis(limit).saturating_sub(started.elapsed()));
     let mut rebalancer = fleetplan::Rebalancer::new();
     if let Some(left) = left {
@@ -473,12 +474,12 @@ fn run_simulate(
 ) -> Result<u8, BadInput> {
     let text = read_input(source)?;
     let (script, problem) = fleetplan::simulate::Script::from_json_with(&text, options)
-        .map_err(|error| BadInput(render::validation_text(&error)))?;
-    output.warn(&render::warnings_summary(&problem, problem.warnings()));
-    let simulation = fleetplan::Simulator::new()
+        .map_err(|error| BadInput(validation_text(&error)))?;
+    output.warn(&warnings_summary(&problem, problem.warnings()));
+    let simulation = fleetplan::simulate::Simulator::new()
         .limits(limits)
         .run(&script)
-        .map_err(|error| BadInput(render::validation_text(&error)))?;
+        .map_err(|error| BadInput(validation_text(&error)))?;
     if let Some(path) = svg {
         std::fs::write(&path, simulation.to_svg())
             .map_err(|error| BadInput(format!("{}: cannot write the SVG: {error}", path.display())))?;
@@ -516,8 +517,8 @@ fn read_input(source: &str) -> Result<String, BadInput> {
 /// line, `path: message`); warnings go to standard error, grouped by kind, and the run continues.
 fn load_problem(source: &str, output: Output, options: &ReadOptions) -> Result<Problem, BadInput> {
     let text = read_input(source)?;
-    let problem = Problem::from_json_with(&text, options).map_err(|error| BadInput(render::validation_text(&error)))?;
-    output.warn(&render::warnings_summary(&problem, problem.warnings()));
+    let problem = Problem::from_json_with(&text, options).map_err(|error| BadInput(validation_text(&error)))?;
+    output.warn(&warnings_summary(&problem, problem.warnings()));
     Ok(problem)
 }
 
@@ -525,11 +526,7 @@ fn load_problem(source: &str, output: Output, options: &ReadOptions) -> Result<P
 fn load_plan(source: &str) -> Result<Plan, BadInput> {
     let text = read_input(source)?;
     Plan::from_json(&text).map_err(|error| {
-        BadInput(format!(
-            "{}: not a valid plan:\n{}",
-            render::escape_text(display_name(source)),
-            render::validation_text(&error)
-        ))
+        BadInput(format!("{}: not a valid plan:\n{}", escape_text(display_name(source)), validation_text(&error)))
     })
 }
 

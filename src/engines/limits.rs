@@ -40,8 +40,9 @@ enum Cancel {
 ///
 /// **No engine runs unbounded.** When a `Limits` sets neither a time limit, a deadline nor a
 /// node limit, an engine with a default bound applies it: the exact planner a 10 s time limit
-/// ([`crate::engines::exact::DEFAULT_TIME_LIMIT`]); the consolidation search 20,000 search
-/// states. The greedy planner, consolidation's release walk and rebalancing are bounded by
+/// ([`ExactPlanner::DEFAULT_TIME_LIMIT`](crate::ExactPlanner::DEFAULT_TIME_LIMIT)); the
+/// consolidation search 20,000 search states
+/// ([`Consolidator::DEFAULT_NODE_LIMIT`](crate::Consolidator::DEFAULT_NODE_LIMIT)). The greedy planner, consolidation's release walk and rebalancing are bounded by
 /// construction (a fixed number of passes, each polynomial in the input). A limit stops the
 /// search, never the correctness checks of the plan returned: the engine returns the best
 /// verified plan it has (at worst its greedy fallback) and the [`StopReason`] says which limit
@@ -217,6 +218,7 @@ impl Limits {
 /// Statistics are for people and benchmarks; they are kept out of [`Plan`](crate::Plan) so that
 /// plans stay byte-for-byte deterministic.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Solver calls (exact planner) or greedy passes.
     pub solves: u64,

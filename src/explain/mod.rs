@@ -207,7 +207,7 @@ pub fn explain_all(problem: &Problem, fleet: &FinalFleet) -> Vec<Explanation> {
 /// The explanation for one component by name; `None` if there is no such component.
 ///
 /// ```
-/// use fleetplan::{explain::explain, FinalFleet, Problem, ScenarioBuilder};
+/// use fleetplan::{explain, FinalFleet, Problem, ScenarioBuilder};
 ///
 /// let scenario = ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
 ///     .pool("ml.g6.12xlarge", 1)

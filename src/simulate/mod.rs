@@ -22,13 +22,16 @@
 mod output;
 #[cfg(feature = "json")]
 mod read;
-pub mod script;
+mod script;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-pub use script::{AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script};
+pub use script::{
+    AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script, DEFAULT_EXACT_NODE_LIMIT,
+    DEFAULT_TICK_SECONDS, MAX_NODE_LIMIT, MAX_SCRIPT_COUNT, MAX_SCRIPT_EVENTS, MAX_TICKS, MAX_TICK_SECONDS,
+};
 
 use crate::control::{CapacityLedger, Execution, LaunchFailure};
 use crate::engines::consolidate::{verify_consolidation, Consolidator};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use fleetplan::catalogue::builtin_instance_types;
+use fleetplan::builtin_instance_types;
 use fleetplan::{
     AvailabilityZoneBalance, CapacityEntry, CapacityEvent, ComponentSpecification, ComputeResourceRequirements,
     FleetCopy, FleetInstance, InferenceComponent, InstancePool, InstanceTypeSpec, ManagedInstanceScaling,

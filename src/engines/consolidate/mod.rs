@@ -98,7 +98,7 @@ impl ConsolidationPlan {
 /// Plans consolidation of the problem's fleet with default settings.
 ///
 /// ```
-/// use fleetplan::{consolidate, engines::consolidate::verify_consolidation, Problem, ScenarioBuilder};
+/// use fleetplan::{consolidate, verify_consolidation, Problem, ScenarioBuilder};
 /// let scenario = ScenarioBuilder::new(["a"])
 ///     .pool("ml.g6.12xlarge", 1)
 ///     .component("chat", 2, 1, 1.0, 1024)
@@ -123,7 +123,7 @@ pub const MAX_EXHAUSTIVE_COPIES: u64 = 32;
 /// Consolidation planner with explicit settings.
 ///
 /// ```
-/// use fleetplan::{engines::consolidate::Consolidator, Problem};
+/// use fleetplan::{Consolidator, Problem};
 /// # let problem = Problem::from_json(include_str!("../../../scenarios/fragmented-fleet.json")).unwrap();
 /// let plan = Consolidator::new().max_steps(1).plan(&problem);
 /// assert!(plan.steps.len() <= 1);
@@ -146,6 +146,12 @@ impl Default for Consolidator {
 }
 
 impl Consolidator {
+    /// States the exhaustive search visits when the limits set no node limit.
+    pub const DEFAULT_NODE_LIMIT: u64 = DEFAULT_NODE_LIMIT;
+
+    /// Most copies in a fleet the exhaustive search takes on.
+    pub const MAX_EXHAUSTIVE_COPIES: u64 = MAX_EXHAUSTIVE_COPIES;
+
     /// A planner without a step limit. Fleets of up to 64 instances get one extra greedy run
     /// per pinned instance; fleets of up to 6 instances (and 32 copies) are also searched
     /// exhaustively (up to 20 000 search nodes). The best plan is returned.
@@ -169,7 +175,7 @@ impl Consolidator {
     }
 
     /// Exactly `.limits(Limits::new().node_limit(nodes))`: most states the exhaustive search
-    /// visits (default [`DEFAULT_NODE_LIMIT`]).
+    /// visits (default [`Self::DEFAULT_NODE_LIMIT`]).
     pub fn node_limit(mut self, nodes: u64) -> Self {
         self.limits = self.limits.clone().node_limit(nodes);
         self
@@ -180,7 +186,7 @@ impl Consolidator {
     /// has, which is a valid plan); the node limit bounds the exhaustive search. Each field
     /// `limits` sets replaces the one set before ([`Limits::merged`]). No default time limit:
     /// the release walk and the reruns are bounded by the fleet's size, the search by
-    /// [`DEFAULT_NODE_LIMIT`].
+    /// [`Self::DEFAULT_NODE_LIMIT`].
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = self.limits.clone().merged(limits);
         self
@@ -198,7 +204,7 @@ impl Consolidator {
     }
 
     /// The exhaustive search alone, for fleets of at most [`Self::exhaustive_up_to`] instances
-    /// and [`MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when
+    /// and [`Self::MAX_EXHAUSTIVE_COPIES`] copies (`None` for larger fleets). The flag is true when
     /// the search finished within the node limit: the plan is then optimal (L3, L4, then fewest
     /// moves) among plans that release one instance at a time and move only copies of the
     /// instance being released.

@@ -72,7 +72,7 @@ pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 /// ```
 /// # use std::time::Duration;
 /// # use fleetplan::ExactPlanner;
-/// use fleetplan::engines::exact::backend::{good_lp, GoodLp};
+/// use fleetplan::backend::{good_lp, GoodLp};
 /// // The same as `.limits(Limits::new().time_limit(..).node_limit(..))`:
 /// let planner = ExactPlanner::new().time_limit(Duration::from_secs(2)).node_limit(100_000);
 /// // Any good_lp solver can replace the default (microlp called directly):
@@ -109,7 +109,11 @@ impl Default for ExactPlanner {
 }
 
 impl ExactPlanner {
-    /// A planner with no limits set, so bounded by [`DEFAULT_TIME_LIMIT`] (10 s per call).
+    /// The time limit when the [`Limits`](crate::Limits) set no time limit, deadline or node
+    /// limit: 10 s, the command line's default too.
+    pub const DEFAULT_TIME_LIMIT: Duration = DEFAULT_TIME_LIMIT;
+
+    /// A planner with no limits set, so bounded by [`Self::DEFAULT_TIME_LIMIT`] (10 s per call).
     pub fn new() -> Self {
         Self::default()
     }

@@ -109,7 +109,7 @@ pub fn change_text(before: &Objective, after: &Objective) -> String {
 
 /// A readable rebalancing plan: totals, each step (what it changes, launches, moves, releases),
 /// and, when given, the distance to the best reachable fleet. Names are escaped as in every
-/// table of [`crate::render`].
+/// table (see [`plan_table`](crate::plan_table)).
 pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&BestReachable>) -> String {
     let summary = summarize(problem, plan);
     let mut out = String::new();
