@@ -31,6 +31,7 @@
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
+mod mixed;
 mod place;
 mod repair;
 mod scale_in;
@@ -215,6 +216,9 @@ struct Mode {
     /// (an emptied instance may not come back when the fleet is above MaxInstanceCount).
     /// Rescue passes only.
     trim_fullest: bool,
+    /// Before the main pass, fill the fleet's free room and open instances packed with copies
+    /// of several components at once (`mixed.rs`), this way.
+    mixed: Option<mixed::MixedPacking>,
 }
 
 impl Mode {
@@ -228,6 +232,7 @@ impl Mode {
         dense_azs: false,
         az_turns: false,
         trim_fullest: false,
+        mixed: None,
     };
 }
 
@@ -243,6 +248,9 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
+    if let Some(packing) = mode.mixed {
+        planner.pack_mixed(packing);
+    }
     if mode.strict_balance {
         planner.strict_balance = true;
         planner.place_all(order);

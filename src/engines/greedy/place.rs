@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 
 use itertools::Itertools;
 
+use super::mixed::{MixedOpening, MixedPacking};
 use super::{instance_cost, Greedy, Mode};
 use crate::fleet::balance_excess;
 use crate::index::{AzIndex, TypeIndex};
@@ -135,8 +136,20 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             }
         }
     }
+    if passes > 1 && pass_work(problem) <= MIXED_CANDIDATE_WORK {
+        // First-fit decreasing over all components at once, once (its packing does not depend on
+        // the order): fewer instances where one component at a time leaves room on each.
+        let packing = MixedPacking { opening: MixedOpening::FewestInstances, capped: true, summed: false };
+        let ffd = Mode { mixed: Some(packing), ..Mode::DEFAULT };
+        out.insert(1.min(out.len()), (orders.first().cloned().unwrap_or_default(), ffd));
+        out.truncate(usize::try_from(passes).unwrap_or(usize::MAX));
+    }
     out
 }
+
+/// Pass work up to which the first-fit-decreasing pass runs on every input (not only when copies
+/// are left unplaced): its openings scan every component per type and AZ.
+const MIXED_CANDIDATE_WORK: u64 = 2_000;
 
 /// The passes run only when the best of [`candidate_passes`] leaves copies unplaced that could
 /// fit somewhere: openings by copies per instance (`largest_first`) and, for balanced
@@ -151,6 +164,16 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
     let turns = Mode { az_turns: true, ..Mode::DEFAULT };
     let mut modes = vec![dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
+    for (opening, capped, summed) in [
+        (MixedOpening::CopiesFirst, false, false),
+        (MixedOpening::CopiesFirst, true, false),
+        (MixedOpening::CopiesFirst, false, true),
+        (MixedOpening::PriorityFirst, false, false),
+        (MixedOpening::PriorityFirst, true, false),
+        (MixedOpening::PriorityFirst, false, true),
+    ] {
+        modes.push(Mode { mixed: Some(MixedPacking { opening, capped, summed }), ..Mode::DEFAULT });
+    }
     let existing = problem.existing_copies_per_component();
     if problem.components.iter().zip(&existing).any(|(c, &have)| u64::from(c.copy_count) < have) {
         modes.push(Mode { trim_fullest: true, ..Mode::DEFAULT });
