@@ -24,8 +24,10 @@
 //! result still leaves copies unplaced that fit some pool type, **rescue passes** run
 //! (`place::rescue_passes`): openings chosen by the copies one instance holds, counting the room
 //! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
-//! capacity binds, L1 is won by copies per instance), and AZs taking turns under a short
-//! budget. Plans that place every copy pay nothing for them. Phase 5 runs on the
+//! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
+//! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
+//! copy at once, so copies of different shapes share it. Plans that place every copy pay
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input

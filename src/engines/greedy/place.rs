@@ -141,8 +141,9 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
         // the order): fewer instances where one component at a time leaves room on each.
         let packing = MixedPacking { opening: MixedOpening::FewestInstances, capped: true, summed: false };
         let ffd = Mode { mixed: Some(packing), ..Mode::DEFAULT };
-        out.insert(1.min(out.len()), (orders.first().cloned().unwrap_or_default(), ffd));
-        out.truncate(usize::try_from(passes).unwrap_or(usize::MAX));
+        // Last, beyond the budget: the passes above run as before and a later pass wins only
+        // when strictly better.
+        out.push((orders.first().cloned().unwrap_or_default(), ffd));
     }
     out
 }
@@ -164,16 +165,6 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
     let turns = Mode { az_turns: true, ..Mode::DEFAULT };
     let mut modes = vec![dense, Mode { strict_balance: true, ..dense }, turns, Mode { strict_balance: true, ..turns }];
-    for (opening, capped, summed) in [
-        (MixedOpening::CopiesFirst, false, false),
-        (MixedOpening::CopiesFirst, true, false),
-        (MixedOpening::CopiesFirst, false, true),
-        (MixedOpening::PriorityFirst, false, false),
-        (MixedOpening::PriorityFirst, true, false),
-        (MixedOpening::PriorityFirst, false, true),
-    ] {
-        modes.push(Mode { mixed: Some(MixedPacking { opening, capped, summed }), ..Mode::DEFAULT });
-    }
     let existing = problem.existing_copies_per_component();
     if problem.components.iter().zip(&existing).any(|(c, &have)| u64::from(c.copy_count) < have) {
         modes.push(Mode { trim_fullest: true, ..Mode::DEFAULT });
@@ -182,11 +173,28 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
         }
     }
     let mut out = Vec::new();
-    for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
+    let orders = candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2));
+    for order in &orders {
         for &mode in &modes {
             if (out.len() as u64) < passes {
                 out.push((order.clone(), mode));
             }
+        }
+    }
+    // The mixed passes come last, with the first order only (their packing does not depend on
+    // the order), so the passes above run as they would without them: a later pass wins only
+    // when it is strictly better, so no plan gets worse.
+    for (opening, capped, summed) in [
+        (MixedOpening::CopiesFirst, false, false),
+        (MixedOpening::CopiesFirst, true, false),
+        (MixedOpening::CopiesFirst, false, true),
+        (MixedOpening::PriorityFirst, false, false),
+        (MixedOpening::PriorityFirst, true, false),
+        (MixedOpening::PriorityFirst, false, true),
+    ] {
+        if (out.len() as u64) < passes {
+            let mode = Mode { mixed: Some(MixedPacking { opening, capped, summed }), ..Mode::DEFAULT };
+            out.push((orders.first().cloned().unwrap_or_default(), mode));
         }
     }
     out
