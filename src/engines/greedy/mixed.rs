@@ -269,3 +269,36 @@ fn summed_share(need: &Resources, capacity: &Resources) -> f64 {
         + share(need.milli_cpus, capacity.milli_cpus)
         + share(need.memory_mib, capacity.memory_mib)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ScenarioBuilder;
+    use crate::problem::Problem;
+
+    /// Memory-heavy copies leave accelerators free, accelerator-heavy ones leave memory free:
+    /// one instance packed from both holds three of one and one of the other, where one
+    /// component at a time fills it with either shape alone.
+    #[test]
+    fn one_opened_instance_holds_copies_of_both_shapes() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.inf2.48xlarge", 1)
+            .instance_limits(0, Some(1))
+            .component("memory-heavy", 6, 1, 1.0, 245_760)
+            .component("accelerator-heavy", 2, 8, 1.0, 1024)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let mut planner = Greedy::new(&problem);
+        planner.scale_in();
+        planner.index_fleet();
+        planner.pack_mixed(MixedPacking { opening: MixedOpening::CopiesFirst, capped: false, summed: false });
+        let opened = &planner.instances[planner.launch_order[0]];
+        let copies = |name: &str| {
+            let c = problem.components.iter().position(|c| c.name == name).unwrap();
+            opened.copies_of(c)
+        };
+        assert_eq!((copies("memory-heavy"), copies("accelerator-heavy")), (3, 1));
+        assert_eq!(planner.launch_order.len(), 1, "MaxInstanceCount 1");
+    }
+}
