@@ -24,13 +24,16 @@
 //! result still leaves copies unplaced that fit some pool type, **rescue passes** run
 //! (`place::rescue_passes`): openings chosen by the copies one instance holds, counting the room
 //! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
-//! capacity binds, L1 is won by copies per instance), and AZs taking turns under a short
-//! budget. Plans that place every copy pay nothing for them. Phase 5 runs on the
+//! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
+//! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
+//! copy at once, so copies of different shapes share it. Plans that place every copy pay
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phase 5 runs on the
 //! kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
+mod mixed;
 mod place;
 mod repair;
 mod scale_in;
@@ -215,6 +218,9 @@ struct Mode {
     /// (an emptied instance may not come back when the fleet is above MaxInstanceCount).
     /// Rescue passes only.
     trim_fullest: bool,
+    /// Before the main pass, fill the fleet's free room and open instances packed with copies
+    /// of several components at once (`mixed.rs`), this way.
+    mixed: Option<mixed::MixedPacking>,
 }
 
 impl Mode {
@@ -228,6 +234,7 @@ impl Mode {
         dense_azs: false,
         az_turns: false,
         trim_fullest: false,
+        mixed: None,
     };
 }
 
@@ -243,6 +250,9 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
+    if let Some(packing) = mode.mixed {
+        planner.pack_mixed(packing);
+    }
     if mode.strict_balance {
         planner.strict_balance = true;
         planner.place_all(order);

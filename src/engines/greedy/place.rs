@@ -10,6 +10,7 @@ use std::collections::BinaryHeap;
 
 use itertools::Itertools;
 
+use super::mixed::{MixedOpening, MixedPacking};
 use super::{instance_cost, Greedy, Mode};
 use crate::fleet::balance_excess;
 use crate::index::{AzIndex, TypeIndex};
@@ -135,8 +136,21 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             }
         }
     }
+    if passes > 1 && pass_work(problem) <= MIXED_CANDIDATE_WORK {
+        // First-fit decreasing over all components at once, once (its packing does not depend on
+        // the order): fewer instances where one component at a time leaves room on each.
+        let packing = MixedPacking { opening: MixedOpening::FewestInstances, capped: true, summed: false };
+        let ffd = Mode { mixed: Some(packing), ..Mode::DEFAULT };
+        // Last, beyond the budget: the passes above run as before and a later pass wins only
+        // when strictly better.
+        out.push((orders.first().cloned().unwrap_or_default(), ffd));
+    }
     out
 }
+
+/// Pass work up to which the first-fit-decreasing pass runs on every input (not only when copies
+/// are left unplaced): its openings scan every component per type and AZ.
+const MIXED_CANDIDATE_WORK: u64 = 2_000;
 
 /// The passes run only when the best of [`candidate_passes`] leaves copies unplaced that could
 /// fit somewhere: openings by copies per instance (`largest_first`) and, for balanced
@@ -159,11 +173,28 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
         }
     }
     let mut out = Vec::new();
-    for order in candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2)) {
+    let orders = candidate_orders(problem, passes.div_ceil(modes.len() as u64).min(2));
+    for order in &orders {
         for &mode in &modes {
             if (out.len() as u64) < passes {
                 out.push((order.clone(), mode));
             }
+        }
+    }
+    // The mixed passes come last, with the first order only (their packing does not depend on
+    // the order), so the passes above run as they would without them: a later pass wins only
+    // when it is strictly better, so no plan gets worse.
+    for (opening, capped, summed) in [
+        (MixedOpening::CopiesFirst, false, false),
+        (MixedOpening::CopiesFirst, true, false),
+        (MixedOpening::CopiesFirst, false, true),
+        (MixedOpening::PriorityFirst, false, false),
+        (MixedOpening::PriorityFirst, true, false),
+        (MixedOpening::PriorityFirst, false, true),
+    ] {
+        if (out.len() as u64) < passes {
+            let mode = Mode { mixed: Some(MixedPacking { opening, capped, summed }), ..Mode::DEFAULT };
+            out.push((orders.first().cloned().unwrap_or_default(), mode));
         }
     }
     out
