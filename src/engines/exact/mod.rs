@@ -211,32 +211,40 @@ impl ExactPlanner {
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
         let limits = self.effective_limits();
         let mut stats = Stats::default();
-        if let Some(plan) = self.quick_proof(problem, &limits, &mut stats) {
-            return (plan, stats);
-        }
+        let quick = match self.quick_proof(problem, &limits, &mut stats) {
+            Quick::Proven(plan) => return (plan, stats),
+            Quick::Unproven(plan) => Some(plan),
+            Quick::Nothing => None,
+        };
         let phase = Instant::now();
         let greedy = self.seeded(problem, warm_plan(problem, &limits, None));
         stats.solves += 1;
         stats.phase("warm start (greedy)", phase);
+        // The best verified plan so far is the floor of the result and the search's warm start:
+        // a longer run must not lose what its quick attempt found.
+        let start = match quick {
+            Some(plan) if greedy.status != Status::Infeasible && plan.objective.better_than(&greedy.objective) => plan,
+            _ => greedy,
+        };
         if let Some(stop) = limits.stop_now() {
-            return (stopped_before_search(problem, greedy, stop), stats);
+            return (stopped_before_search(problem, start, stop), stats);
         }
         let phase = Instant::now();
-        let greedy_valid = verify(problem, &greedy).is_empty();
+        let start_valid = verify(problem, &start).is_empty();
         stats.phase("verify warm start", phase);
         // The packing bounds may already prove the warm start: then there is nothing to search.
-        if greedy_valid && greedy.status != Status::Infeasible {
+        if start_valid && start.status != Status::Infeasible {
             let phase = Instant::now();
             let bound = bounds::complete(problem, None);
             stats.phase("packing bounds", phase);
-            if bound.key() == greedy.objective.key() {
+            if bound.key() == start.objective.key() {
                 let plan =
-                    finish(problem, SolverKind::Exact, Status::Optimal, StopReason::Completed, greedy.actions, None);
+                    finish(problem, SolverKind::Exact, Status::Optimal, StopReason::Completed, start.actions, None);
                 return (plan, stats);
             }
         }
-        // The greedy plan seeds every level whose earlier optima it reaches.
-        let hint = greedy_valid.then(|| (Hint::from_actions(problem, &greedy.actions), greedy.objective.clone()));
+        // The start plan seeds every level whose earlier optima it reaches.
+        let hint = start_valid.then(|| (Hint::from_actions(problem, &start.actions), start.objective.clone()));
         let phase = Instant::now();
         let outcome =
             self.search_within(problem, &self.search_engine_limits(problem, &limits), hint.as_ref(), &mut stats);
@@ -248,14 +256,14 @@ impl ExactPlanner {
         };
         let fallback = |stop: StopReason, bound: Option<Objective>| {
             // Always with an instance count (packing bounds fill in what the solver left open).
-            let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= greedy.objective.key());
-            let status = if bound.as_ref() == Some(&greedy.objective) && greedy_valid {
+            let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= start.objective.key());
+            let status = if bound.as_ref() == Some(&start.objective) && start_valid {
                 Status::Optimal
             } else {
                 Status::Feasible
             };
             let bound = if status == Status::Optimal { None } else { bound };
-            finish(problem, SolverKind::Exact, status, stop_named(stop), greedy.actions.clone(), bound)
+            finish(problem, SolverKind::Exact, status, stop_named(stop), start.actions.clone(), bound)
         };
         let phase = Instant::now();
         let plan = match outcome {
@@ -264,7 +272,7 @@ impl ExactPlanner {
                 SolverKind::Exact,
                 Status::Infeasible,
                 StopReason::Completed,
-                greedy.actions.clone(),
+                start.actions.clone(),
                 None,
             ),
             Outcome::NoPlan { stop, bound } => fallback(stop, bound),
@@ -288,9 +296,9 @@ impl ExactPlanner {
                 let violations = verify(problem, &plan);
                 if let Some(first) = violations.first() {
                     fallback(StopReason::InternalError(format!("the exact plan failed verification: {first}")), None)
-                } else if greedy_valid && greedy.objective.better_than(&plan.objective) {
+                } else if start_valid && start.objective.better_than(&plan.objective) {
                     if proven {
-                        fallback(StopReason::InternalError("the greedy plan beat a claimed optimum".to_string()), None)
+                        fallback(StopReason::InternalError("the start plan beat a claimed optimum".to_string()), None)
                     } else {
                         fallback(stop, bound)
                     }
@@ -310,10 +318,10 @@ impl ExactPlanner {
     /// others go on as if it had not happened (the full greedy plan is the floor of every
     /// unproven result, so the cheap warm start can never make a result worse than greedy's).
     /// Node-limited runs without a deadline skip it and stay deterministic.
-    fn quick_proof(&self, problem: &Problem, limits: &EngineLimits, stats: &mut Stats) -> Option<Plan> {
-        let deadline = limits.deadline_at()?;
+    fn quick_proof(&self, problem: &Problem, limits: &EngineLimits, stats: &mut Stats) -> Quick {
+        let Some(deadline) = limits.deadline_at() else { return Quick::Nothing };
         if self.slot_model || self.quick_slice.is_zero() || limits.stop_now().is_some() {
-            return None;
+            return Quick::Nothing;
         }
         let started = Instant::now();
         // A fixed length (half the time under 200 ms): the schedule does not stretch with the
@@ -322,27 +330,34 @@ impl ExactPlanner {
         let quick = limits.clone().deadline(started + slice);
         let warm = self.seeded(problem, warm_plan(problem, &quick, Some(QUICK_WARM_PASSES)));
         stats.solves += 1;
-        let plan = (warm.status != Status::Infeasible && verify(problem, &warm).is_empty())
-            .then(|| self.quick_search(problem, &quick, warm, stats))
-            .flatten();
+        let plan = if warm.status != Status::Infeasible && verify(problem, &warm).is_empty() {
+            self.quick_search(problem, &quick, warm, stats)
+        } else {
+            Quick::Nothing
+        };
         stats.phase("quick attempt", started);
         plan
     }
 
-    /// The search of [`Self::quick_proof`] from a verified warm start: a proven plan or nothing.
-    fn quick_search(&self, problem: &Problem, quick: &EngineLimits, warm: Plan, stats: &mut Stats) -> Option<Plan> {
-        let proven = |actions: Vec<Action>| {
-            let plan = finish(problem, SolverKind::Exact, Status::Optimal, StopReason::Completed, actions, None);
+    /// The search of [`Self::quick_proof`] from a verified warm start: a proven plan, else the
+    /// best verified plan it reached (the warm start's when the search found nothing better).
+    fn quick_search(&self, problem: &Problem, quick: &EngineLimits, warm: Plan, stats: &mut Stats) -> Quick {
+        let checked = |actions: Vec<Action>, status: Status| {
+            let plan = finish(problem, SolverKind::Exact, status, StopReason::Completed, actions, None);
             (verify(problem, &plan).is_empty() && !warm.objective.better_than(&plan.objective)).then_some(plan)
         };
         if bounds::complete(problem, None).key() == warm.objective.key() {
-            return proven(warm.actions.clone());
+            return checked(warm.actions.clone(), Status::Optimal).map_or(Quick::Nothing, Quick::Proven);
         }
         let hint = (Hint::from_actions(problem, &warm.actions), warm.objective.clone());
-        match self.search_within(problem, quick, Some(&hint), stats) {
-            Outcome::Plan { actions, proven: true, .. } => proven(actions),
+        let found = match self.search_within(problem, quick, Some(&hint), stats) {
+            Outcome::Plan { actions, proven: true, .. } => {
+                return checked(actions, Status::Optimal).map_or(Quick::Nothing, Quick::Proven)
+            }
+            Outcome::Plan { actions, proven: false, .. } => checked(actions, Status::Feasible),
             _ => None,
-        }
+        };
+        Quick::Unproven(found.unwrap_or(warm))
     }
 
     /// [`Search::run`] through the instrumented backend under `limits` (its solver calls
@@ -427,6 +442,16 @@ impl ExactPlanner {
     fn effective_limits(&self) -> EngineLimits {
         self.limits.armed(Some(DEFAULT_TIME_LIMIT))
     }
+}
+
+/// What the quick attempt gave.
+enum Quick {
+    /// A proven optimum: the answer.
+    Proven(Plan),
+    /// A verified plan without a proof, for the full run to start from and not fall below.
+    Unproven(Plan),
+    /// Nothing (no deadline, turned off, or no verified warm start).
+    Nothing,
 }
 
 /// Out of time (or cancelled) before the search could start: the greedy plan, valid by

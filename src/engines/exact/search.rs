@@ -30,8 +30,9 @@ const MAX_SLOT_VARIABLES: u64 = 50_000;
 
 /// What solving the levels before the cost gave.
 enum Levels {
-    /// Every level fixed at its optimum; the last level's solution.
-    Fixed { fixed: Vec<(Goal, f64)>, last: Option<MasterSolution> },
+    /// Every level fixed at its optimum; the last level's solution, and every level's solution
+    /// (a plan the cost level must not end worse than).
+    Fixed { fixed: Vec<(Goal, f64)>, last: Option<MasterSolution>, seen: Vec<MasterSolution> },
     /// The search ends with this outcome.
     Done(Outcome),
     /// A solver error with the pattern cut: the round starts again without it.
@@ -174,15 +175,15 @@ impl<'a> Search<'a> {
         loose: &mut Option<Loose>,
     ) -> Round {
         let problem = self.problem;
-        let (fixed, last) = match self.solve_levels(facts, layout, goals, best_bound.as_ref()) {
-            Levels::Fixed { fixed, last } => (fixed, last),
+        let (fixed, last, seen) = match self.solve_levels(facts, layout, goals, best_bound.as_ref()) {
+            Levels::Fixed { fixed, last, seen } => (fixed, last, seen),
             Levels::Done(outcome) => return Round::Done(outcome),
             Levels::Restart => return Round::Restart,
         };
         let modes: &[CostMode] =
             if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
         let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
-        let CostLevel { cheapest, bound: cost_bound, stop: cost_stop } =
+        let CostLevel { cheapest, others, bound: cost_bound, stop: cost_stop } =
             solve_cost_level(&model, self.hint, last.as_ref(), modes);
         if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
             return Round::Restart;
@@ -190,13 +191,14 @@ impl<'a> Search<'a> {
         let Some((_, solution)) = cheapest else {
             let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
             let bound = lex_bound(facts, &fixed, None);
-            return Round::Done(self.stopped(last.into_iter().collect(), stop, bound.or(best_bound.take())));
+            return Round::Done(self.stopped(seen.into_iter().rev().collect(), stop, bound.or(best_bound.take())));
         };
         let bound = lex_bound(facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
         if let Some(stop) = cost_stop {
-            // The level before's solution too: a search stopped later must not give a worse
-            // plan than one stopped before this level.
-            let candidates = std::iter::once(solution).chain(last).collect();
+            // The other regimes' and every level's solutions too: a master value is not the
+            // plan's cost (regimes count in different units), and a search stopped later must
+            // not give a worse plan than one stopped before this level.
+            let candidates = std::iter::once(solution).chain(others).chain(seen.into_iter().rev()).collect();
             return Round::Done(self.stopped(candidates, stop, bound.or(best_bound.take())));
         }
         *best_bound = bound;
@@ -230,6 +232,8 @@ impl<'a> Search<'a> {
         let probes = facts.backend.capabilities().node_limit;
         let mut fixed: Vec<(Goal, f64)> = Vec::new();
         let mut last: Option<MasterSolution> = None;
+        // Every level's solution, in order: the candidates of a stopped search (the latest first).
+        let mut seen: Vec<MasterSolution> = Vec::new();
         for &goal in goals {
             // The warm start meets every fixed level and already reaches this level's
             // combinatorial floor: that is its optimum.
@@ -240,7 +244,9 @@ impl<'a> Search<'a> {
             {
                 fixed.push((goal, value));
                 // An earlier level's solution need not meet this level: the warm start does.
-                last = None;
+                if let Some(solution) = last.take() {
+                    seen.push(solution);
+                }
                 continue;
             }
             let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
@@ -250,7 +256,7 @@ impl<'a> Search<'a> {
                     Probe::Fixed(value, solution) => {
                         fixed.push((goal, value));
                         if let Some(solution) = solution {
-                            last = Some(solution);
+                            seen.extend(last.replace(solution));
                         }
                         continue;
                     }
@@ -260,37 +266,50 @@ impl<'a> Search<'a> {
             match model.solve(goal, self.limits, warm, Extra { at_least, ..Extra::default() }) {
                 Solved::Solution { solution, proven: true, .. } => {
                     fixed.push((goal, solution.value.round()));
-                    last = Some(solution);
+                    if let Some(previous) = last.replace(solution) {
+                        seen.push(previous);
+                    }
                 }
                 Solved::Error(_) if !facts.pattern_prices.is_empty() => return Levels::Restart,
-                unproven => return Levels::Done(self.level_stopped(facts, &fixed, goal, unproven, last, best_bound)),
+                unproven => {
+                    if let Some(previous) = last {
+                        seen.push(previous);
+                    }
+                    return Levels::Done(self.level_stopped(facts, &fixed, goal, unproven, seen, best_bound));
+                }
             }
         }
-        Levels::Fixed { fixed, last }
+        if let Some(previous) = last.clone() {
+            seen.push(previous);
+        }
+        Levels::Fixed { fixed, last, seen }
     }
 
     /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `fixed`
-    /// holding the levels before it and `last` the level before's solution.
+    /// holding the levels before it and `seen` the earlier levels' solutions, in order.
     fn level_stopped(
         &self,
         facts: &Facts<'_>,
         fixed: &[(Goal, f64)],
         goal: Goal,
         solved: Solved,
-        last: Option<MasterSolution>,
+        seen: Vec<MasterSolution>,
         best_bound: Option<&Objective>,
     ) -> Outcome {
         match solved {
             Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
                 let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
-                // The level before's solution too (see `stopped`).
-                let candidates = std::iter::once(solution).chain(last).collect();
+                // The earlier levels' solutions too (see `stopped`).
+                let candidates = std::iter::once(solution).chain(seen.into_iter().rev()).collect();
                 self.stopped(candidates, stop_of(limit), bound.or_else(|| best_bound.cloned()))
             }
             Solved::Interrupted { limit, best_bound: level_bound } => {
                 let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
-                let candidates = last.into_iter().collect();
-                self.stopped(candidates, stop_of(Some(limit)), bound.or_else(|| best_bound.cloned()))
+                self.stopped(
+                    seen.into_iter().rev().collect(),
+                    stop_of(Some(limit)),
+                    bound.or_else(|| best_bound.cloned()),
+                )
             }
             Solved::Infeasible if fixed.is_empty() => Outcome::Infeasible,
             Solved::Infeasible => Outcome::NoPlan {
@@ -306,8 +325,8 @@ impl<'a> Search<'a> {
     }
 
     /// A limit stopped the search: the best plan of the master solutions that pack (the
-    /// interrupted level's incumbent and the level before's solution, whose plan a search
-    /// stopped one level earlier would have returned; the first wins ties).
+    /// interrupted level's incumbent and the earlier levels' solutions, whose plans a search
+    /// stopped earlier would have returned; the first wins ties).
     fn stopped(&self, solutions: Vec<MasterSolution>, stop: StopReason, bound: Option<Objective>) -> Outcome {
         let problem = self.problem;
         // The deadline has usually passed: packing gets a short grace. After a cancellation it
@@ -388,6 +407,8 @@ fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority:
 struct CostLevel {
     /// The cheapest solution and its value.
     cheapest: Option<(f64, MasterSolution)>,
+    /// The other regimes' solutions.
+    others: Vec<MasterSolution>,
     /// The least of the regimes' proven bounds.
     bound: Option<f64>,
     /// Why a regime stopped short of a proof.
@@ -403,6 +424,7 @@ fn solve_cost_level(
 ) -> CostLevel {
     let (facts, fixed) = (model.facts, model.fixed);
     let mut cheapest: Option<(f64, MasterSolution)> = None;
+    let mut others: Vec<MasterSolution> = Vec::new();
     let mut cost_bound: Option<f64> = None;
     let mut cost_stop: Option<StopReason> = None;
     // When the cost follows from the instance counts per priority (one price per
@@ -432,7 +454,9 @@ fn solve_cost_level(
                 let low = level_bound.unwrap_or(0.0);
                 cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
                 if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
-                    cheapest = Some((solution.value, solution));
+                    others.extend(cheapest.replace((solution.value, solution)).map(|(_, dearer)| dearer));
+                } else {
+                    others.push(solution);
                 }
             }
             Solved::Infeasible => {}
@@ -444,7 +468,7 @@ fn solve_cost_level(
             Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
         }
     }
-    CostLevel { cheapest, bound: cost_bound, stop: cost_stop }
+    CostLevel { cheapest, others, bound: cost_bound, stop: cost_stop }
 }
 
 /// What probing a level at its LP bound found.
