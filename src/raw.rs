@@ -378,11 +378,13 @@ impl From<&model::Fleet> for Fleet {
 
 /// A validated whole number as the typed field's integer. Validation has checked its range, so
 /// the saturating conversion never changes a value it is given.
+#[cfg(feature = "json")]
 fn whole<T: TryFrom<i64> + Default>(value: f64) -> T {
     T::try_from(value as i64).unwrap_or_default()
 }
 
 /// A validated closed-set spelling as its enum; validation has checked the spelling.
+#[cfg(feature = "json")]
 fn spelled<T: Copy>(text: &str, parse: fn(&str) -> Option<T>, fallback: T) -> T {
     parse(text).unwrap_or(fallback)
 }
@@ -390,6 +392,7 @@ fn spelled<T: Copy>(text: &str, parse: fn(&str) -> Option<T>, fallback: T) -> T 
 impl Scenario {
     /// The typed scenario. Only meaningful after validation has accepted `self` (every number
     /// in range and whole where it must be, every spelling known); then no value changes.
+    #[cfg(feature = "json")]
     pub(crate) fn to_typed(&self) -> model::Scenario {
         use model::*;
         model::Scenario {
@@ -510,6 +513,7 @@ impl Scenario {
 }
 
 impl ComponentSpecification {
+    #[cfg(feature = "json")]
     fn to_typed(&self) -> model::ComponentSpecification {
         use model::{EnforcementMode, PlacementStrategy};
         let requirements = &self.compute_resource_requirements;
