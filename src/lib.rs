@@ -55,3 +55,6 @@ pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy
 pub use report::ReliabilityReport;
 pub use simulate::{Simulation, Simulator};
 pub use verify::{verify, Violation, ViolationKind};
+// Reached by the Python binding (python/), which goes through the crate root only.
+pub use simulate::Script;
+pub use sizing::{size_pool, ModelDescription, Sizing};
