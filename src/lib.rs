@@ -56,5 +56,8 @@ pub use report::ReliabilityReport;
 pub use simulate::{Simulation, Simulator};
 pub use verify::{verify, Violation, ViolationKind};
 // Reached by the Python binding (python/), which goes through the crate root only.
+pub use metrics::{
+    metric_math_utilisation, scaling_policy, ConcurrencyMetric, PutScalingPolicyRequest, TargetTracking, TypeLoad,
+};
 pub use simulate::Script;
 pub use sizing::{size_pool, ModelDescription, Sizing};
