@@ -95,7 +95,7 @@ impl<'a> Evaluator<'a> {
             value = match (value, right) {
                 (Some(left), Some(right)) if operator == "*" => Some(left * right),
                 // CloudWatch gives no datapoint for a division by zero.
-                (Some(_), Some(right)) if right == 0.0 => None,
+                (Some(_), Some(0.0)) => None,
                 (Some(left), Some(right)) => Some(left / right),
                 _ => None,
             };
