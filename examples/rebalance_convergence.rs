@@ -228,10 +228,10 @@ fn main() {
     }
     let fleets: u64 = args.first().and_then(|arg| arg.parse().ok()).unwrap_or(60);
     let mut avoidable_total = 0i64;
-    let mut removed = [0i64; 2];
-    let mut violations = [0usize; 2];
-    let mut steps = [0usize; 2];
-    let mut time = [Duration::ZERO; 2];
+    let mut removed = [0i64; 3];
+    let mut violations = [0usize; 3];
+    let mut steps = [0usize; 3];
+    let mut time = [Duration::ZERO; 3];
     let mut cases = 0;
     for seed in 1..=fleets {
         let Some(problem) = generate(seed) else { continue };
@@ -246,16 +246,28 @@ fn main() {
             fallback(&start),
             fallback(&best.objective)
         );
-        for (run, target_directed) in [false, true].into_iter().enumerate() {
+        let runs = [
+            Rebalancer::new().self_check(false).target_directed(false),
+            Rebalancer::new().self_check(false).greedy_units(false),
+            Rebalancer::new().self_check(false),
+        ];
+        for (run, planner) in runs.iter().enumerate() {
             let started = Instant::now();
-            let plan = Rebalancer::new().self_check(false).target_directed(target_directed).plan(&problem);
+            let plan = planner.plan(&problem);
             time[run] += started.elapsed();
             let found = verify_rebalance(&problem, &plan);
             violations[run] += found.len();
             steps[run] += plan.steps.len();
             let gone = (fallback(&start) - fallback(&plan.objective)).min(avoidable);
             removed[run] += gone;
-            line.push_str(&format!("; {} removes {gone} in {} steps", ["greedy", "target"][run], plan.steps.len()));
+            line.push_str(&format!(
+                "; {} removes {gone} in {} steps",
+                ["greedy", "path", "default"][run],
+                plan.steps.len()
+            ));
+            if let (1, Some(target)) = (run, &plan.target_objective) {
+                line.push_str(&format!(" (target fallback {})", fallback(target)));
+            }
             if let Some(first) = found.first() {
                 line.push_str(&format!(" [{} violations: {first}]", found.len()));
             }
@@ -263,8 +275,13 @@ fn main() {
         println!("{line}");
     }
     println!("\n{cases} fleets, {avoidable_total} avoidable fallback instances");
-    for (run, name) in
-        ["greedy units only (target_directed(false))", "default (target-directed + greedy)"].into_iter().enumerate()
+    for (run, name) in [
+        "greedy units only (target_directed(false))",
+        "target-directed path only (greedy_units(false))",
+        "default (target-directed + greedy)",
+    ]
+    .into_iter()
+    .enumerate()
     {
         let share = if avoidable_total > 0 { removed[run] as f64 * 100.0 / avoidable_total as f64 } else { 100.0 };
         println!(

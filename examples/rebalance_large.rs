@@ -89,11 +89,21 @@ fn main() {
         .and_then(|index| args.get(index + 1))
         .and_then(|ms| ms.parse().ok());
     let greedy_only = args.iter().any(|arg| arg == "--greedy-only");
+    let path_only = args.iter().any(|arg| arg == "--path-only");
+    // `--target-up-to N`: the target-directed path on fleets of at most N instances.
+    let target_up_to: Option<usize> = args
+        .iter()
+        .position(|arg| arg == "--target-up-to")
+        .and_then(|index| args.get(index + 1))
+        .and_then(|count| count.parse().ok());
     let mut times = Vec::with_capacity(repeat);
     let mut plan = None;
     for _ in 0..repeat {
         let started = Instant::now();
-        let mut rebalancer = Rebalancer::new().self_check(false).target_directed(!greedy_only);
+        let mut rebalancer = Rebalancer::new().self_check(false).target_directed(!greedy_only).greedy_units(!path_only);
+        if let Some(instances) = target_up_to {
+            rebalancer = rebalancer.target_directed_up_to(instances);
+        }
         if let Some(ms) = time_limit {
             rebalancer = rebalancer.time_limit(std::time::Duration::from_millis(ms));
         }

@@ -2,14 +2,22 @@
 //!
 //! ```text
 //! cargo build --release --features cli,examples --example scenario_sweep
-//! target/release/examples/scenario_sweep generate DIR [--count 40] [--seed 1]
+//! target/release/examples/scenario_sweep generate DIR [--count 40] [--seed 1] [--preset sweep|hard]
 //! target/release/examples/scenario_sweep run DIR --bin target/release/fleetplan \
 //!     [--time-limit-ms 5000] [--out DIR/results]
+//! target/release/examples/scenario_sweep optima DIR --bin target/release/fleetplan \
+//!     [--out DIR/optima] [--cbc-limit-ms 60000] [--greedy-only]
 //! target/release/examples/scenario_sweep check SCENARIO PLAN
 //! ```
 //!
+//! `optima` (the binary built with `--features cli,cbc`) proves each scenario's optimum with the
+//! CBC backend and counts how often greedy equals it on L1 and on L1–L3, and how often the exact
+//! planner at 1 s and at the CLI's default limit reaches it.
+//!
 //! `generate` writes `N` spec-valid scenario JSON files from the tests' seeded generator
-//! (`tests/common/generator.rs`, preset `SWEEP`; no other randomness):
+//! (`tests/common/generator.rs`, preset `SWEEP`, or `HARD` with `--preset hard`: 40–60
+//! components, large multi-accelerator copies, a binding Max, events and draining instances;
+//! no other randomness):
 //! 5–60 components or a single-model endpoint, 1–4 AZs, 1–5 pool types from the built-in
 //! catalogue and custom `InstanceTypes`, with or without prices, capacity limits (incl.
 //! `Available: 0` and reservations), existing fleets (incl. types outside the pool, reserved
@@ -59,10 +67,14 @@ struct Generated {
     extra_keys: bool,
 }
 
-/// Scenario `index` of `seed`: the shared generator's `SWEEP` preset (stream `index`), and how
-/// to spell it (a second stream of the same seed, so the scenario itself does not change).
-fn generate(seed: u64, index: u64) -> Generated {
-    let scenario = generator::generate_stream(seed, index, &generator::Config::SWEEP);
+/// The generator presets `generate --preset` offers: name (also the files' prefix) and preset.
+const PRESETS: [(&str, generator::Config); 2] =
+    [("sweep", generator::Config::SWEEP), ("hard", generator::Config::HARD)];
+
+/// Scenario `index` of `seed`: the shared generator's `preset` (stream `index`), and how to spell
+/// it (a second stream of the same seed, so the scenario itself does not change).
+fn generate(seed: u64, index: u64, preset: &generator::Config) -> Generated {
+    let scenario = generator::generate_stream(seed, index, preset);
     let mut rng = Rng::new(seed ^ 0x5EED_5EED, index);
     let single_model = scenario.endpoint.model_name.is_some();
     Generated { scenario, alias: single_model && rng.chance(30), extra_keys: rng.chance(30) }
@@ -128,16 +140,16 @@ fn to_json(generated: &Generated) -> String {
     text
 }
 
-fn generate_command(dir: &Path, count: u64, seed: u64) -> ExitCode {
+fn generate_command(dir: &Path, count: u64, seed: u64, (prefix, preset): (&str, generator::Config)) -> ExitCode {
     if let Err(error) = std::fs::create_dir_all(dir) {
         eprintln!("{}: {error}", dir.display());
         return ExitCode::from(2);
     }
     let mut rejected = 0;
     for index in 0..count {
-        let generated = generate(seed, index);
+        let generated = generate(seed, index, &preset);
         let text = to_json(&generated);
-        let name = format!("sweep-{seed}-{index:03}.json");
+        let name = format!("{prefix}-{seed}-{index:03}.json");
         if let Err(error) = Problem::from_json(&text) {
             rejected += 1;
             eprintln!("{name}: rejected by validation (generator or validator bug):\n{error}");
@@ -644,18 +656,26 @@ fn stop_text(stop: &StopReason) -> String {
     stop.to_string()
 }
 
-fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCode {
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect(),
+/// The `.json` files of `dir`, sorted (None, reported, when it cannot be read).
+fn scenario_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            files.sort();
+            Some(files)
+        }
         Err(error) => {
             eprintln!("{}: {error}", dir.display());
-            return ExitCode::from(2);
+            None
         }
-    };
-    files.sort();
+    }
+}
+
+fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCode {
+    let Some(files) = scenario_files(dir) else { return ExitCode::from(2) };
     if let Err(error) = std::fs::create_dir_all(out) {
         eprintln!("{}: {error}", out.display());
         return ExitCode::from(2);
@@ -996,17 +1016,7 @@ fn shift(id: &str) -> String {
 /// objective and `Unplaced` consistent with the corrupted actions (so only hard constraints
 /// differ), and compares `verify` with the independent checker: any disagreement is printed.
 fn mutate_command(scenarios: &Path, results: &Path) -> ExitCode {
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(scenarios) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect(),
-        Err(error) => {
-            eprintln!("{}: {error}", scenarios.display());
-            return ExitCode::from(2);
-        }
-    };
-    files.sort();
+    let Some(files) = scenario_files(scenarios) else { return ExitCode::from(2) };
     let (mut tried, mut disagreements) = (0, 0);
     for (index, file) in files.iter().enumerate() {
         let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
@@ -1077,25 +1087,166 @@ fn check_command(scenario_path: &str, plan_path: &str) -> ExitCode {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Against proven optima.
+
+/// What `optima` compares: greedy and the exact planner at 1 s and at the CLI's default limit.
+const OPTIMA_RUNS: [(&str, &[&str]); 3] = [
+    ("greedy", &[]),
+    ("exact-1s", &["--solver", "exact", "--time-limit-ms", "1000"]),
+    ("exact-default", &["--solver", "exact"]),
+];
+
+/// How a plan compares with a proven optimum: (L1 equal, L1–L3 equal, all levels equal).
+fn levels_equal(plan: &Objective, optimum: &Objective) -> (bool, bool, bool) {
+    let (p, o) = (plan.key(), optimum.key());
+    let l1 = p.unplaced_negated == o.unplaced_negated;
+    let l3 = l1 && p.balance_excess == o.balance_excess && p.fallback_counts == o.fallback_counts;
+    (l1, l3, p == o)
+}
+
+/// A plan from the CLI, or None (reported) when the run failed or its plan does not verify.
+fn planned(bin: &Path, scenario: &str, args: &[&str], out: &Path) -> Option<Plan> {
+    let mut all = vec!["plan", scenario, "--json"];
+    all.extend_from_slice(args);
+    let ran = run_cli(bin, &all);
+    let plan: Option<Plan> = serde_json::from_str(&ran.stdout).ok();
+    let _ = std::fs::write(out, &ran.stdout);
+    let verify = run_cli(bin, &["verify", scenario, &out.to_string_lossy()]);
+    if ran.code != 0 || plan.is_none() || verify.code != 0 {
+        eprintln!("{scenario} {args:?}: exit {}, verify exit {}: {}", ran.code, verify.code, ran.stderr.trim());
+        return None;
+    }
+    plan
+}
+
+/// `optima DIR --bin B [--out OUT] [--cbc-limit-ms N] [--greedy-only]`: how greedy and the exact
+/// planner at 1 s and at the default limit compare with each scenario's proven optimum: the
+/// exact planner's own proof at the default limit, else the CBC backend's (a binary built with
+/// `--features cli,cbc`); kept in OUT as `NAME.optimum.json` and reused by later runs.
+fn optima_command(dir: &Path, bin: &Path, out: &Path, cbc_limit_ms: u64, greedy_only: bool) -> ExitCode {
+    let Some(files) = scenario_files(dir) else { return ExitCode::from(2) };
+    if let Err(error) = std::fs::create_dir_all(out) {
+        eprintln!("{}: {error}", out.display());
+        return ExitCode::from(2);
+    }
+    let cbc_limit = cbc_limit_ms.to_string();
+    let runs = if greedy_only { &OPTIMA_RUNS[..1] } else { &OPTIMA_RUNS[..] };
+    // Per run: scenarios with a proven optimum, L1 equal, L1–L3 equal, all equal, failures.
+    let mut counts = vec![[0usize; 5]; runs.len()];
+    println!(
+        "scenario\tcomponents\tcopies\tazs\toptimum\tproof_s\t{}",
+        runs.iter().map(|(label, _)| *label).collect::<Vec<_>>().join("\t")
+    );
+    for file in &files {
+        let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let path = file.to_string_lossy().into_owned();
+        let Ok(problem) =
+            std::fs::read_to_string(file).map_err(|_| ()).and_then(|t| Problem::from_json(&t).map_err(|_| ()))
+        else {
+            eprintln!("{name}: not a valid scenario");
+            continue;
+        };
+        let plans: Vec<Option<Plan>> = runs
+            .iter()
+            .map(|(label, args)| planned(bin, &path, args, &out.join(format!("{name}.{label}.json"))))
+            .collect();
+        // The optimum: kept from an earlier run, else the exact planner's own proof at the
+        // default limit, else CBC's.
+        let optimum_path = out.join(format!("{name}.optimum.json"));
+        let kept = std::fs::read_to_string(&optimum_path).ok().and_then(|t| serde_json::from_str::<Plan>(&t).ok());
+        let started = Instant::now();
+        let proven = |plan: &Option<Plan>| plan.as_ref().filter(|plan| plan.status == Status::Optimal).cloned();
+        let optimum =
+            kept.or_else(|| proven(&plans[runs.len() - 1]).filter(|_| runs.len() == OPTIMA_RUNS.len())).or_else(|| {
+                let args = ["--solver", "exact", "--backend", "cbc", "--time-limit-ms", &cbc_limit];
+                proven(&planned(bin, &path, &args, &out.join(format!("{name}.cbc.json"))))
+            });
+        let cbc_s = started.elapsed().as_secs_f64();
+        if let Some(plan) = &optimum {
+            let _ = std::fs::write(&optimum_path, serde_json::to_string(plan).unwrap_or_default());
+        }
+        let optimum = optimum.map(|plan| plan.objective);
+        let copies: u64 = problem.components().iter().map(|c| u64::from(c.copy_count)).sum();
+        let mut line = format!(
+            "{name}\t{}\t{copies}\t{}\t{}\t{cbc_s:.2}",
+            problem.components().len(),
+            problem.azs().len(),
+            optimum.as_ref().map_or_else(|| "unproven".to_string(), objective_text)
+        );
+        for (plan, count) in plans.iter().zip(&mut counts) {
+            let cell = match (plan, &optimum) {
+                (None, _) => {
+                    count[4] += 1;
+                    "FAILED".to_string()
+                }
+                (Some(plan), None) => objective_text(&plan.objective),
+                (Some(plan), Some(optimum)) => {
+                    let (l1, l3, all) = levels_equal(&plan.objective, optimum);
+                    count[0] += 1;
+                    count[1] += usize::from(l1);
+                    count[2] += usize::from(l3);
+                    count[3] += usize::from(all);
+                    if plan.objective.key() < optimum.key() {
+                        count[4] += 1; // better than a proven optimum: a false proof somewhere
+                    }
+                    let mark = if all {
+                        "="
+                    } else if l3 {
+                        "=L3"
+                    } else if l1 {
+                        "=L1"
+                    } else {
+                        "MISS"
+                    };
+                    format!("{mark} {}", objective_text(&plan.objective))
+                }
+            };
+            let _ = write!(line, "\t{cell}");
+        }
+        println!("{line}");
+    }
+    for ((label, _), [proven, l1, l3, all, failed]) in runs.iter().zip(&counts) {
+        println!(
+            "{label}: of {proven} proven optima: L1 equal {l1}, L1-L3 equal {l3}, all levels equal {all}; \
+             failed or better than the optimum {failed}"
+        );
+    }
+    ExitCode::from(u8::from(counts.iter().any(|c| c[4] > 0)))
+}
+
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: scenario_sweep generate DIR [--count N] [--seed S] | run DIR --bin FLEETPLAN \
-                 [--time-limit-ms N] [--out DIR] | check SCENARIO PLAN";
+    let usage =
+        "usage: scenario_sweep generate DIR [--count N] [--seed S] [--preset sweep|hard] | run DIR --bin FLEETPLAN \
+                 [--time-limit-ms N] [--out DIR] | optima DIR --bin FLEETPLAN [--out DIR] [--cbc-limit-ms N] \
+                 [--greedy-only] | check SCENARIO PLAN";
     match (args.first().map(String::as_str), args.get(1)) {
         (Some("generate"), Some(dir)) => {
             let count = flag(&args, "--count").and_then(|n| n.parse().ok()).unwrap_or(40);
             let seed = flag(&args, "--seed").and_then(|n| n.parse().ok()).unwrap_or(1);
-            generate_command(Path::new(dir), count, seed)
+            let wanted = flag(&args, "--preset").unwrap_or("sweep");
+            let Some(&preset) = PRESETS.iter().find(|(name, _)| *name == wanted) else {
+                eprintln!("{usage}");
+                return ExitCode::from(2);
+            };
+            generate_command(Path::new(dir), count, seed, preset)
         }
         (Some("run"), Some(dir)) => {
             let bin = PathBuf::from(flag(&args, "--bin").unwrap_or("target/release/fleetplan"));
             let limit = flag(&args, "--time-limit-ms").and_then(|n| n.parse().ok()).unwrap_or(5000);
             let out = flag(&args, "--out").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);
             run_command(Path::new(dir), &bin, limit, &out)
+        }
+        (Some("optima"), Some(dir)) => {
+            let bin = PathBuf::from(flag(&args, "--bin").unwrap_or("target/release/fleetplan"));
+            let cbc_limit = flag(&args, "--cbc-limit-ms").and_then(|n| n.parse().ok()).unwrap_or(60_000);
+            let out = flag(&args, "--out").map_or_else(|| Path::new(dir).join("optima"), PathBuf::from);
+            optima_command(Path::new(dir), &bin, &out, cbc_limit, args.iter().any(|a| a == "--greedy-only"))
         }
         (Some("mutate"), Some(dir)) => {
             let results = flag(&args, "--results").map_or_else(|| Path::new(dir).join("results"), PathBuf::from);

@@ -55,6 +55,7 @@ use crate::control::{observe, CapacityRecord, LaunchFailure, LaunchOutcome};
 pub use crate::control::{Execution, Observed};
 use crate::engines::consolidate::{ConsolidationPlan, Move};
 use crate::engines::rebalance::{Launch, RebalancePlan};
+use crate::engines::steps::{launched_instance, running_instance};
 use crate::error::{Issue, IssueKind, ValidationError};
 use crate::fleet::{FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
@@ -305,15 +306,7 @@ impl<'a> StepRun<'a> {
             .iter()
             .enumerate()
             .map(|(index, existing)| Slot {
-                instance: FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                },
+                instance: running_instance(index, existing),
                 alive: true,
                 launched_by_failed_step: false,
             })
@@ -406,15 +399,7 @@ impl<'a> StepRun<'a> {
                 self.instance_ids.insert(launch.instance_id.clone(), real_id);
                 self.by_plan_id.insert(launch.instance_id.clone(), self.slots.len());
                 self.slots.push(Slot {
-                    instance: FinalInstance {
-                        id: launch.instance_id.clone(),
-                        type_index,
-                        az_index,
-                        reserved: launch.reserved,
-                        existing: None,
-                        copies: BTreeMap::new(),
-                        new_copies: BTreeMap::new(),
-                    },
+                    instance: launched_instance(launch, type_index, az_index),
                     alive: true,
                     launched_by_failed_step: true,
                 });

@@ -20,9 +20,10 @@ use serde_json::{Map, Value};
 use crate::error::{Issue, IssueKind, ValidationError, Warning, WarningKind};
 use crate::model;
 use crate::raw::*;
+use crate::text::{counted, shorten};
 
 mod model_file;
-pub(crate) use model_file::model_description_from_json;
+mod sizing_output;
 
 /// How a scenario is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -130,6 +131,22 @@ fn validate_read(read: Read) -> Result<(model::Scenario, crate::Problem), Valida
         }
     }
     Err(ValidationError::new(issues))
+}
+
+impl crate::Plan {
+    /// Reads a plan from any source (contract §5): only `Actions` is required. `Solver` may be
+    /// any string; `Status`, `StopReason`, `Objective` (with or without `CostUnit`), `Unplaced`
+    /// (with or without `Reasons`) and `Bound` are optional — [`crate::verify()`] checks them when
+    /// present and derives them when absent ([`Plan::omitted`](crate::Plan::omitted) says which). Other keys, such as
+    /// `Warnings`, are not read. Every problem is reported with its JSON path.
+    pub fn from_json(text: &str) -> Result<crate::Plan, ValidationError> {
+        plan_from_json(text)
+    }
+
+    /// The plan as pretty JSON (deterministic).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
 }
 
 /// Reads a plan from any source (see [`crate::Plan::from_json`]).
@@ -449,16 +466,12 @@ fn read_parsed(parsed: Parsed, options: &ReadOptions) -> Read {
         path: String::new(),
         message: format!(
             "{} ignored (fleetplan does not read {}): {}",
-            counted(ignored.len(), "unknown key", "unknown keys"),
+            counted(ignored.len() as u64, "unknown key", "unknown keys"),
             if ignored.len() == 1 { "it" } else { "them" },
             ignored.join(", ")
         ),
     });
     Read { scenario, issues, warning, raw_numbers: parsed.raw_numbers, oversized: false }
-}
-
-fn counted(count: usize, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 /// A key the reader never looked up, with the known key it most likely misspells.
@@ -801,18 +814,7 @@ fn shadows(typed: &str, semantic: &str) -> bool {
 
 /// Describes a JSON value for an error message: strings quoted, long values cut.
 pub(crate) fn describe(value: &Value) -> String {
-    shorten(&value.to_string(), 40)
-}
-
-/// `text` cut to at most `limit` characters (`...` marks the cut), so one long name or value
-/// cannot flood a message.
-pub(crate) fn shorten(text: &str, limit: usize) -> String {
-    if text.chars().count() > limit {
-        let cut: String = text.chars().take(limit.saturating_sub(3)).collect();
-        format!("{cut}...")
-    } else {
-        text.to_string()
-    }
+    shorten(&value.to_string(), 40).into_owned()
 }
 
 struct Reader<'p> {
@@ -830,7 +832,7 @@ impl Reader<'_> {
     /// A value described for a message: a number as it was written, anything else by [`describe`].
     fn describe_at(&self, value: &Value, path: &str) -> String {
         match self.raw_numbers.get(path) {
-            Some(written) if value.is_number() => shorten(written, 40),
+            Some(written) if value.is_number() => shorten(written, 40).into_owned(),
             _ => describe(value),
         }
     }

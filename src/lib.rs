@@ -25,6 +25,7 @@ pub mod sagemaker;
 pub mod schema;
 pub mod simulate;
 pub mod sizing;
+mod text;
 pub mod verify;
 mod violation;
 
@@ -53,7 +54,7 @@ pub use model::{
 pub use plan::{Action, CostUnit, Objective, Omitted, Plan, SolverKind, Status, StopReason, Unplaced};
 pub use problem::{CapacityBlock, CapacityEventKind, Component, PlacementStrategy, Problem, Requirement, Resources};
 pub use report::ReliabilityReport;
-pub use simulate::{Simulation, Simulator};
+pub use simulate::{Script, Simulation, SimulationSummary, Simulator};
 pub use verify::{verify, Violation, ViolationKind};
 // Reached by the Python binding (python/), which goes through the crate root only.
 pub use metrics::{

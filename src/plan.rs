@@ -6,6 +6,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Warning;
+use crate::problem::{CapacityEventKind, Resources};
+use crate::text::{counted, micros_text};
 
 /// One step of a plan, in the contract's JSON form (`"Type": "LaunchInstance"`, …).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -195,7 +197,22 @@ impl Objective {
 /// p1=2 p2=1 (3 total), cost 20.98 per hour` (messages such as `verify`'s print it this way).
 impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::render::objective_line(self))
+        let by_priority: Vec<String> =
+            self.instances_by_priority.iter().map(|(priority, count)| format!("p{priority}={count}")).collect();
+        let total: u64 = self.instances_by_priority.values().map(|&count| u64::from(count)).sum();
+        let instances = if by_priority.is_empty() {
+            "instances none".to_string()
+        } else {
+            format!("instances {} ({total} total)", by_priority.join(" "))
+        };
+        write!(
+            f,
+            "placed {}, balance excess {}, {instances}, cost {} {}",
+            counted(self.placed_copies, "copy", "copies"),
+            self.balance_excess,
+            micros_text(self.cost_micros),
+            self.cost_unit.suffix()
+        )
     }
 }
 
@@ -232,7 +249,7 @@ pub struct Unplaced {
     /// see [`Plan::unplaced_is_proven`].
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
-    pub causes: Vec<crate::explain::UnplacedCause>,
+    pub causes: Vec<UnplacedCause>,
 }
 
 impl PartialEq for Unplaced {
@@ -331,20 +348,137 @@ impl Plan {
     pub fn launches(&self) -> usize {
         self.actions.iter().filter(|a| matches!(a, Action::LaunchInstance { .. })).count()
     }
+}
 
-    /// Reads a plan from any source (contract §5): only `Actions` is required. `Solver` may be
-    /// any string; `Status`, `StopReason`, `Objective` (with or without `CostUnit`), `Unplaced`
-    /// (with or without `Reasons`) and `Bound` are optional — [`crate::verify()`] checks them when
-    /// present and derives them when absent ([`Plan::omitted`] says which). Other keys, such as
-    /// `Warnings`, are not read. Every problem is reported with its JSON path.
-    #[cfg(feature = "json")]
-    pub fn from_json(text: &str) -> Result<Plan, crate::ValidationError> {
-        crate::json::plan_from_json(text)
+/// The position of an action's kind in a plan's `Actions` (contract §4.1): launches, removals,
+/// placements, terminations.
+pub(crate) fn action_rank(action: &Action) -> u8 {
+    match action {
+        Action::LaunchInstance { .. } => 0,
+        Action::RemoveCopy { .. } => 1,
+        Action::PlaceCopy { .. } => 2,
+        Action::TerminateInstance { .. } => 3,
     }
+}
 
-    /// The plan as pretty JSON (deterministic).
-    #[cfg(feature = "json")]
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default()
+/// A resource a copy needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Resource {
+    /// Accelerator devices.
+    Accelerators,
+    /// CPU, in milli-cores.
+    MilliCpus,
+    /// Host memory, in MiB.
+    MemoryMib,
+}
+
+impl Resource {
+    pub(crate) const ALL: [Resource; 3] = [Resource::Accelerators, Resource::MilliCpus, Resource::MemoryMib];
+
+    pub(crate) fn of(self, resources: &Resources) -> u64 {
+        match self {
+            Resource::Accelerators => resources.accelerators,
+            Resource::MilliCpus => resources.milli_cpus,
+            Resource::MemoryMib => resources.memory_mib,
+        }
     }
+}
+
+/// One structured cause of missing copies, derived from an [`crate::explain::Explanation`] (what
+/// [`Unplaced::causes`] carries next to the wording in [`Unplaced::reasons`]).
+///
+/// Launch causes are one per (pool type, AZ) in the order of [`crate::explain::Explanation::launches`]; a copy
+/// too large for a type is one cause per type. [`UnplacedCause::NotPlacedByPlanner`] means a
+/// better plan could place more: it appears exactly when an instance has room or a launch
+/// option is open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind", rename_all_fields = "PascalCase")]
+#[non_exhaustive]
+pub enum UnplacedCause {
+    /// `Reserved + Available` launches of a (type, AZ) are used up.
+    CapacityExhausted {
+        /// Instance type.
+        instance_type: String,
+        /// Availability zone.
+        availability_zone: String,
+        /// `Available` of the capacity entry.
+        available: u32,
+        /// `Reserved` of the capacity entry.
+        reserved: u32,
+        /// Launches of this (type, AZ) in the plan.
+        launched: u32,
+    },
+    /// A live capacity error (contract §6) blocks launches of a (type, AZ).
+    CapacityBlocked {
+        /// Instance type.
+        instance_type: String,
+        /// Availability zone.
+        availability_zone: String,
+        /// `InsufficientCapacity` or `ProvisioningTimeout`.
+        event: CapacityEventKind,
+        /// When it happened (caller's clock, seconds).
+        time: i64,
+        /// When it stops blocking.
+        until: i64,
+    },
+    /// The final fleet is at `MaxInstanceCount`, which blocks every otherwise open launch.
+    MaxInstanceCount {
+        /// The limit.
+        max: u32,
+        /// Instances in the final fleet.
+        instances: u64,
+        /// Launch options (pool type, AZ) it blocks.
+        blocked_launches: u64,
+    },
+    /// One copy needs more of a resource than a whole, empty instance of a pool type offers.
+    TooLarge {
+        /// Instance type.
+        instance_type: String,
+        /// The first resource (accelerators, CPU, memory) that does not fit.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// Offered by a whole instance.
+        has: u64,
+    },
+    /// No pool type can take a copy at all: each has no specification or is too small for one
+    /// copy (the [`UnplacedCause::TooLarge`] causes carry the component's need per type).
+    NoEligibleType {
+        /// Pool types.
+        pool_types: u64,
+        /// Of those, types the component has no specification for.
+        without_specification: u64,
+        /// Of those, types too small for one copy.
+        too_small: u64,
+    },
+    /// Instances of the final fleet of one type are short of a resource for one more copy.
+    InstancesFull {
+        /// Instance type.
+        instance_type: String,
+        /// The first short resource.
+        resource: Resource,
+        /// Needed per copy.
+        need: u64,
+        /// The most of it free on any of these instances.
+        most_free: u64,
+        /// How many instances.
+        instances: u64,
+    },
+    /// The placed copies already exceed `MaxImbalance`, so balance limits placement.
+    Imbalance {
+        /// Copies per AZ, in `AvailabilityZones` order.
+        copies_per_az: Vec<u64>,
+        /// `MaxImbalance`.
+        max_imbalance: u32,
+        /// `max(0, imbalance − MaxImbalance)`.
+        excess: u64,
+    },
+    /// Room or launch options were left open: this planner stopped before placing the copies
+    /// (a time or node limit, or a heuristic); a better plan may place them.
+    NotPlacedByPlanner {
+        /// Instances of the final fleet with room for a copy.
+        instances_with_room: u64,
+        /// (pool type, AZ) pairs where a launch could still take a copy.
+        open_launches: u64,
+    },
 }

@@ -394,118 +394,134 @@ impl Scenario {
     /// in range and whole where it must be, every spelling known); then no value changes.
     #[cfg(feature = "json")]
     pub(crate) fn to_typed(&self) -> model::Scenario {
-        use model::*;
         model::Scenario {
             availability_zones: self.availability_zones.clone(),
-            instance_types: self
-                .instance_types
-                .iter()
-                .map(|spec| model::InstanceTypeSpec {
-                    instance_type: spec.instance_type.clone(),
-                    accelerator_count: whole(spec.accelerator_count),
-                    accelerator_memory_gib: spec.accelerator_memory_gib,
-                    v_cpu_count: spec.v_cpu_count,
-                    memory_in_mb: spec.memory_in_mb,
-                    hourly_price: spec.hourly_price,
-                })
-                .collect(),
-            capacity: self
-                .capacity
-                .iter()
-                .map(|entry| model::CapacityEntry {
-                    instance_type: entry.instance_type.clone(),
-                    availability_zone: entry.availability_zone.clone(),
-                    available: entry.available.map(whole),
-                    reserved: whole(entry.reserved),
-                })
-                .collect(),
-            endpoint: {
-                let endpoint = &self.endpoint;
-                model::Endpoint {
-                    endpoint_name: endpoint.endpoint_name.clone(),
-                    variant_name: endpoint.variant_name.clone(),
-                    model_name: endpoint.model_name.clone(),
-                    instance_type: endpoint.instance_type.clone(),
-                    instance_pools: endpoint
-                        .instance_pools
-                        .iter()
-                        .map(|pool| model::InstancePool {
-                            instance_type: pool.instance_type.clone(),
-                            priority: whole(pool.priority),
-                            model_name_override: pool.model_name_override.clone(),
-                        })
-                        .collect(),
-                    desired_instance_count: endpoint.desired_instance_count.map(whole),
-                    managed_instance_scaling: endpoint.managed_instance_scaling.as_ref().map(|scaling| {
-                        model::ManagedInstanceScaling {
-                            status: scaling
-                                .status
-                                .as_deref()
-                                .map(|text| spelled(text, ScalingStatus::parse, ScalingStatus::Enabled)),
-                            min_instance_count: scaling.min_instance_count.map(whole),
-                            max_instance_count: scaling.max_instance_count.map(whole),
-                            scale_in_policy: scaling.scale_in_policy.as_ref().map(|policy| model::ScaleInPolicySpec {
-                                strategy: policy
-                                    .strategy
-                                    .as_deref()
-                                    .map(|text| spelled(text, ScaleInStrategy::parse, ScaleInStrategy::IdleRelease)),
-                                cooldown_in_minutes: policy.cooldown_in_minutes.map(whole),
-                                maximum_step_size: policy.maximum_step_size.map(whole),
-                            }),
-                        }
-                    }),
-                }
-            },
-            inference_components: self
-                .inference_components
-                .iter()
-                .map(|component| model::InferenceComponent {
-                    inference_component_name: component.inference_component_name.clone(),
-                    specification: component.specification.as_ref().map(self::ComponentSpecification::to_typed),
-                    specifications: component
-                        .specifications
-                        .as_ref()
-                        .map(|list| list.iter().map(self::ComponentSpecification::to_typed).collect()),
-                    runtime_config: model::RuntimeConfig { copy_count: whole(component.runtime_config.copy_count) },
-                })
-                .collect(),
-            fleet: model::Fleet {
-                instances: self
-                    .fleet
-                    .instances
-                    .iter()
-                    .map(|instance| model::FleetInstance {
-                        instance_id: instance.instance_id.clone(),
-                        instance_type: instance.instance_type.clone(),
-                        availability_zone: instance.availability_zone.clone(),
-                        reserved: instance.reserved,
-                        state: instance
-                            .state
-                            .as_deref()
-                            .map(|text| spelled(text, InstanceState::parse, InstanceState::InService)),
-                    })
-                    .collect(),
-                copies: self
-                    .fleet
-                    .copies
-                    .iter()
-                    .map(|copy| model::FleetCopy {
-                        inference_component_name: copy.inference_component_name.clone(),
-                        instance_id: copy.instance_id.clone(),
-                        copy_count: whole(copy.copy_count),
-                    })
-                    .collect(),
-            },
+            instance_types: self.instance_types.iter().map(InstanceTypeSpec::to_typed).collect(),
+            capacity: self.capacity.iter().map(CapacityEntry::to_typed).collect(),
+            endpoint: self.endpoint.to_typed(),
+            inference_components: self.inference_components.iter().map(InferenceComponent::to_typed).collect(),
+            fleet: self.fleet.to_typed(),
             now: self.now.map(whole),
             capacity_error_ttl_seconds: self.capacity_error_ttl_seconds.map(whole),
-            capacity_events: self
-                .capacity_events
+            capacity_events: self.capacity_events.iter().map(CapacityEvent::to_typed).collect(),
+        }
+    }
+}
+
+impl InstanceTypeSpec {
+    fn to_typed(&self) -> model::InstanceTypeSpec {
+        model::InstanceTypeSpec {
+            instance_type: self.instance_type.clone(),
+            accelerator_count: whole(self.accelerator_count),
+            accelerator_memory_gib: self.accelerator_memory_gib,
+            v_cpu_count: self.v_cpu_count,
+            memory_in_mb: self.memory_in_mb,
+            hourly_price: self.hourly_price,
+        }
+    }
+}
+
+impl CapacityEntry {
+    fn to_typed(&self) -> model::CapacityEntry {
+        model::CapacityEntry {
+            instance_type: self.instance_type.clone(),
+            availability_zone: self.availability_zone.clone(),
+            available: self.available.map(whole),
+            reserved: whole(self.reserved),
+        }
+    }
+}
+
+impl CapacityEvent {
+    fn to_typed(&self) -> model::CapacityEvent {
+        model::CapacityEvent {
+            instance_type: self.instance_type.clone(),
+            availability_zone: self.availability_zone.clone(),
+            event: spelled(&self.event, model::CapacityEventKind::parse, model::CapacityEventKind::Launched),
+            time: whole(self.time),
+        }
+    }
+}
+
+impl Endpoint {
+    fn to_typed(&self) -> model::Endpoint {
+        model::Endpoint {
+            endpoint_name: self.endpoint_name.clone(),
+            variant_name: self.variant_name.clone(),
+            model_name: self.model_name.clone(),
+            instance_type: self.instance_type.clone(),
+            instance_pools: self
+                .instance_pools
                 .iter()
-                .map(|event| model::CapacityEvent {
-                    instance_type: event.instance_type.clone(),
-                    availability_zone: event.availability_zone.clone(),
-                    event: spelled(&event.event, CapacityEventKind::parse, CapacityEventKind::Launched),
-                    time: whole(event.time),
+                .map(|pool| model::InstancePool {
+                    instance_type: pool.instance_type.clone(),
+                    priority: whole(pool.priority),
+                    model_name_override: pool.model_name_override.clone(),
+                })
+                .collect(),
+            desired_instance_count: self.desired_instance_count.map(whole),
+            managed_instance_scaling: self.managed_instance_scaling.as_ref().map(ManagedInstanceScaling::to_typed),
+        }
+    }
+}
+
+impl ManagedInstanceScaling {
+    fn to_typed(&self) -> model::ManagedInstanceScaling {
+        use model::{ScaleInStrategy, ScalingStatus};
+        model::ManagedInstanceScaling {
+            status: self.status.as_deref().map(|text| spelled(text, ScalingStatus::parse, ScalingStatus::Enabled)),
+            min_instance_count: self.min_instance_count.map(whole),
+            max_instance_count: self.max_instance_count.map(whole),
+            scale_in_policy: self.scale_in_policy.as_ref().map(|policy| model::ScaleInPolicySpec {
+                strategy: policy
+                    .strategy
+                    .as_deref()
+                    .map(|text| spelled(text, ScaleInStrategy::parse, ScaleInStrategy::IdleRelease)),
+                cooldown_in_minutes: policy.cooldown_in_minutes.map(whole),
+                maximum_step_size: policy.maximum_step_size.map(whole),
+            }),
+        }
+    }
+}
+
+impl InferenceComponent {
+    fn to_typed(&self) -> model::InferenceComponent {
+        model::InferenceComponent {
+            inference_component_name: self.inference_component_name.clone(),
+            specification: self.specification.as_ref().map(ComponentSpecification::to_typed),
+            specifications: self
+                .specifications
+                .as_ref()
+                .map(|list| list.iter().map(ComponentSpecification::to_typed).collect()),
+            runtime_config: model::RuntimeConfig { copy_count: whole(self.runtime_config.copy_count) },
+        }
+    }
+}
+
+impl Fleet {
+    fn to_typed(&self) -> model::Fleet {
+        model::Fleet {
+            instances: self
+                .instances
+                .iter()
+                .map(|instance| model::FleetInstance {
+                    instance_id: instance.instance_id.clone(),
+                    instance_type: instance.instance_type.clone(),
+                    availability_zone: instance.availability_zone.clone(),
+                    reserved: instance.reserved,
+                    state: instance
+                        .state
+                        .as_deref()
+                        .map(|text| spelled(text, model::InstanceState::parse, model::InstanceState::InService)),
+                })
+                .collect(),
+            copies: self
+                .copies
+                .iter()
+                .map(|copy| model::FleetCopy {
+                    inference_component_name: copy.inference_component_name.clone(),
+                    instance_id: copy.instance_id.clone(),
+                    copy_count: whole(copy.copy_count),
                 })
                 .collect(),
         }

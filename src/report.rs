@@ -39,7 +39,7 @@ use serde::Serialize;
 use crate::fleet::{balance_excess, imbalance, objective, FinalFleet};
 use crate::plan::Plan;
 use crate::problem::{PlacementStrategy, Problem};
-use crate::render::{escape_text, shorten, Align, Table};
+use crate::text::{escape_text, plural, shorten, Align, Table};
 
 /// The SVG's escaping helper, also reachable from here for existing callers.
 pub use crate::render::escape_xml;
@@ -520,14 +520,6 @@ fn write_table(out: &mut String, header: &[String], rows: Vec<Vec<String>>, nume
         table.row(row);
     }
     out.push_str(&table.render(""));
-}
-
-fn plural(count: u64) -> &'static str {
-    if count == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// For `skip_serializing_if`.

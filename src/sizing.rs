@@ -260,14 +260,6 @@ impl ModelDescription {
         }
     }
 
-    /// Reads a model file (docs/sizing.md). Type errors name their JSON path; every problem is
-    /// reported, and every key the reader does not know is an error (a misspelt key would
-    /// otherwise silently size with a default).
-    #[cfg(feature = "json")]
-    pub fn from_json(text: &str) -> Result<ModelDescription, ValidationError> {
-        crate::json::model_description_from_json(text)
-    }
-
     /// Checks every field; reports every problem, each with the model file's path of the field.
     pub fn validate(&self) -> Result<(), ValidationError> {
         let issues = self.issues();
@@ -497,7 +489,7 @@ impl Sizing {
 
     /// One row per type: build, accelerators, memory and concurrency, or why it does not fit.
     pub fn to_table(&self) -> String {
-        use crate::render::{Align, Table};
+        use crate::text::{Align, Table};
         let mut out = format!("Sizing of {}\n", self.model);
         let mut table = Table::new(&[
             ("INSTANCE TYPE", Align::Left),
@@ -539,130 +531,6 @@ impl Sizing {
         }
         out.push_str(&table.render("  "));
         out
-    }
-
-    /// The sizing as pretty JSON: `Specifications` (ready for an inference component),
-    /// `InstancePools` (with `ModelNameOverride`, for types with a known priority),
-    /// `MaxConcurrency` (type → per-instance maximum) and `Types` (every number, or the reason).
-    /// Types keep their input order throughout.
-    #[cfg(feature = "json")]
-    pub fn to_json(&self) -> String {
-        let mut text = serde_json::to_string_pretty(&json::Document::of(self)).unwrap_or_default();
-        text.push('\n');
-        text
-    }
-}
-
-/// The JSON output's shape, in the order a reader wants the keys (serialised directly, not through
-/// `serde_json::Value`, which would sort them).
-#[cfg(feature = "json")]
-mod json {
-    use serde::Serialize;
-
-    use super::{Build, Outcome, Sizing};
-
-    #[derive(Serialize)]
-    #[serde(rename_all = "PascalCase")]
-    pub(super) struct Document<'a> {
-        model: &'a str,
-        specifications: Vec<Specification<'a>>,
-        instance_pools: Vec<Pool<'a>>,
-        max_concurrency: MaxConcurrency<'a>,
-        types: Vec<TypeEntry<'a>>,
-    }
-
-    #[derive(Serialize)]
-    #[serde(rename_all = "PascalCase")]
-    struct Specification<'a> {
-        instance_type: &'a str,
-        model_name: &'a str,
-        compute_resource_requirements: Requirements,
-    }
-
-    #[derive(Serialize)]
-    #[serde(rename_all = "PascalCase")]
-    struct Requirements {
-        number_of_accelerator_devices_required: u64,
-        number_of_cpu_cores_required: u64,
-        min_memory_required_in_mb: u64,
-    }
-
-    #[derive(Serialize)]
-    #[serde(rename_all = "PascalCase")]
-    struct Pool<'a> {
-        instance_type: &'a str,
-        priority: u8,
-        model_name_override: &'a str,
-    }
-
-    /// Type → maximum concurrency, as a JSON object in type order.
-    struct MaxConcurrency<'a>(Vec<(&'a str, u64)>);
-
-    impl Serialize for MaxConcurrency<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.collect_map(self.0.iter().copied())
-        }
-    }
-
-    #[derive(Serialize)]
-    #[serde(rename_all = "PascalCase")]
-    struct TypeEntry<'a> {
-        instance_type: &'a str,
-        fits: bool,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<&'a str>,
-        #[serde(flatten)]
-        build: Option<&'a Build>,
-    }
-
-    impl<'a> Document<'a> {
-        pub(super) fn of(sizing: &'a Sizing) -> Document<'a> {
-            let fitting = || sizing.types.iter().filter_map(|sized| Some((sized, sized.build()?)));
-            Document {
-                model: &sizing.model,
-                specifications: fitting()
-                    .map(|(sized, build)| Specification {
-                        instance_type: &sized.instance_type,
-                        model_name: &build.model_name,
-                        compute_resource_requirements: Requirements {
-                            number_of_accelerator_devices_required: build.accelerators,
-                            number_of_cpu_cores_required: build.cpu_cores,
-                            min_memory_required_in_mb: build.min_memory_mib,
-                        },
-                    })
-                    .collect(),
-                instance_pools: fitting()
-                    .filter_map(|(sized, build)| {
-                        Some(Pool {
-                            instance_type: &sized.instance_type,
-                            priority: sized.priority?,
-                            model_name_override: &build.model_name,
-                        })
-                    })
-                    .collect(),
-                max_concurrency: MaxConcurrency(
-                    fitting().map(|(sized, build)| (sized.instance_type.as_str(), build.max_concurrency)).collect(),
-                ),
-                types: sizing
-                    .types
-                    .iter()
-                    .map(|sized| match &sized.outcome {
-                        Outcome::Fits(build) => TypeEntry {
-                            instance_type: &sized.instance_type,
-                            fits: true,
-                            reason: None,
-                            build: Some(build),
-                        },
-                        Outcome::DoesNotFit(reason) => TypeEntry {
-                            instance_type: &sized.instance_type,
-                            fits: false,
-                            reason: Some(reason),
-                            build: None,
-                        },
-                    })
-                    .collect(),
-            }
-        }
     }
 }
 

@@ -7,9 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::engines::action_rank;
 use crate::fleet::{objective, FinalFleet};
-use crate::plan::{Action, Plan, Status};
+use crate::plan::{action_rank, Action, Plan, Status};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 pub use crate::violation::{Violation, ViolationKind};

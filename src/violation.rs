@@ -38,6 +38,10 @@ pub enum ViolationKind {
     /// terminations), or executing them one after another overbooks an instance on the way
     /// (docs/contract.md §4.1).
     Order,
+    /// A rebalancing step breaks a rule of docs/contract.md §7 (step size, release of a busy or
+    /// just-launched instance, copy counts changing, imbalance growing, draining order, a move
+    /// the fleet cannot execute).
+    Rebalance,
 }
 
 impl ViolationKind {

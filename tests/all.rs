@@ -11,6 +11,7 @@ mod cli;
 mod consolidate;
 mod contract_docs;
 mod control_loop;
+mod exact_anytime;
 mod exact_lns;
 mod exact_oracle;
 mod exact_prefix;

@@ -8,13 +8,15 @@ use fleetplan::{FinalFleet, Problem, Scenario};
 use proptest::prelude::*;
 
 /// Every preset, by name.
-const PRESETS: [(&str, Config); 6] = [
+const PRESETS: [(&str, Config); 8] = [
     ("TINY", Config::TINY),
     ("SMALL", Config::SMALL),
     ("MEDIUM", Config::MEDIUM),
     ("CATALOGUE", Config::CATALOGUE),
     ("CONSOLIDATION", Config::CONSOLIDATION),
     ("SWEEP", Config::SWEEP),
+    ("FALLBACK_FLEET", Config::FALLBACK_FLEET),
+    ("HARD", Config::HARD),
 ];
 
 fn strategies(scenario: &Scenario) -> Vec<Option<&str>> {
@@ -215,6 +217,38 @@ fn the_presets_cover_the_features_their_tests_rely_on() {
     }
     let with_events = coverage(&Config { events: 8, draining_percent: 50, ..Config::SMALL }, 200);
     assert!(with_events["events"] >= 100 && with_events["draining"] >= 50, "{with_events:?}");
+}
+
+/// `HARD` has the third held-out set's character: 2–4 AZs, 40–60 components, copies of 4 or 8
+/// accelerators on most endpoints, a MaxInstanceCount that the greedy plan runs into on most,
+/// and draining instances or capacity events on about half.
+#[test]
+fn the_hard_preset_has_large_copies_a_binding_max_events_and_draining() {
+    let seeds = 40u64;
+    let (mut large, mut binding, mut eventful) = (0, 0, 0);
+    for seed in 0..seeds {
+        let scenario = generate_stream(seed, seed, &Config::HARD);
+        let problem = Problem::new(&scenario).expect("valid");
+        assert!((2..=4).contains(&scenario.availability_zones.len()), "seed {seed}");
+        assert!((40..=60).contains(&scenario.inference_components.len()), "seed {seed}");
+        let accelerators = scenario
+            .inference_components
+            .iter()
+            .flat_map(|c| c.specification.iter().chain(c.specifications.iter().flatten()))
+            .filter_map(|s| s.compute_resource_requirements.number_of_accelerator_devices_required);
+        large += usize::from(accelerators.filter(|&a| a >= 4).count() >= 5);
+        let draining = scenario.fleet.instances.iter().any(|i| i.state.is_some());
+        eventful += usize::from(draining || !scenario.capacity_events.is_empty());
+        let plan = fleetplan::plan_greedy(&problem);
+        assert!(fleetplan::verify(&problem, &plan).is_empty(), "seed {seed}");
+        let final_size = FinalFleet::apply(&problem, &plan.actions).0.instances.len() as u64;
+        let at_max = problem.scaling().max_instances.is_some_and(|max| final_size >= u64::from(max));
+        binding += usize::from(at_max && !plan.unplaced.is_empty());
+    }
+    let share = |n: usize| n * 100 / seeds as usize;
+    assert!(share(large) >= 50, "large copies on {large} of {seeds}");
+    assert!(share(binding) >= 40, "Max binds on {binding} of {seeds}");
+    assert!((30..=70).contains(&share(eventful)), "events or draining on {eventful} of {seeds}");
 }
 
 #[test]

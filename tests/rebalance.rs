@@ -440,8 +440,8 @@ fn checker_flags_a_step_larger_than_maximum_step_size() {
     assert_eq!(
         messages(&problem, &plan),
         [
-            "Consolidation: step 1: launches 2 instances, MaximumStepSize is 1",
-            "Consolidation: step 1: releases 2 instances, MaximumStepSize is 1",
+            "Rebalance: step 1: launches 2 instances, MaximumStepSize is 1",
+            "Rebalance: step 1: releases 2 instances, MaximumStepSize is 1",
         ]
     );
 }
@@ -456,7 +456,7 @@ fn checker_flags_grown_imbalance() {
         release: vec!["f-0".into()],
     };
     let plan = accounted(&problem, vec![step]);
-    assert_eq!(messages(&problem, &plan), ["Consolidation: step 1: imbalance of llm grows from 0 to 2 copies"]);
+    assert_eq!(messages(&problem, &plan), ["Rebalance: step 1: imbalance of llm grows from 0 to 2 copies"]);
 }
 
 #[test]
@@ -470,10 +470,10 @@ fn checker_flags_a_release_before_the_instance_is_empty_and_before_draining() {
     assert_eq!(
         messages(&problem, &plan),
         [
-            "Consolidation: step 1: f-0 is released but still runs copies",
-            "Consolidation: step 1: releases f-0 while draining instance(s) f-3 still run (draining instances are emptied first)",
-            "Consolidation: step 1: llm has 3 copies, 4 before rebalancing",
-            "Consolidation: step 1: imbalance of llm grows from 0 to 1 copies",
+            "Rebalance: step 1: f-0 is released but still runs copies",
+            "Rebalance: step 1: releases f-0 while draining instance(s) f-3 still run (draining instances are emptied first)",
+            "Rebalance: step 1: llm has 3 copies, 4 before rebalancing",
+            "Rebalance: step 1: imbalance of llm grows from 0 to 1 copies",
         ]
     );
     // Make-before-break: a target must hold its copies and the incoming one at once.
@@ -538,35 +538,48 @@ proptest! {
 
     #[test]
     fn every_target_path_verifies_step_by_step_and_ends_no_worse(problem in common::problem(FLEETS)) {
-        // The target-directed path alone, then the default plan.
-        for planner in [Rebalancer::new().self_check(false).greedy_units(false), Rebalancer::new().self_check(false)] {
-            let plan = planner.plan(&problem);
-            // Every prefix is executable; only the full plan must improve the fleet.
-            for steps in 1..=plan.steps.len() {
-                let prefix = RebalancePlan {
-                    steps: plan.steps[..steps].to_vec(),
-                    objective: objective(&problem, &plan.fleet_after(&problem, steps)),
-                    stop_reason: StopReason::Completed,
-                    target_objective: None,
-                    reached_objective: None,
-                };
-                let violations: Vec<Violation> = verify_rebalance(&problem, &prefix)
-                    .into_iter()
-                    .filter(|violation| steps == plan.steps.len() || violation.kind != ViolationKind::Accounting)
-                    .collect();
-                prop_assert!(violations.is_empty(), "after step {}: {:#?}\nplan: {}", steps, violations, plan.to_json());
-            }
-            let before = initial_objective(&problem);
-            prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
-            prop_assert!(plan.objective.balance_excess <= before.balance_excess);
-            let start = rebalance_score(
-                &problem,
-                &RebalancePlan { steps: Vec::new(), objective: before.clone(), ..plan.clone() },
-            );
-            let end = rebalance_score(&problem, &plan);
-            prop_assert!(plan.steps.is_empty() || (end.0, end.1, end.2) < (start.0, start.1, start.2));
-        }
+        path_steps_verify_and_end_no_worse(&problem)?;
     }
+
+    #[test]
+    fn every_path_on_a_fallback_fleet_verifies_step_by_step_and_ends_no_worse(
+        problem in common::problem(common::Config::FALLBACK_FLEET)
+    ) {
+        prop_assume!(!problem.fleet().is_empty());
+        path_steps_verify_and_end_no_worse(&problem)?;
+    }
+}
+
+/// The target-directed path alone and the default plan: every prefix of steps verifies (only the
+/// whole plan must improve), copies and balance are kept, the end is better or there are no steps.
+fn path_steps_verify_and_end_no_worse(problem: &Problem) -> Result<(), TestCaseError> {
+    // The target-directed path alone, then the default plan.
+    for planner in [Rebalancer::new().self_check(false).greedy_units(false), Rebalancer::new().self_check(false)] {
+        let plan = planner.plan(problem);
+        // Every prefix is executable; only the full plan must improve the fleet.
+        for steps in 1..=plan.steps.len() {
+            let prefix = RebalancePlan {
+                steps: plan.steps[..steps].to_vec(),
+                objective: objective(problem, &plan.fleet_after(problem, steps)),
+                stop_reason: StopReason::Completed,
+                target_objective: None,
+                reached_objective: None,
+            };
+            let violations: Vec<Violation> = verify_rebalance(problem, &prefix)
+                .into_iter()
+                .filter(|violation| steps == plan.steps.len() || violation.kind != ViolationKind::Accounting)
+                .collect();
+            prop_assert!(violations.is_empty(), "after step {}: {:#?}\nplan: {}", steps, violations, plan.to_json());
+        }
+        let before = initial_objective(problem);
+        prop_assert_eq!(plan.objective.placed_copies, before.placed_copies);
+        prop_assert!(plan.objective.balance_excess <= before.balance_excess);
+        let start =
+            rebalance_score(problem, &RebalancePlan { steps: Vec::new(), objective: before.clone(), ..plan.clone() });
+        let end = rebalance_score(problem, &plan);
+        prop_assert!(plan.steps.is_empty() || (end.0, end.1, end.2) < (start.0, start.1, start.2));
+    }
+    Ok(())
 }
 
 // ---- The command line. ----

@@ -50,7 +50,16 @@ fn every_shipped_script_runs_with_every_invariant_holding() {
         .filter(|name| name.ends_with(".json"))
         .collect();
     names.sort();
-    assert_eq!(names, ["az-outage.json", "ice-fallback-recovery.json", "scale-churn-consolidation.json"]);
+    assert_eq!(
+        names,
+        [
+            "az-outage.json",
+            "ice-fallback-recovery.json",
+            "latency-blocked-then-lifted.json",
+            "latency-outage-recovery.json",
+            "scale-churn-consolidation.json"
+        ]
+    );
     for name in names {
         shipped(&name);
     }
@@ -225,7 +234,7 @@ const SCENARIO: &str = r#"{"AvailabilityZones": ["a", "b"], "Endpoint": {"Instan
 fn an_empty_key_is_named_by_a_quoted_path() {
     let text = format!(r#"{{"Scenario": {SCENARIO}, "Ticks": 2, "": 1}}"#);
     let known = "Scenario, Ticks, TickSeconds, Planner, ExactNodeLimit, ConsolidateEvery, RebalanceEvery, \
-                 ConsolidateNodeLimit, RebalanceNodeLimit, CloudCapacity, ScaleEvents, LaunchFailures, AzOutages";
+                 ConsolidateNodeLimit, RebalanceNodeLimit, LaunchTicks, CloudCapacity, ScaleEvents, LaunchFailures, AzOutages";
     assert_eq!(errors(&text), format!("\"\": unknown key; known keys: {known}"));
 }
 
@@ -752,7 +761,9 @@ mod cli {
         assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
         let table = String::from_utf8(output.stdout).expect("UTF-8");
         assert!(
-            table.starts_with("tick  time  p1  p2  p3  p4  p5  imbalance  cost (per hour)  unplaced  events\n"),
+            table.starts_with(
+                "tick  time  p1  p2  p3  p4  p5  imbalance  cost (per hour)  unplaced  available  events\n"
+            ),
             "{table}"
         );
         assert!(table.ends_with("\ninvariant checks passed: 20 ticks\n"), "{table}");
@@ -769,6 +780,10 @@ mod cli {
         assert_eq!(json["Ticks"][4]["UnplacedCopies"], 3);
         assert_eq!(json["Failures"], serde_json::json!([]));
         assert_eq!(json["StopReason"], "Completed");
+        assert_eq!((&json["Ticks"][4]["DesiredCopies"], &json["Ticks"][4]["AvailableCopies"]), (&9.into(), &6.into()));
+        let summary = &json["Summary"];
+        assert_eq!((&summary["RecoveryTick"], &summary["TimeToPreferred"]), (&16.into(), &3.into()), "{summary}");
+        assert_eq!(summary["CopyTicksLost"], 10, "{summary}");
     }
 
     #[test]
@@ -839,4 +854,160 @@ mod cli {
         );
         assert!(output.stdout.is_empty());
     }
+}
+
+/// One AZ, g6.12xlarge preferred and g5.12xlarge the fallback, one component of `copies`
+/// four-accelerator copies (one per instance), no fleet.
+fn latency_scenario(copies: u32) -> Scenario {
+    ScenarioBuilder::new(["a"])
+        .pool("ml.g6.12xlarge", 1)
+        .pool("ml.g5.12xlarge", 2)
+        .component("m", copies, 4, 4.0, 16_384)
+        .build()
+        .unwrap()
+}
+
+fn pending(simulation: &Simulation) -> Vec<u32> {
+    simulation.ticks.iter().map(|tick| tick.pending_instances).collect()
+}
+
+fn available(simulation: &Simulation) -> Vec<u64> {
+    simulation.ticks.iter().map(|tick| tick.available_copies).collect()
+}
+
+fn run_clean(script: &Script) -> Simulation {
+    let simulation = Simulator::new().run(script).expect("valid");
+    assert_eq!(simulation.failures, vec![], "{}", simulation.to_table());
+    simulation
+}
+
+#[test]
+fn a_launch_is_pending_for_launch_ticks_then_in_service() {
+    let simulation = run_clean(&Script::new(latency_scenario(2), 5).launch_ticks(2));
+    assert_eq!(pending(&simulation), [2, 2, 0, 0, 0], "{}", simulation.to_table());
+    assert_eq!(available(&simulation), [0, 0, 2, 2, 2]);
+    // Pending instances are in the fleet (the planner does not launch them again).
+    assert!(simulation.ticks.iter().all(|tick| tick.instances_of_priority(1) == 2));
+    assert!(has_event(&simulation, 2, "launch: 2 ml.g6.12xlarge in a in service"), "{}", simulation.to_table());
+    assert_eq!(simulation.summary.copy_ticks_lost, 4);
+    assert_eq!(simulation.summary.launches, 2);
+    // Without latency the copies serve from tick 0.
+    let at_once = run_clean(&Script::new(latency_scenario(2), 5));
+    assert_eq!((available(&at_once)[0], at_once.summary.copy_ticks_lost), (2, 0));
+}
+
+#[test]
+fn a_provisioning_timeout_is_pending_then_fails_and_the_fallback_launches() {
+    let script = Script::new(latency_scenario(1), 6).launch_ticks(2).launch_failure(
+        0,
+        1,
+        "ml.g6.12xlarge",
+        "a",
+        LaunchFailure::ProvisioningTimeout,
+    );
+    let simulation = run_clean(&script);
+    assert_eq!(tiers(&simulation)[..3], [(1, 0), (1, 0), (0, 1)], "{}", simulation.to_table());
+    assert!(
+        has_event(
+            &simulation,
+            2,
+            "launch: 1 ml.g6.12xlarge in a failed after 2 ticks (ProvisioningTimeout), 1 copy lost"
+        ),
+        "{}",
+        simulation.to_table()
+    );
+    // The error blocks g6 for the TTL (180 s = 3 ticks): the plan of tick 2 launches the g5,
+    // Pending until tick 4.
+    assert_eq!(pending(&simulation), [1, 1, 1, 1, 0, 0]);
+    assert_eq!(available(&simulation), [0, 0, 0, 0, 1, 1]);
+    assert_eq!(simulation.summary.copy_ticks_lost, 4);
+    // An immediate failure (no latency) never shows as Pending.
+    let at_once = run_clean(&Script::new(latency_scenario(1), 3).launch_failure(
+        0,
+        1,
+        "ml.g6.12xlarge",
+        "a",
+        LaunchFailure::ProvisioningTimeout,
+    ));
+    assert!(
+        has_event(&at_once, 0, "plan: 1 ml.g6.12xlarge in a failed (ProvisioningTimeout)"),
+        "{}",
+        at_once.to_table()
+    );
+}
+
+#[test]
+fn capacity_comes_back_when_an_outage_ends() {
+    let mut scenario = latency_scenario(2);
+    scenario.capacity_error_ttl_seconds = Some(60);
+    let simulation = run_clean(&Script::new(scenario, 5).az_outage(1, 3, "a"));
+    assert!(has_event(&simulation, 1, "outage: a down, 2 instances and 2 copies lost"), "{}", simulation.to_table());
+    assert!(has_event(&simulation, 2, "plan: 2 ml.g6.12xlarge in a failed (InsufficientCapacity)"));
+    assert!(has_event(&simulation, 3, "outage: a back"));
+    assert!(has_event(&simulation, 3, "plan: launched 2 ml.g6.12xlarge in a"), "{}", simulation.to_table());
+    assert_eq!(available(&simulation), [2, 0, 0, 2, 2]);
+    let summary = &simulation.summary;
+    assert_eq!((summary.recovery_tick, summary.preferred_tick, summary.time_to_preferred), (3, Some(3), Some(0)));
+    assert_eq!(summary.copy_ticks_lost, 4);
+}
+
+/// Worked by hand in docs/simulate.md ("Convergence"): g6 has no capacity until tick 3, launches
+/// take one tick, rebalancing every 2 ticks.
+#[test]
+fn time_to_preferred_and_copy_ticks_lost_on_a_small_script() {
+    let script = Script::new(latency_scenario(2), 6)
+        .launch_ticks(1)
+        .rebalance_every(2)
+        .cloud_capacity(0, "ml.g6.12xlarge", "a", Some(0))
+        .cloud_capacity(3, "ml.g6.12xlarge", "a", None);
+    let simulation = run_clean(&script);
+    let table = simulation.to_table();
+    // Tick 0: g6 fails (InsufficientCapacity); tick 1: two g5, Pending; tick 2: they serve.
+    assert!(has_event(&simulation, 0, "plan: 2 ml.g6.12xlarge in a failed (InsufficientCapacity)"), "{table}");
+    assert_eq!(tiers(&simulation), [(0, 0), (0, 2), (0, 2), (2, 0), (2, 0), (2, 0)], "{table}");
+    // Tick 3: capacity is back, the rebalance launches two g6 and moves the copies; the g5
+    // serve them (and cost) until the g6 are InService at tick 4.
+    assert_eq!(pending(&simulation), [0, 2, 0, 2, 0, 0], "{table}");
+    assert_eq!(available(&simulation), [0, 0, 2, 2, 2, 2], "{table}");
+    assert!(simulation.ticks[3].cost_micros > simulation.ticks[4].cost_micros, "{table}");
+    let summary = &simulation.summary;
+    assert_eq!(summary.optimum_by_priority, [(1, 2)].into_iter().collect(), "{table}");
+    assert_eq!((summary.recovery_tick, summary.preferred_tick, summary.time_to_preferred), (3, Some(4), Some(1)));
+    assert_eq!((summary.copy_ticks_lost, summary.moves, summary.launches), (4, 2, 4), "{table}");
+    // Passive (no rebalancing): nothing scales, so the g5 stay.
+    let passive = run_clean(&Script { rebalance_every: 0, ..script });
+    assert_eq!(passive.summary.time_to_preferred, None, "{}", passive.to_table());
+}
+
+fn latency_script() -> impl Strategy<Value = Script> {
+    (random_script(), 0u32..=3).prop_map(|(script, launch_ticks)| script.launch_ticks(launch_ticks))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// With launch latency too, the same script gives the same report (every tick, the
+    /// summary), and no invariant breaks.
+    #[test]
+    fn the_simulation_is_deterministic(script in latency_script()) {
+        check_script(&script)?;
+        let (first, second) = (Simulator::new().run(&script), Simulator::new().run(&script));
+        prop_assert_eq!(first, second);
+    }
+}
+
+#[test]
+fn launch_ticks_are_checked_with_field_and_value() {
+    let with = |value: &str| {
+        let mut script: serde_json::Value = serde_json::from_str(&script_text("ice-fallback-recovery.json")).unwrap();
+        script["LaunchTicks"] = serde_json::from_str(value).unwrap();
+        script.to_string()
+    };
+    assert_eq!(errors(&with("1001")), "LaunchTicks: 1001 is more than 1000");
+    assert_eq!(errors(&with("1.5")), "LaunchTicks: expected a whole number ≥ 0, found 1.5");
+    assert_eq!(errors(&with("\"2\"")), "LaunchTicks: expected a whole number, found \"2\"");
+    assert!(Script::from_json(&with("3")).is_ok_and(|script| script.launch_ticks == 3));
+    let mut script = Script::from_json(&script_text("ice-fallback-recovery.json")).unwrap();
+    script.launch_ticks = 5_000;
+    assert_eq!(script.validate().map(|_| ()).unwrap_err().to_string(), "LaunchTicks: 5000 is more than 1000");
 }

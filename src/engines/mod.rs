@@ -10,12 +10,12 @@ pub mod greedy;
 pub mod limits;
 pub mod rebalance;
 pub(crate) mod spread;
-pub(crate) mod step_check;
+pub(crate) mod steps;
 
 use std::collections::BTreeSet;
 
 use crate::fleet::{objective, FinalFleet};
-use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
+use crate::plan::{action_rank, Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::Problem;
 
 /// Ids for launched instances: `new-1`, `new-2`, … counting up, skipping every id an instance of
@@ -46,17 +46,6 @@ impl LaunchIds {
                 return candidate;
             }
         }
-    }
-}
-
-/// The position of an action's kind in a plan's `Actions` (contract §4.1): launches, removals,
-/// placements, terminations.
-pub(crate) fn action_rank(action: &Action) -> u8 {
-    match action {
-        Action::LaunchInstance { .. } => 0,
-        Action::RemoveCopy { .. } => 1,
-        Action::PlaceCopy { .. } => 2,
-        Action::TerminateInstance { .. } => 3,
     }
 }
 

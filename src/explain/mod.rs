@@ -34,30 +34,8 @@ use serde::Serialize;
 use crate::fleet::{balance_excess, FinalFleet};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Unplaced;
+pub use crate::plan::{Resource, UnplacedCause};
 use crate::problem::{CapacityEventKind, Component, Problem, Resources};
-
-/// A resource a copy needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Resource {
-    /// Accelerator devices.
-    Accelerators,
-    /// CPU, in milli-cores.
-    MilliCpus,
-    /// Host memory, in MiB.
-    MemoryMib,
-}
-
-impl Resource {
-    const ALL: [Resource; 3] = [Resource::Accelerators, Resource::MilliCpus, Resource::MemoryMib];
-
-    fn of(self, resources: &Resources) -> u64 {
-        match self {
-            Resource::Accelerators => resources.accelerators,
-            Resource::MilliCpus => resources.milli_cpus,
-            Resource::MemoryMib => resources.memory_mib,
-        }
-    }
-}
 
 /// Why a component may not use an instance type at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -389,105 +367,6 @@ fn launch_verdicts(problem: &Problem, fleet: &FinalFleet, component: &Component)
         }
     }
     launches
-}
-
-/// One structured cause of missing copies, derived from an [`Explanation`] (what
-/// [`Unplaced::causes`] carries next to the wording in [`Unplaced::reasons`]).
-///
-/// Launch causes are one per (pool type, AZ) in the order of [`Explanation::launches`]; a copy
-/// too large for a type is one cause per type. [`UnplacedCause::NotPlacedByPlanner`] means a
-/// better plan could place more: it appears exactly when an instance has room or a launch
-/// option is open.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "Kind", rename_all_fields = "PascalCase")]
-#[non_exhaustive]
-pub enum UnplacedCause {
-    /// `Reserved + Available` launches of a (type, AZ) are used up.
-    CapacityExhausted {
-        /// Instance type.
-        instance_type: String,
-        /// Availability zone.
-        availability_zone: String,
-        /// `Available` of the capacity entry.
-        available: u32,
-        /// `Reserved` of the capacity entry.
-        reserved: u32,
-        /// Launches of this (type, AZ) in the plan.
-        launched: u32,
-    },
-    /// A live capacity error (contract §6) blocks launches of a (type, AZ).
-    CapacityBlocked {
-        /// Instance type.
-        instance_type: String,
-        /// Availability zone.
-        availability_zone: String,
-        /// `InsufficientCapacity` or `ProvisioningTimeout`.
-        event: CapacityEventKind,
-        /// When it happened (caller's clock, seconds).
-        time: i64,
-        /// When it stops blocking.
-        until: i64,
-    },
-    /// The final fleet is at `MaxInstanceCount`, which blocks every otherwise open launch.
-    MaxInstanceCount {
-        /// The limit.
-        max: u32,
-        /// Instances in the final fleet.
-        instances: u64,
-        /// Launch options (pool type, AZ) it blocks.
-        blocked_launches: u64,
-    },
-    /// One copy needs more of a resource than a whole, empty instance of a pool type offers.
-    TooLarge {
-        /// Instance type.
-        instance_type: String,
-        /// The first resource (accelerators, CPU, memory) that does not fit.
-        resource: Resource,
-        /// Needed per copy.
-        need: u64,
-        /// Offered by a whole instance.
-        has: u64,
-    },
-    /// No pool type can take a copy at all: each has no specification or is too small for one
-    /// copy (the [`UnplacedCause::TooLarge`] causes carry the component's need per type).
-    NoEligibleType {
-        /// Pool types.
-        pool_types: u64,
-        /// Of those, types the component has no specification for.
-        without_specification: u64,
-        /// Of those, types too small for one copy.
-        too_small: u64,
-    },
-    /// Instances of the final fleet of one type are short of a resource for one more copy.
-    InstancesFull {
-        /// Instance type.
-        instance_type: String,
-        /// The first short resource.
-        resource: Resource,
-        /// Needed per copy.
-        need: u64,
-        /// The most of it free on any of these instances.
-        most_free: u64,
-        /// How many instances.
-        instances: u64,
-    },
-    /// The placed copies already exceed `MaxImbalance`, so balance limits placement.
-    Imbalance {
-        /// Copies per AZ, in `AvailabilityZones` order.
-        copies_per_az: Vec<u64>,
-        /// `MaxImbalance`.
-        max_imbalance: u32,
-        /// `max(0, imbalance − MaxImbalance)`.
-        excess: u64,
-    },
-    /// Room or launch options were left open: this planner stopped before placing the copies
-    /// (a time or node limit, or a heuristic); a better plan may place them.
-    NotPlacedByPlanner {
-        /// Instances of the final fleet with room for a copy.
-        instances_with_room: u64,
-        /// (pool type, AZ) pairs where a launch could still take a copy.
-        open_launches: u64,
-    },
 }
 
 /// The structured causes of an explanation with missing copies (empty when nothing is missing).

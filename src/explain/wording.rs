@@ -9,6 +9,7 @@ use std::fmt;
 
 use super::{Explanation, Ineligibility, Infeasibility, InstanceVerdict, LaunchVerdict, Resource, UnplacedCause};
 use crate::problem::Problem;
+use crate::text::plural;
 
 impl Resource {
     /// `amount` of this resource in words, e.g. `2 accelerators`, `8 vCPU`, `16384 MiB`.
@@ -287,14 +288,6 @@ fn join_azs(problem: &Problem, azs: &[String]) -> String {
     }
     unique.sort_by_key(|az| problem.az_index(az));
     unique.join(", ")
-}
-
-fn plural(count: u64) -> &'static str {
-    if count == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Milli-cores as cores: `8000` → `8`, `500` → `0.5`.

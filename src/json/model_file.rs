@@ -14,6 +14,15 @@ use crate::sizing::{
     MAX_PARAMETER_COUNT, MAX_TARGET_CONCURRENCY,
 };
 
+impl ModelDescription {
+    /// Reads a model file (docs/sizing.md). Type errors name their JSON path; every problem is
+    /// reported, and every key the reader does not know is an error (a misspelt key would
+    /// otherwise silently size with a default).
+    pub fn from_json(text: &str) -> Result<ModelDescription, ValidationError> {
+        model_description_from_json(text)
+    }
+}
+
 /// Parses and validates a model description; type and semantic problems are reported together.
 pub(crate) fn model_description_from_json(text: &str) -> Result<ModelDescription, ValidationError> {
     let parsed = parse(text)?;

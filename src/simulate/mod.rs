@@ -11,7 +11,9 @@
 //! [`Rebalancer`] run and their steps are applied through [`execute_consolidation`] and
 //! [`execute_rebalance`] (a rebalance step whose launch fails is abandoned, its launches
 //! released, and the failure recorded). Then the invariants are checked and the tick is
-//! recorded.
+//! recorded. Launches can take `LaunchTicks` ticks (Pending, then InService or failed); at the
+//! end a [`SimulationSummary`] says how long the fleet took to come back to the optimum after
+//! capacity returned and how many copy-ticks were lost.
 //!
 //! No clock is read: time is `tick × TickSeconds`, and the planners are bounded by node limits,
 //! so the same script gives the same [`Simulation`], byte for byte. A [`Limits`] deadline or
@@ -36,11 +38,12 @@ use crate::engines::limits::{Limits, Stats};
 use crate::engines::rebalance::{verify_rebalance, Rebalancer};
 use crate::error::ValidationError;
 use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure};
-use crate::fleet::{imbalance, objective, FinalFleet};
+use crate::fleet::{imbalance, objective, price_micros, FinalFleet, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, Scenario};
 use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
 use crate::problem::{Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
+use crate::text::counted;
 
 /// Which invariant a [`InvariantFailure`] concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -105,6 +108,15 @@ pub struct TickRecord {
     pub placed_copies: u64,
     /// Desired copies not running.
     pub unplaced_copies: u64,
+    /// Desired copies (after the tick's scale events).
+    pub desired_copies: u64,
+    /// Copies serving: those on InService instances, and those a rebalance moved onto a Pending
+    /// instance (their old instance serves them until the new one is InService).
+    pub available_copies: u64,
+    /// Instances launched and not yet InService.
+    pub pending_instances: u32,
+    /// Instances of priority 2 or worse (6 = outside the pool).
+    pub fallback_instances: u32,
     /// What happened, in order.
     pub events: Vec<String>,
 }
@@ -142,6 +154,38 @@ pub struct Simulation {
     /// `Completed` when every tick ran; otherwise the limit that stopped the run, or
     /// `InternalError` when the fleet became invalid and the run could not go on.
     pub stop_reason: StopReason,
+    /// Over the ticks run: time to preferred, copy-ticks lost, cost-hours, moves.
+    pub summary: SimulationSummary,
+}
+
+/// What a whole run measured (docs/simulate.md, "Convergence").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct SimulationSummary {
+    /// The tick capacity last came back ([`Script::recovery_tick`]).
+    pub recovery_tick: u32,
+    /// Instances per priority tier of the optimum: the exact planner's plan for the final
+    /// desired copy counts from an empty fleet, in the cloud as it is at the end.
+    pub optimum_by_priority: BTreeMap<u8, u32>,
+    /// Copies the optimum places.
+    pub optimum_placed_copies: u64,
+    /// The first tick at or after `recovery_tick` whose fleet is within one instance of the
+    /// optimum (summed over priority tiers, at most one instance beyond the optimum's count of
+    /// the tier), has no Pending instance and serves as many copies as the optimum places (at
+    /// most the desired ones); `None`: never.
+    pub preferred_tick: Option<u32>,
+    /// `preferred_tick − recovery_tick`.
+    pub time_to_preferred: Option<u32>,
+    /// Over the ticks, desired copies minus available copies.
+    pub copy_ticks_lost: u64,
+    /// Over the ticks, the cost per hour × the tick's hours, in millionths (JSON `CostHours`,
+    /// a decimal in the ticks' cost unit).
+    #[serde(rename = "CostHours", serialize_with = "decimal")]
+    pub cost_hours_micros: i128,
+    /// Copies moved by consolidations and rebalances.
+    pub moves: u64,
+    /// Instances launched (plans and rebalances), failed launches left out.
+    pub launches: u64,
 }
 
 /// Runs [`Script`]s. Configured like the engines: [`Limits`] (a node limit caps the ticks run;
@@ -196,6 +240,7 @@ impl Simulator {
             }
         }
         run.stats.rounds = run.records.len() as u64;
+        let summary = run.summary(&problem);
         let simulation = Simulation {
             endpoint_name: problem.endpoint_name().to_string(),
             planner: match script.planner {
@@ -206,6 +251,7 @@ impl Simulator {
             ticks: run.records,
             failures: run.failures,
             stop_reason,
+            summary,
         };
         Ok((simulation, run.stats))
     }
@@ -225,24 +271,31 @@ impl Cloud<'_> {
             .any(|outage| outage.availability_zone == az && (outage.from_tick..outage.until_tick).contains(&tick))
     }
 
-    fn launch(&mut self, tick: u32, instance_type: &str, az: &str) -> Result<(), LaunchFailure> {
+    /// A launch: `Err` when it fails at once, `Ok(Some(failure))` when it is Pending and fails
+    /// when it should be InService (a ProvisioningTimeout with `LaunchTicks` > 0), `Ok(None)`
+    /// when it comes up. A launch takes one unit of capacity until it ends.
+    fn launch(&mut self, tick: u32, instance_type: &str, az: &str) -> Result<Option<LaunchFailure>, LaunchFailure> {
         if self.down(tick, az) {
             return Err(LaunchFailure::InsufficientCapacity);
         }
-        if let Some(window) = self.script.launch_failures.iter().find(|window| {
+        let window = self.script.launch_failures.iter().find(|window| {
             window.instance_type == instance_type
                 && window.availability_zone == az
                 && (window.from_tick..window.until_tick).contains(&tick)
-        }) {
-            return Err(window.failure);
+        });
+        let later = window.map(|window| window.failure);
+        if let Some(failure) = later {
+            if !(failure == LaunchFailure::ProvisioningTimeout && self.script.launch_ticks > 0) {
+                return Err(failure);
+            }
         }
         match self.capacity.get_mut(&(instance_type.to_string(), az.to_string())) {
             Some(Some(0)) => Err(LaunchFailure::InsufficientCapacity),
             Some(Some(left)) => {
                 *left -= 1;
-                Ok(())
+                Ok(later)
             }
-            _ => Ok(()),
+            _ => Ok(later),
         }
     }
 
@@ -252,6 +305,24 @@ impl Cloud<'_> {
             *left = left.saturating_add(1);
         }
     }
+}
+
+/// A launched instance that is not InService yet.
+struct Pending {
+    /// The tick it is InService (or fails).
+    ready_tick: u32,
+    /// How it fails then, if it does.
+    failure: Option<LaunchFailure>,
+}
+
+/// Copies a rebalance moved onto Pending instances, served by their old (released) instances
+/// until the new ones are InService: make-before-break in time.
+struct Held {
+    /// The tick the new instances are InService.
+    until_tick: u32,
+    copies: u64,
+    /// Hourly cost of the released instances, in millionths.
+    cost_micros: i128,
 }
 
 /// One simulation in progress.
@@ -267,6 +338,11 @@ struct Run<'s> {
     records: Vec<TickRecord>,
     failures: Vec<InvariantFailure>,
     stats: Stats,
+    /// Real id → launch not yet InService.
+    pending: BTreeMap<String, Pending>,
+    held: Vec<Held>,
+    moves: u64,
+    launches: u64,
 }
 
 /// What one tick's launches did, for events and the bounds check.
@@ -299,11 +375,6 @@ impl Launches {
     }
 }
 
-/// `1 copy`, `2 copies`.
-fn counted(count: u64, singular: &str, plural: &str) -> String {
-    format!("{count} {}", if count == 1 { singular } else { plural })
-}
-
 fn failure_text(failure: LaunchFailure) -> &'static str {
     match failure {
         LaunchFailure::InsufficientCapacity => "InsufficientCapacity",
@@ -325,6 +396,10 @@ impl<'s> Run<'s> {
             records: Vec::new(),
             failures: Vec::new(),
             stats: Stats::default(),
+            pending: BTreeMap::new(),
+            held: Vec::new(),
+            moves: 0,
+            launches: 0,
         }
     }
 
@@ -341,6 +416,163 @@ impl<'s> Run<'s> {
                 return id;
             }
         }
+    }
+
+    /// The optimum: the exact planner's plan for the desired copy counts at the end, from an
+    /// empty fleet, in the cloud as it is at the end (a (type, AZ) the script limits offers
+    /// what is left plus what the fleet runs there; an AZ still down offers nothing). `None`
+    /// when that scenario does not validate.
+    fn optimum(&self, base: &Problem) -> Option<crate::plan::Objective> {
+        let mut scenario = self.scenario.clone();
+        scenario.now = None;
+        scenario.capacity_events.clear();
+        let mut offered: BTreeMap<(String, String), u32> = BTreeMap::new();
+        for ((instance_type, az), left) in &self.cloud.capacity {
+            if let Some(left) = left {
+                let running = scenario
+                    .fleet
+                    .instances
+                    .iter()
+                    .filter(|instance| &instance.instance_type == instance_type && &instance.availability_zone == az)
+                    .count();
+                let running = u32::try_from(running).unwrap_or(u32::MAX);
+                offered.insert((instance_type.clone(), az.clone()), left.saturating_add(running));
+            }
+        }
+        let last = self.records.last().map_or(0, |record| record.tick);
+        for az in base.azs().iter().filter(|az| self.cloud.down(last, az)) {
+            for info in base.instance_types() {
+                offered.insert((info.name.clone(), az.clone()), 0);
+            }
+        }
+        scenario.fleet = Fleet::default();
+        for ((instance_type, az), available) in offered {
+            match scenario
+                .capacity
+                .iter_mut()
+                .find(|entry| entry.instance_type == instance_type && entry.availability_zone == az)
+            {
+                Some(entry) => entry.available = Some(available),
+                None => scenario.capacity.push(crate::model::CapacityEntry {
+                    instance_type,
+                    availability_zone: az,
+                    available: Some(available),
+                    reserved: 0,
+                }),
+            }
+        }
+        let problem = Problem::new(&scenario).ok()?;
+        let node_limit = match self.script.planner {
+            PlannerChoice::Exact { node_limit } => node_limit,
+            PlannerChoice::Greedy => script::DEFAULT_EXACT_NODE_LIMIT,
+        };
+        Some(ExactPlanner::new().node_limit(node_limit).plan(&problem).objective)
+    }
+
+    /// What the run measured (see [`SimulationSummary`]).
+    fn summary(&self, base: &Problem) -> SimulationSummary {
+        let recovery_tick = self.script.recovery_tick();
+        let optimum = self.optimum(base);
+        let optimum_by_priority =
+            optimum.as_ref().map(|optimum| optimum.instances_by_priority.clone()).unwrap_or_default();
+        let optimum_placed_copies = optimum.as_ref().map_or(0, |optimum| optimum.placed_copies);
+        let preferred_tick = optimum.as_ref().and_then(|_| {
+            self.records
+                .iter()
+                .filter(|record| record.tick >= recovery_tick)
+                .find(|record| {
+                    let beyond: u32 = record
+                        .instances_by_priority
+                        .iter()
+                        .map(|(priority, &count)| {
+                            count.saturating_sub(optimum_by_priority.get(priority).copied().unwrap_or(0))
+                        })
+                        .sum();
+                    beyond <= 1
+                        && record.pending_instances == 0
+                        && record.available_copies >= optimum_placed_copies.min(record.desired_copies)
+                })
+                .map(|record| record.tick)
+        });
+        let tick_seconds = i128::from(self.script.tick_seconds);
+        SimulationSummary {
+            recovery_tick,
+            optimum_by_priority,
+            optimum_placed_copies,
+            preferred_tick,
+            time_to_preferred: preferred_tick.map(|tick| tick - recovery_tick),
+            copy_ticks_lost: self
+                .records
+                .iter()
+                .map(|record| record.desired_copies.saturating_sub(record.available_copies))
+                .sum(),
+            cost_hours_micros: self.records.iter().map(|record| record.cost_micros * tick_seconds).sum::<i128>() / 3600,
+            moves: self.moves,
+            launches: self.launches,
+        }
+    }
+
+    /// A launch went out: Pending for `LaunchTicks` ticks (none: InService at once).
+    fn start(&mut self, tick: u32, id: &str, failure: Option<LaunchFailure>) {
+        self.launches += 1;
+        if self.script.launch_ticks > 0 {
+            let ready_tick = tick.saturating_add(self.script.launch_ticks);
+            self.pending.insert(id.to_string(), Pending { ready_tick, failure });
+        }
+    }
+
+    /// Pending instances still in the fleet (those lost or released are forgotten).
+    fn pending_in_fleet(&mut self) -> u32 {
+        let fleet: BTreeSet<&str> =
+            self.scenario.fleet.instances.iter().map(|instance| instance.instance_id.as_str()).collect();
+        self.pending.retain(|id, _| fleet.contains(id.as_str()));
+        self.pending.len() as u32
+    }
+
+    /// Launches whose time has come are InService, or fail (a ProvisioningTimeout: the
+    /// instance goes with its copies, its capacity back to the cloud, the error to the
+    /// ledger). Returns what happened, for the timeline.
+    fn launches_complete(&mut self, tick: u32, now: i64) -> Vec<String> {
+        self.pending_in_fleet();
+        let ready: Vec<(String, Option<LaunchFailure>)> = self
+            .pending
+            .iter()
+            .filter(|(_, pending)| pending.ready_tick <= tick)
+            .map(|(id, pending)| (id.clone(), pending.failure))
+            .collect();
+        // (type, AZ, failure) → (instances, copies lost)
+        let mut outcomes: BTreeMap<(String, String, Option<LaunchFailure>), (u64, u64)> = BTreeMap::new();
+        for (id, failure) in ready {
+            self.pending.remove(&id);
+            let Some(instance) = self.scenario.fleet.instances.iter().find(|instance| instance.instance_id == id)
+            else {
+                continue;
+            };
+            let key = (instance.instance_type.clone(), instance.availability_zone.clone(), failure);
+            let mut lost = 0;
+            if let Some(failure) = failure {
+                lost = remove_instances(&mut self.scenario.fleet, &BTreeSet::from([id]));
+                self.cloud.give_back(&key.0, &key.1);
+                if let Some(event) = failure.capacity_event() {
+                    self.ledger.record(&key.0, &key.1, event, now);
+                }
+            }
+            let entry = outcomes.entry(key).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += lost;
+        }
+        outcomes
+            .into_iter()
+            .map(|((instance_type, az, failure), (count, lost))| match failure {
+                None => format!("launch: {count} {instance_type} in {az} in service"),
+                Some(failure) => format!(
+                    "launch: {count} {instance_type} in {az} failed after {} ({}), {} lost",
+                    counted(u64::from(self.script.launch_ticks), "tick", "ticks"),
+                    failure_text(failure),
+                    counted(lost, "copy", "copies")
+                ),
+            })
+            .collect()
     }
 
     /// The scenario at `now`, validated; a failure (and the end of the run) when the fleet the
@@ -360,8 +592,9 @@ impl<'s> Run<'s> {
         let script = self.script;
         let now = i64::from(tick) * i64::from(script.tick_seconds);
 
-        // 1. The world changes.
+        // 1. The world changes; launches due are InService or fail.
         let mut events = self.world_changes(tick);
+        events.extend(self.launches_complete(tick, now));
         let draining_before = draining_copies(&self.scenario.fleet);
 
         // 2. Plan and execute.
@@ -384,7 +617,9 @@ impl<'s> Run<'s> {
                 unchanged = Some(problem);
             }
         }
-        if due(script.rebalance_every) {
+        // A rebalance waits until no launch is Pending: its own moves need their new instances
+        // InService before the old ones go.
+        if due(script.rebalance_every) && self.pending_in_fleet() == 0 {
             let problem = match unchanged.take() {
                 Some(problem) => problem,
                 None => self.problem(tick, now)?,
@@ -444,12 +679,7 @@ impl<'s> Run<'s> {
                     .filter(|instance| instance.availability_zone == outage.availability_zone)
                     .map(|instance| instance.instance_id.clone())
                     .collect();
-                let fleet = &mut self.scenario.fleet;
-                fleet.instances.retain(|instance| instance.availability_zone != outage.availability_zone);
-                let copies_before: u64 = fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum();
-                fleet.copies.retain(|copy| !lost.contains(&copy.instance_id));
-                let copies_lost =
-                    copies_before - fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum::<u64>();
+                let copies_lost = remove_instances(&mut self.scenario.fleet, &lost.iter().cloned().collect());
                 events.push(format!(
                     "outage: {} down, {} and {} lost",
                     outage.availability_zone,
@@ -510,8 +740,9 @@ impl<'s> Run<'s> {
             match action {
                 Action::LaunchInstance { instance_id, instance_type, availability_zone, .. } => {
                     match self.cloud.launch(tick, instance_type, availability_zone) {
-                        Ok(()) => {
+                        Ok(later) => {
                             let real = self.real_id();
+                            self.start(tick, &real, later);
                             execution = execution.launched(instance_id, &real);
                             launches.count(instance_type, availability_zone, None);
                         }
@@ -601,6 +832,7 @@ impl<'s> Run<'s> {
         for instance in &outcome.released {
             self.cloud.give_back(&instance.instance_type, &instance.availability_zone);
         }
+        self.moves += outcome.moves as u64;
         events.push(format!(
             "consolidate: {}, {}, released {}",
             counted(plan.steps.len() as u64, "step", "steps"),
@@ -636,8 +868,9 @@ impl<'s> Run<'s> {
         'steps: for step in &plan.steps {
             for launch in &step.launch {
                 match self.cloud.launch(tick, &launch.instance_type, &launch.availability_zone) {
-                    Ok(()) => {
+                    Ok(later) => {
                         let real = self.real_id();
+                        self.start(tick, &real, later);
                         execution = execution.launched(&launch.instance_id, &real);
                     }
                     Err(failure) => {
@@ -661,6 +894,10 @@ impl<'s> Run<'s> {
             self.cloud.give_back(&instance.instance_type, &instance.availability_zone);
         }
         let done = outcome.steps_completed;
+        self.moves += outcome.moves as u64;
+        if done > 0 && self.script.launch_ticks > 0 && !outcome.launched.is_empty() {
+            self.hold(tick, problem, &outcome);
+        }
         if done > 0 {
             let launched = outcome.launched.len();
             events.push(format!(
@@ -685,6 +922,30 @@ impl<'s> Run<'s> {
         let changed = done > 0 || abandoned.is_some();
         events.extend(abandoned);
         (!outcome.launched.is_empty(), failed, changed)
+    }
+
+    /// The copies a rebalance moved onto its (Pending) launches keep being served by the
+    /// instances it released, which keep costing, until the launches are InService.
+    fn hold(&mut self, tick: u32, problem: &Problem, outcome: &crate::execute::StepOutcome) {
+        let launched: BTreeSet<&str> = outcome.launched.iter().map(|instance| instance.instance_id.as_str()).collect();
+        let copies = outcome
+            .fleet
+            .copies
+            .iter()
+            .filter(|copy| launched.contains(copy.instance_id.as_str()))
+            .map(|copy| u64::from(copy.copy_count))
+            .sum();
+        let cost_micros = outcome
+            .released
+            .iter()
+            .filter(|instance| !instance.reserved)
+            .map(|instance| {
+                let price = problem.type_index(&instance.instance_type).and_then(|index| price_micros(problem, index));
+                i128::from(price.unwrap_or(UNIT_COST_MICROS))
+            })
+            .sum();
+        let until_tick = tick.saturating_add(self.script.launch_ticks);
+        self.held.push(Held { until_tick, copies, cost_micros });
     }
 
     fn check_after(
@@ -739,6 +1000,18 @@ impl<'s> Run<'s> {
     }
 
     fn record(&mut self, tick: u32, now: i64, after: &Problem, events: Vec<String>) {
+        let pending_instances = self.pending_in_fleet();
+        self.held.retain(|held| held.until_tick > tick);
+        let held_copies: u64 = self.held.iter().map(|held| held.copies).sum();
+        let held_cost: i128 = self.held.iter().map(|held| held.cost_micros).sum();
+        let serving: u64 = self
+            .scenario
+            .fleet
+            .copies
+            .iter()
+            .filter(|copy| !self.pending.contains_key(&copy.instance_id))
+            .map(|copy| u64::from(copy.copy_count))
+            .sum();
         let (fleet, _) = FinalFleet::apply(after, &[]);
         let reached = objective(after, &fleet);
         let per_az = fleet.copies_per_az(after);
@@ -749,19 +1022,33 @@ impl<'s> Run<'s> {
             .map(|(component, copies)| (component.name.clone(), imbalance(copies)))
             .collect();
         let desired: u64 = after.components().iter().map(|component| u64::from(component.copy_count)).sum();
+        let fallback_instances =
+            reached.instances_by_priority.iter().filter(|(&priority, _)| priority > 1).map(|(_, &count)| count).sum();
         self.records.push(TickRecord {
             tick,
             time: now,
             instances: reached.instances_by_priority.values().sum(),
             instances_by_priority: reached.instances_by_priority,
             az_imbalance,
-            cost_micros: reached.cost_micros,
+            cost_micros: reached.cost_micros + held_cost,
             cost_unit: reached.cost_unit,
             placed_copies: reached.placed_copies,
             unplaced_copies: desired.saturating_sub(reached.placed_copies),
+            desired_copies: desired,
+            available_copies: (serving + held_copies).min(desired),
+            pending_instances,
+            fallback_instances,
             events,
         });
     }
+}
+
+/// Removes instances and their copies from a fleet; returns the copies lost.
+fn remove_instances(fleet: &mut Fleet, ids: &BTreeSet<String>) -> u64 {
+    fleet.instances.retain(|instance| !ids.contains(&instance.instance_id));
+    let before: u64 = fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum();
+    fleet.copies.retain(|copy| !ids.contains(&copy.instance_id));
+    before - fleet.copies.iter().map(|copy| u64::from(copy.copy_count)).sum::<u64>()
 }
 
 /// The ledger TTL the scenario asks for (validated to 0–86400 already).

@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use super::Simulation;
-use crate::render::{escape_xml, micros_text, Align, Table};
+use crate::render::escape_xml;
+use crate::text::{micros_text, Align, Table};
 
 /// Colours of priority tiers 1–6 (preferred = green, fallbacks warmer, outside the pool grey).
 const TIER_COLOURS: [&str; 6] = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027", "#999999"];
@@ -28,12 +29,18 @@ impl Simulation {
         };
         let mut columns: Vec<(String, Align)> = vec![("tick".into(), Align::Right), ("time".into(), Align::Right)];
         columns.extend((1..=tiers).map(|tier| (format!("p{tier}"), Align::Right)));
+        // Launch latency is shown only when a script has it.
+        let pending = self.ticks.iter().any(|tick| tick.pending_instances > 0);
         columns.extend([
             ("imbalance".to_string(), Align::Right),
             (cost_header, Align::Right),
             ("unplaced".to_string(), Align::Right),
-            ("events".to_string(), Align::Left),
+            ("available".to_string(), Align::Right),
         ]);
+        if pending {
+            columns.push(("pending".to_string(), Align::Right));
+        }
+        columns.push(("events".to_string(), Align::Left));
         let borrowed: Vec<(&str, Align)> = columns.iter().map(|(name, align)| (name.as_str(), *align)).collect();
         let mut table = Table::new(&borrowed);
         for tick in &self.ticks {
@@ -48,13 +55,18 @@ impl Simulation {
                 tick.max_az_imbalance().to_string(),
                 cost,
                 tick.unplaced_copies.to_string(),
-                tick.events.join("; "),
+                format!("{}/{}", tick.available_copies, tick.desired_copies),
             ]);
+            if pending {
+                row.push(tick.pending_instances.to_string());
+            }
+            row.push(tick.events.join("; "));
             table.row(row);
         }
         let mut out = table.render("");
         let total = self.ticks.len();
         let _ = writeln!(out);
+        out.push_str(&self.summary_text(units.iter().next().copied()));
         if !matches!(self.stop_reason, crate::plan::StopReason::Completed) {
             let _ = writeln!(out, "stopped after {total} ticks: {}", self.stop_reason);
         }
@@ -75,6 +87,33 @@ impl Simulation {
             out.push_str(&failures.render("  "));
         }
         out
+    }
+
+    /// The summary lines: time to preferred against the optimum, copy-ticks lost, cost-hours,
+    /// moves and launches.
+    fn summary_text(&self, unit: Option<crate::plan::CostUnit>) -> String {
+        let summary = &self.summary;
+        let optimum: Vec<String> =
+            summary.optimum_by_priority.iter().map(|(priority, count)| format!("p{priority} {count}")).collect();
+        let optimum = if optimum.is_empty() { "no instances".to_string() } else { optimum.join(", ") };
+        let reached = match (summary.time_to_preferred, summary.preferred_tick) {
+            (Some(ticks), Some(tick)) => format!("{ticks} ticks (at tick {tick})"),
+            _ => "not reached".to_string(),
+        };
+        // Cost per hour summed over hours: USD, or instance-hours when a type has no price.
+        let cost = match unit {
+            Some(crate::plan::CostUnit::UsdPerHour) => format!("cost: {} USD", micros_text(summary.cost_hours_micros)),
+            _ => format!("cost: {} instance-hours", micros_text(summary.cost_hours_micros)),
+        };
+        format!(
+            "optimum: {optimum}, {} copies; capacity back at tick {}; time to preferred: {reached}\ncopy-ticks lost: \
+             {}; {cost}; moves: {}; launches: {}\n",
+            summary.optimum_placed_copies,
+            summary.recovery_tick,
+            summary.copy_ticks_lost,
+            summary.moves,
+            summary.launches
+        )
     }
 
     /// The whole record as pretty JSON, with a trailing newline (deterministic).

@@ -25,6 +25,7 @@ const TOP_KEYS: &[&str] = &[
     "RebalanceEvery",
     "ConsolidateNodeLimit",
     "RebalanceNodeLimit",
+    "LaunchTicks",
     "CloudCapacity",
     "ScaleEvents",
     "LaunchFailures",
@@ -351,6 +352,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
     let rebalance_every = reader.optional_whole(map, "RebalanceEvery", "");
     let consolidate_node_limit = reader.node_limit(map, "ConsolidateNodeLimit");
     let rebalance_node_limit = reader.node_limit(map, "RebalanceNodeLimit");
+    let launch_ticks = reader.optional_whole(map, "LaunchTicks", "");
     let cloud_capacity = reader.list(map, "CloudCapacity", Reader::capacity);
     let scale_events = reader.list(map, "ScaleEvents", Reader::scale);
     let launch_failures = reader.list(map, "LaunchFailures", Reader::failure);
@@ -365,6 +367,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         rebalance_every: rebalance_every.unwrap_or(0),
         consolidate_node_limit,
         rebalance_node_limit,
+        launch_ticks: launch_ticks.unwrap_or(0),
         cloud_capacity,
         scale_events,
         launch_failures,

@@ -24,6 +24,8 @@ pub const MAX_SCRIPT_EVENTS: usize = 10_000;
 pub const MAX_NODE_LIMIT: u64 = 10_000_000;
 /// The exact planner's per-tick node limit when `ExactNodeLimit` is not given.
 pub const DEFAULT_EXACT_NODE_LIMIT: u64 = 10_000;
+/// Longest launch: `LaunchTicks` ticks Pending before an instance is InService.
+pub const MAX_LAUNCH_TICKS: u32 = 1_000;
 /// Largest `Available` in a script. (`ScaleEvents[].CopyCount` has the scenario's own limits,
 /// per component and in total.)
 pub const MAX_SCRIPT_COUNT: u32 = 1_000_000;
@@ -67,8 +69,9 @@ pub struct ScaleEvent {
 }
 
 /// From `from_tick` until before `until_tick`, every launch of a (type, AZ) fails with
-/// `failure`, whatever capacity the cloud has: an InsufficientCapacity spell, or launches that
-/// never come up in time (`ProvisioningTimeout`).
+/// `failure`, whatever capacity the cloud has: an InsufficientCapacity spell (the launch call
+/// fails at once), or launches that never come up in time (`ProvisioningTimeout`: Pending for
+/// the script's `LaunchTicks`, then failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchFailureWindow {
     /// First tick of the window.
@@ -134,6 +137,10 @@ pub struct Script {
     /// Node limit of every rebalance (release candidates tried; `None` = no limit). Bounds the
     /// time a rebalance of a large fleet takes, deterministically.
     pub rebalance_node_limit: Option<u64>,
+    /// Ticks a launched instance is Pending before it is InService (0 = at once, up to
+    /// [`MAX_LAUNCH_TICKS`]). Copies on a Pending instance are not available; a
+    /// `ProvisioningTimeout` launch is Pending this long and then fails.
+    pub launch_ticks: u32,
     /// Changes of the fake cloud's capacity.
     pub cloud_capacity: Vec<CloudCapacity>,
     /// Changes of desired copy counts.
@@ -157,6 +164,7 @@ impl Script {
             rebalance_every: 0,
             consolidate_node_limit: None,
             rebalance_node_limit: None,
+            launch_ticks: 0,
             cloud_capacity: Vec::new(),
             scale_events: Vec::new(),
             launch_failures: Vec::new(),
@@ -191,6 +199,12 @@ impl Script {
     /// Sets the node limit of every consolidation.
     pub fn consolidate_node_limit(mut self, nodes: u64) -> Script {
         self.consolidate_node_limit = Some(nodes);
+        self
+    }
+
+    /// Launches are Pending for `ticks` ticks before they are InService.
+    pub fn launch_ticks(mut self, ticks: u32) -> Script {
+        self.launch_ticks = ticks;
         self
     }
 
@@ -240,6 +254,31 @@ impl Script {
     pub fn az_outage(mut self, from_tick: u32, until_tick: u32, az: &str) -> Script {
         self.az_outages.push(AzOutage { from_tick, until_tick, availability_zone: az.to_string() });
         self
+    }
+
+    /// The tick capacity last comes back, from which time to preferred is counted: the latest
+    /// end of an AZ outage or launch-failure window before `Ticks`, or `CloudCapacity` entry
+    /// that lifts a (type, AZ) whose previous entry was 0 (to more than 0 or unlimited). 0 when
+    /// the script lifts nothing.
+    pub fn recovery_tick(&self) -> u32 {
+        let windows = self
+            .az_outages
+            .iter()
+            .map(|outage| outage.until_tick)
+            .chain(self.launch_failures.iter().map(|window| window.until_tick))
+            .filter(|&until| until < self.ticks);
+        let mut last = windows.max().unwrap_or(0);
+        let mut order: Vec<&CloudCapacity> = self.cloud_capacity.iter().collect();
+        order.sort_by_key(|change| change.tick);
+        let mut previous: std::collections::BTreeMap<(&str, &str), Option<u32>> = std::collections::BTreeMap::new();
+        for change in order {
+            let key = (change.instance_type.as_str(), change.availability_zone.as_str());
+            if previous.get(&key) == Some(&Some(0)) && change.available != Some(0) {
+                last = last.max(change.tick);
+            }
+            previous.insert(key, change.available);
+        }
+        last
     }
 
     /// Reads a script from JSON (docs/simulate.md). Every problem is reported with its JSON
@@ -321,6 +360,13 @@ impl Script {
             if every > MAX_TICKS {
                 issue(IssueKind::OutOfRange, key.into(), format!("{every} is more than {MAX_TICKS} (0 = never)"));
             }
+        }
+        if self.launch_ticks > MAX_LAUNCH_TICKS {
+            issue(
+                IssueKind::OutOfRange,
+                "LaunchTicks".into(),
+                format!("{} is more than {MAX_LAUNCH_TICKS}", self.launch_ticks),
+            );
         }
         let events =
             self.cloud_capacity.len() + self.scale_events.len() + self.launch_failures.len() + self.az_outages.len();

@@ -158,6 +158,15 @@ pub struct Config {
     /// Names, priorities, Min/Max and scale-in policies the way users write them (region AZ
     /// names, a priority ladder, a Max below the fleet, random policies, shorthand pools).
     pub realistic: bool,
+    /// Share of scenarios whose pool is of the multi-accelerator families (2–8 accelerators per
+    /// instance) and whose copies need 2, 4 or 8 accelerators where the type has them.
+    pub large_copies_percent: u32,
+    /// Share of scenarios whose MaxInstanceCount is drawn around the instances the copies need
+    /// at best (70–130 % of a fractional packing bound), so that it mostly binds.
+    pub binding_max_percent: u32,
+    /// Share of scenarios that have draining instances and capacity events at all (0: every
+    /// scenario draws them by `draining_percent` and `events`).
+    pub eventful_percent: u32,
 }
 
 impl Config {
@@ -194,6 +203,9 @@ impl Config {
         single_model_percent: 0,
         model_names: false,
         realistic: false,
+        large_copies_percent: 0,
+        binding_max_percent: 0,
+        eventful_percent: 0,
     };
 
     /// Small enough for the exact planner in a property test.
@@ -273,6 +285,28 @@ impl Config {
         ..Config::SMALL
     };
 
+    /// A running fleet on mixed (fallback) pool types to rebalance: CopyCount is what runs,
+    /// 3–4 AZs, SPREAD and balanced components, `MaximumStepSize` 1–5, some instances draining,
+    /// capacity mostly open.
+    pub const FALLBACK_FLEET: Config = Config {
+        azs: (3, 4),
+        pool_types: (2, 4),
+        components: (1, 5),
+        copies: (0, 0),
+        fleet: (1, 10),
+        empty_fleet_percent: 0,
+        fleet_copies: (1, 4),
+        capacity_percent: 20,
+        reserved_percent: 10,
+        draining_percent: 12,
+        copies_follow_fleet: true,
+        scale_in_percent: 0,
+        min_instances: (0, 2),
+        max_percent: 20,
+        step_size: Some((1, 5)),
+        ..Config::SMALL
+    };
+
     /// The sweep's realistic scenarios: 5–60 components or a single model, up to 4 AZs and 12
     /// instances, everything a user's file may hold.
     pub const SWEEP: Config = Config {
@@ -307,6 +341,27 @@ impl Config {
         single_model_percent: 12,
         model_names: true,
         realistic: true,
+        large_copies_percent: 0,
+        binding_max_percent: 0,
+        eventful_percent: 0,
+    };
+
+    /// The third held-out set's character: 2–4 AZs, 40–60 components, larger multi-accelerator
+    /// copies, a MaxInstanceCount that binds, capacity events and draining instances on half of
+    /// the endpoints.
+    pub const HARD: Config = Config {
+        azs: (2, 4),
+        components: (40, 60),
+        fleet: (2, 16),
+        empty_fleet_percent: 30,
+        draining_percent: 35,
+        max_percent: 100,
+        events: 6,
+        single_model_percent: 0,
+        large_copies_percent: 70,
+        binding_max_percent: 80,
+        eventful_percent: 50,
+        ..Config::SWEEP
     };
 
     /// The same configuration with exactly `azs` AZs, `components` components and `fleet`
@@ -455,7 +510,13 @@ fn shapes(rng: &mut Rng, kind: Shapes) -> Vec<Shape> {
 
 /// (accelerators, cores (None: absent), MiB) of a copy sized for `shape`; `oversized` needs
 /// more accelerators than `shape` has.
-fn requirement_for(rng: &mut Rng, shape: &Shape, config: &Config, oversized: bool) -> (u32, Option<f64>, u32) {
+fn requirement_for(
+    rng: &mut Rng,
+    shape: &Shape,
+    config: &Config,
+    oversized: bool,
+    large: bool,
+) -> (u32, Option<f64>, u32) {
     if oversized {
         return (shape.accelerators + rng.range(1, 8), Some(1.0), 1_024);
     }
@@ -463,7 +524,8 @@ fn requirement_for(rng: &mut Rng, shape: &Shape, config: &Config, oversized: boo
     let accelerators = if most == 0 || rng.chance(10) {
         0
     } else {
-        let options: Vec<u32> = [1, 1, 1, 2, 2, 4, 8].into_iter().filter(|&a| a <= most).collect();
+        let sizes: &[u32] = if large { &[1, 2, 2, 4, 4, 8] } else { &[1, 1, 1, 2, 2, 4, 8] };
+        let options: Vec<u32> = sizes.iter().copied().filter(|&a| a <= most).collect();
         rng.pick(&options)
     };
     let half_cpus = f64::from(shape.vcpus) / 2.0;
@@ -513,6 +575,14 @@ pub fn generate(seed: u64, config: &Config) -> Scenario {
 /// Scenario number `stream` of `seed` under `config` (the sweep's files are streams 0, 1, …).
 pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
     let mut rng = Rng::new(seed, stream);
+    // Draws only for the knobs that are on, so that other presets keep their streams.
+    let mut config = *config;
+    if config.eventful_percent > 0 && !rng.chance(config.eventful_percent) {
+        config.draining_percent = 0;
+        config.events = 0;
+    }
+    let large_copies = config.large_copies_percent > 0 && rng.chance(config.large_copies_percent);
+    let config = &config;
     let all = shapes(&mut rng, config.shapes);
     let realistic = config.realistic;
     let single_model = rng.chance(config.single_model_percent);
@@ -527,7 +597,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
 
     // Pool types: distinct; in the catalogue mostly one family, sometimes a neighbour.
     let families = config.shapes == Shapes::Catalogue;
-    let family_wanted = rng.below(3);
+    let family_wanted = if large_copies { 1 + rng.below(2) } else { rng.below(3) };
     let pool_count = (rng.range(config.pool_types.0.max(1), config.pool_types.1) as usize).min(all.len());
     let mut pool: Vec<Shape> = Vec::new();
     while pool.len() < pool_count {
@@ -694,7 +764,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             let on_first_only = realistic && rng.chance(20);
             let mut specs = Vec::new();
             for (position, shape) in types.iter().enumerate() {
-                let requirement = requirement_for(&mut rng, shape, config, oversized);
+                let requirement = requirement_for(&mut rng, shape, config, oversized, large_copies);
                 need.push((shape.name.clone(), need_of(requirement)));
                 let trimmed = shape.name.trim_start_matches("ml.");
                 let model = (config.model_names && rng.chance(60)).then(|| format!("{name}-{trimmed}"));
@@ -704,7 +774,7 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
             component.specifications = Some(specs);
         } else {
             let target = rng.pick(&pool);
-            let requirement = requirement_for(&mut rng, &target, config, oversized);
+            let requirement = requirement_for(&mut rng, &target, config, oversized, large_copies);
             for shape in &all {
                 need.push((shape.name.clone(), need_of(requirement)));
             }
@@ -783,6 +853,16 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
     }
 
     scenario.endpoint.managed_instance_scaling = scaling(&mut rng, config, &scenario);
+    if config.binding_max_percent > 0 && rng.chance(config.binding_max_percent) {
+        let bound = instances_needed_at_best(&components_needs(&scenario, &needs), &pool);
+        let scaling = scenario.endpoint.managed_instance_scaling.get_or_insert_with(|| ManagedInstanceScaling {
+            status: Some(fleetplan::ScalingStatus::Enabled),
+            ..Default::default()
+        });
+        let max = rng.range((bound * 7).div_ceil(10).max(1), (bound * 13).div_ceil(10).max(1));
+        scaling.max_instance_count = Some(max);
+        scaling.min_instance_count = scaling.min_instance_count.map(|min| min.min(max));
+    }
 
     if config.events > 0 {
         let count = rng.range(0, config.events);
@@ -799,6 +879,49 @@ pub fn generate_stream(seed: u64, stream: u64, config: &Config) -> Scenario {
         scenario.capacity_error_ttl_seconds = rng.pick(&[None, Some(0), Some(60), Some(600)]);
     }
     scenario
+}
+
+/// Per component: its CopyCount and its need per pool type it may use.
+fn components_needs<'a>(scenario: &Scenario, needs: &'a [Vec<(String, Need)>]) -> Vec<(u32, &'a [(String, Need)])> {
+    scenario
+        .inference_components
+        .iter()
+        .zip(needs)
+        .map(|(c, need)| (c.runtime_config.copy_count, need.as_slice()))
+        .collect()
+}
+
+/// Instances all copies need with perfect packing, each copy on the pool type where it takes the
+/// smallest share of an instance (a fractional lower bound, rounded up); copies that fit no pool
+/// type are left out.
+fn instances_needed_at_best(components: &[(u32, &[(String, Need)])], pool: &[Shape]) -> u32 {
+    let mut total = 0.0f64;
+    for &(copies, need) in components {
+        let share = pool
+            .iter()
+            .filter_map(|shape| {
+                let &(_, (accelerators, milli_cpus, memory)) = need.iter().find(|(name, _)| *name == shape.name)?;
+                let capacity =
+                    [u64::from(shape.accelerators), u64::from(shape.vcpus) * 1000, u64::from(shape.memory_mib)];
+                let wanted = [accelerators, milli_cpus, memory];
+                if wanted.iter().zip(&capacity).any(|(w, c)| w > c) {
+                    return None;
+                }
+                Some(
+                    wanted
+                        .iter()
+                        .zip(&capacity)
+                        .filter(|(_, &c)| c > 0)
+                        .map(|(&w, &c)| w as f64 / c as f64)
+                        .fold(0.0, f64::max),
+                )
+            })
+            .fold(f64::INFINITY, f64::min);
+        if share.is_finite() {
+            total += f64::from(copies) * share;
+        }
+    }
+    total.ceil() as u32
 }
 
 /// MinInstanceCount, MaxInstanceCount and the scale-in policy.

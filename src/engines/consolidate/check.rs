@@ -3,12 +3,12 @@
 //! It replays a [`ConsolidationPlan`] step by step on the problem's fleet, by instance id, and
 //! checks every rule of docs/contract.md §3 for each step. It shares nothing with the planner
 //! except the rule definitions (imbalance, SPREAD offenders) and the objective; the replay and
-//! the rules §3 and §7 state alike are `engines::step_check`, shared with the rebalancing checker.
+//! the rules §3 and §7 state alike are `engines::steps::check`, shared with the rebalancing checker.
 
 use std::collections::BTreeSet;
 
 use super::ConsolidationPlan;
-use crate::engines::step_check::{CheckedFleet, Findings, MoveWording};
+use crate::engines::steps::check::{CheckedFleet, Findings, MoveWording};
 use crate::fleet::objective;
 use crate::problem::Problem;
 use crate::violation::{Violation, ViolationKind};
@@ -25,7 +25,7 @@ use crate::violation::{Violation, ViolationKind};
 /// reported objective must be that of the final fleet.
 pub fn verify_consolidation(problem: &Problem, plan: &ConsolidationPlan) -> Vec<Violation> {
     let mut findings = Findings::default();
-    let mut fleet = CheckedFleet::new(problem);
+    let mut fleet = CheckedFleet::new(problem, ViolationKind::Consolidation);
     let wording = MoveWording {
         unknown_instance: " (consolidation never launches)",
         draining_target: (ViolationKind::Draining, "target is Draining and receives no new copy"),

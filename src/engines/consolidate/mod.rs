@@ -19,25 +19,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::engines::steps::{spread_offender_total, Move};
 pub use check::verify_consolidation;
 
 use crate::engines::limits::{Limits, Stats};
+use crate::engines::steps::{self, copy_resources, spread_offenders, Launch, SpreadView, Step};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-
-/// One move: a copy of a component from one instance to another (make-before-break).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct Move {
-    /// Component.
-    pub inference_component_name: String,
-    /// Source instance.
-    pub from: String,
-    /// Target instance.
-    pub to: String,
-}
 
 /// One executable step: moves, then the instances they empty are released.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +39,20 @@ pub struct ConsolidationStep {
     pub release: Vec<String>,
 }
 
+impl Step for ConsolidationStep {
+    fn launches(&self) -> &[Launch] {
+        &[]
+    }
+
+    fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    fn releases(&self) -> &[String] {
+        &self.release
+    }
+}
+
 /// A consolidation plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -58,12 +62,8 @@ pub struct ConsolidationPlan {
     /// Objective of the final fleet.
     pub objective: Objective,
     /// Why the planner stopped (written to JSON only when a limit stopped it).
-    #[serde(default = "completed", skip_serializing_if = "is_completed")]
+    #[serde(default = "steps::completed", skip_serializing_if = "is_completed")]
     pub stop_reason: StopReason,
-}
-
-fn completed() -> StopReason {
-    StopReason::Completed
 }
 
 fn is_completed(reason: &StopReason) -> bool {
@@ -73,24 +73,19 @@ fn is_completed(reason: &StopReason) -> bool {
 impl ConsolidationPlan {
     /// Ids of every released instance, in release order.
     pub fn released(&self) -> impl Iterator<Item = &str> + '_ {
-        self.steps.iter().flat_map(|step| step.release.iter().map(String::as_str))
+        steps::released(&self.steps)
     }
 
     /// Total number of moves over all steps.
     pub fn move_count(&self) -> usize {
-        self.steps.iter().map(|step| step.moves.len()).sum()
+        steps::move_count(&self.steps)
     }
 
     /// The fleet after every step, replayed by instance id on the problem's fleet. Moves and
     /// releases that name unknown instances or copies that are not there are skipped (use
     /// [`verify_consolidation`] to find them).
     pub fn final_fleet(&self, problem: &Problem) -> FinalFleet {
-        let mut replay = crate::engines::step_check::Replay::new(problem);
-        for step in &self.steps {
-            step.moves.iter().for_each(|planned| replay.apply_move(planned));
-            step.release.iter().for_each(|id| replay.release(id));
-        }
-        replay.finish()
+        steps::fleet_after(problem, &self.steps)
     }
 
     /// The plan as pretty JSON (deterministic).
@@ -308,74 +303,6 @@ pub type ConsolidationScore = ([u32; 6], i128, usize);
 pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
     let key = plan.objective.key();
     (key.fallback_counts, key.cost_micros, plan.move_count())
-}
-
-/// One instance as [`spread_offenders`] sees it.
-pub(crate) struct SpreadView {
-    /// AZ index.
-    pub az_index: usize,
-    /// Type index.
-    pub type_index: usize,
-    /// Copies of the component in question.
-    pub count: u64,
-    /// Resources used by all copies on the instance.
-    pub used: Resources,
-}
-
-/// Number of instances breaking the SPREAD rule for `component`: instances holding at least two
-/// copies more than another eligible instance in the same AZ that has room for one more copy.
-/// (Counts the same pairs as [`crate::verify::spread_violations`], one per heavy instance.)
-pub(crate) fn spread_offenders(problem: &Problem, component: usize, instances: &[SpreadView]) -> u64 {
-    let Some(info) = problem.components().get(component) else { return 0 };
-    let mut fewest_with_room: Vec<Option<u64>> = vec![None; problem.azs().len()];
-    for view in instances {
-        let Some(requirement) = info.placement_requirement(problem, view.type_index) else { continue };
-        let Some(type_info) = problem.instance_types().get(view.type_index) else { continue };
-        if view.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
-            if let Some(slot) = fewest_with_room.get_mut(view.az_index) {
-                *slot = Some(slot.map_or(view.count, |fewest| fewest.min(view.count)));
-            }
-        }
-    }
-    instances
-        .iter()
-        .filter(|view| {
-            matches!(fewest_with_room.get(view.az_index), Some(Some(fewest)) if view.count >= fewest.saturating_add(2))
-        })
-        .count() as u64
-}
-
-/// Total number of instances breaking the SPREAD rule in a fleet, over all SPREAD components:
-/// the measure consolidation must not increase per component. Equals the number of entries
-/// [`crate::verify::spread_violations`] reports for the same fleet.
-pub fn spread_offender_total(problem: &Problem, fleet: &FinalFleet) -> u64 {
-    (0..problem.components().len())
-        .filter(|&component| problem.components()[component].strategy == PlacementStrategy::Spread)
-        .map(|component| {
-            let views: Vec<SpreadView> = fleet
-                .instances
-                .iter()
-                .map(|instance| SpreadView {
-                    az_index: instance.az_index,
-                    type_index: instance.type_index,
-                    count: u64::from(instance.copies_of(component)),
-                    used: instance.used(problem),
-                })
-                .collect();
-            spread_offenders(problem, component, &views)
-        })
-        .sum()
-}
-
-/// Resources one copy of `component` uses on `type_index` as the fleet measures it (zero when the
-/// component has no requirement there).
-pub(crate) fn copy_resources(problem: &Problem, component: ComponentIndex, type_index: TypeIndex) -> Resources {
-    problem
-        .components()
-        .get(component.index())
-        .and_then(|info| info.requirements.get(type_index.index()))
-        .and_then(Option::as_ref)
-        .map_or(Resources::ZERO, |requirement| requirement.resources)
 }
 
 /// The planner's view of one existing instance.

@@ -397,12 +397,8 @@ impl Microlp {
         Ok((lp, handles))
     }
 
-    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> Attempt {
-        use microlp::TerminationReason;
-        let (lp, handles) = match Self::build(mip) {
-            Ok(built) => built,
-            Err(attempt) => return attempt,
-        };
+    /// microlp's options for `request` (its variables `handles`).
+    fn options(request: &SolveRequest, handles: &[microlp::Variable]) -> microlp::SolveOptions {
         let mut options = microlp::SolveOptions::default();
         options.time_limit = request.time_limit;
         options.node_limit = request.node_limit;
@@ -418,6 +414,25 @@ impl Microlp {
                 request.warm_start.iter().filter_map(|&(var, value)| handles.get(var.0).map(|&h| (h, value))).collect(),
             );
         }
+        options
+    }
+
+    /// What a microlp error means for the attempt: a numerical failure is retried.
+    fn failed(error: microlp::Error) -> Attempt {
+        match error {
+            microlp::Error::Infeasible => Attempt::Done(MipOutcome::Infeasible),
+            microlp::Error::InternalError(message) => Attempt::Numerical(message),
+            error => Attempt::Done(MipOutcome::Error(error.to_string())),
+        }
+    }
+
+    fn solve_once(&self, mip: &Mip, request: &SolveRequest) -> Attempt {
+        use microlp::TerminationReason;
+        let (lp, handles) = match Self::build(mip) {
+            Ok(built) => built,
+            Err(attempt) => return attempt,
+        };
+        let mut options = Self::options(request, &handles);
         let integral = request.integral_objective_bound.is_some_and(f64::is_finite);
         // With an integral objective the search runs in node chunks: between chunks, an
         // incumbent within less than one unit of the best bound is optimal (microlp would keep
@@ -457,9 +472,7 @@ impl Microlp {
         options.time_limit = call_time();
         let mut outcome = match lp.solve_with(options) {
             Ok(outcome) => outcome,
-            Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
-            Err(microlp::Error::InternalError(message)) => return Attempt::Numerical(message),
-            Err(error) => return Attempt::Done(MipOutcome::Error(error.to_string())),
+            Err(error) => return Self::failed(error),
         };
         let closes = |value: f64, bound: Option<f64>| bound.is_some_and(|b| (b - 1e-6).ceil() >= value.round());
         let mut proven_by_integrality = false;
@@ -499,12 +512,17 @@ impl Microlp {
             resume.time_limit = call_time();
             outcome = match outcome.resume_with(resume) {
                 Ok(outcome) => outcome,
-                Err(microlp::Error::Infeasible) => return Attempt::Done(MipOutcome::Infeasible),
-                Err(microlp::Error::InternalError(message)) => return Attempt::Numerical(message),
-                Err(error) => return Attempt::Done(MipOutcome::Error(error.to_string())),
+                Err(error) => return Self::failed(error),
             };
         }
-        Attempt::Done(Self::outcome_of(outcome, &handles, proven_by_integrality))
+        match Self::outcome_of(outcome, &handles, proven_by_integrality) {
+            MipOutcome::Solution(solution) if !objective_agrees(mip, &solution) => Attempt::Numerical(format!(
+                "microlp reported the objective {} for a solution worth {}",
+                solution.objective,
+                mip.objective_of(&solution.values)
+            )),
+            outcome => Attempt::Done(outcome),
+        }
     }
 
     /// What microlp's last answer means: a solution (a proof only when microlp or the
@@ -550,6 +568,18 @@ impl Microlp {
         }
     }
 }
+
+/// Whether the objective a backend reported for `solution` is the objective of its values. microlp
+/// can report an LP optimum that is not (seen on a small master LP: 93.98 for a solution worth
+/// 1.5); the planner fixes levels at reported optima, so such an answer must never pass as one.
+fn objective_agrees(mip: &Mip, solution: &MipSolution) -> bool {
+    let worth = mip.objective_of(&solution.values);
+    (solution.objective - worth).abs() <= OBJECTIVE_TOLERANCE * worth.abs().max(1.0)
+}
+
+/// Relative difference allowed between a reported objective and its recomputation (float sums
+/// in another order).
+const OBJECTIVE_TOLERANCE: f64 = 1e-6;
 
 /// Integer bounds as microlp's `i32` pair, or `None` when out of range or empty.
 fn integer_bounds(variable: &MipVariable) -> Option<(i32, i32)> {

@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{actions_of, spread_balance, Draft, ExactPlanner, MAX_MASTER_VARIABLES};
+use super::realize::{actions_of, spread_balance, Draft};
+use super::{ExactPlanner, MAX_MASTER_VARIABLES};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::fleet::{objective_of_actions, FinalFleet};

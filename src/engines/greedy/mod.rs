@@ -11,7 +11,9 @@
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
 //!    AZ where the relocated component's balance gets worse), or by trading one new copy for two
 //!    or more missing ones that fit the room it frees; then instances the plan opened whose
-//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2).
+//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2); last,
+//!    new copies of components over their MaxImbalance move to emptier AZs, onto free room or
+//!    in exchange for another component's new copy (same instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
@@ -252,6 +254,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         planner.place_all(order);
     }
     planner.eliminate();
+    planner.rebalance_by_moves();
     planner.min_reached = planner.release_and_meet_min();
     planner
 }

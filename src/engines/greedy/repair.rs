@@ -19,6 +19,8 @@
 //! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`] instance checks per pass), so large
 //! inputs stay linear.
 
+use std::cmp::Reverse;
+
 use smallvec::SmallVec;
 
 use super::place::as_count;
@@ -29,6 +31,9 @@ use crate::problem::Resources;
 
 /// Most instance checks one repair pass may do (a check: one room test for one instance).
 const REPAIR_WORK: u64 = 20_000;
+
+/// Most instance checks one balance pass ([`Greedy::rebalance_by_moves`]) may do.
+const BALANCE_WORK: u64 = 20_000;
 
 /// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
 /// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
@@ -54,12 +59,7 @@ impl Greedy<'_> {
         if order.iter().all(|&c| self.missing_new_copies(c) == 0) {
             return 0;
         }
-        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
-        for &(component, index, count) in &self.placements {
-            if let Some(list) = new_copies.get_mut(index) {
-                add_count(list, component, i64::from(count));
-            }
-        }
+        let mut new_copies = self.new_copies_by_instance();
         let mut work = REPAIR_WORK;
         let mut placed = 0;
         for &c in order {
@@ -84,6 +84,155 @@ impl Greedy<'_> {
             }
         }
         placed
+    }
+
+    /// This plan's new copies per instance (the copies a repair may move).
+    fn new_copies_by_instance(&self) -> Vec<NewCopies> {
+        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
+        for &(component, index, count) in &self.placements {
+            if let Some(list) = new_copies.get_mut(index) {
+                add_count(list, component, i64::from(count));
+            }
+        }
+        new_copies
+    }
+
+    /// Lowers balance excess (L2) on the fleet the plan already has: a new copy of a component
+    /// over its MaxImbalance moves from a fuller AZ to an emptier one, onto free room there or in
+    /// exchange for a new copy of another component whose own balance excess does not grow by
+    /// the opposite move. The instances and the copies placed stay as they are (L1, L3 and L4
+    /// unchanged); every move lowers the total excess, so the pass ends. Placing components one
+    /// after another leaves this behind when the room in the emptier AZs went to components
+    /// placed earlier that did not need it there. Returns the moves made.
+    pub(super) fn rebalance_by_moves(&mut self) -> u64 {
+        let problem = self.problem;
+        if problem.azs.len() < 2 {
+            return 0;
+        }
+        let mut order: Vec<usize> = (0..problem.components.len())
+            .filter(|&c| problem.components[c].max_imbalance.is_some())
+            .filter(|&c| self.excess_of(c) > 0)
+            .collect();
+        if order.is_empty() {
+            return 0;
+        }
+        order.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
+        let mut new_copies = self.new_copies_by_instance();
+        let by_rank: Vec<Vec<usize>> = (0..problem.azs.len()).map(|z| self.instances_by_rank(z)).collect();
+        let mut work = BALANCE_WORK;
+        let mut moves = 0;
+        let mut moved = true;
+        while moved && work > 0 {
+            moved = false;
+            for &c in &order {
+                while work > 0 && self.balance_move(c, &by_rank, &mut new_copies, &mut work) {
+                    moves += 1;
+                    moved = true;
+                }
+            }
+        }
+        moves
+    }
+
+    /// Component `c`'s balance excess now.
+    fn excess_of(&self, c: usize) -> u64 {
+        let limit = self.problem.components.get(c).and_then(|component| component.max_imbalance);
+        self.az_copies.get(c).map_or(0, |totals| balance_excess(totals, limit))
+    }
+
+    /// Component `e`'s balance excess after one of its copies moves from AZ `from` to AZ `to`.
+    fn excess_after_move(&self, e: usize, from: usize, to: usize) -> u64 {
+        let limit = self.problem.components.get(e).and_then(|component| component.max_imbalance);
+        let mut totals = self.az_copies.get(e).cloned().unwrap_or_default();
+        if let Some(cell) = totals.get_mut(from) {
+            *cell = cell.saturating_sub(1);
+        }
+        if let Some(cell) = totals.get_mut(to) {
+            *cell += 1;
+        }
+        balance_excess(&totals, limit)
+    }
+
+    /// One move of [`Self::rebalance_by_moves`] for component `c` (fullest AZ first, to the
+    /// emptiest); false when none lowers its excess (or the work budget ran out).
+    fn balance_move(
+        &mut self,
+        c: usize,
+        by_rank: &[Vec<usize>],
+        new_copies: &mut Vec<NewCopies>,
+        work: &mut u64,
+    ) -> bool {
+        let before = self.excess_of(c);
+        if before == 0 {
+            return false;
+        }
+        let totals = self.az_copies.get(c).cloned().unwrap_or_default();
+        let mut fullest: Vec<usize> = (0..totals.len()).collect();
+        fullest.sort_by_key(|&z| (Reverse(totals[z]), self.az_rank[z]));
+        let emptiest: Vec<usize> = fullest.iter().rev().copied().collect();
+        for &from in &fullest {
+            for &to in &emptiest {
+                if from == to || self.excess_after_move(c, from, to) >= before {
+                    continue;
+                }
+                for &x in by_rank.get(from).map_or(&[][..], Vec::as_slice) {
+                    if !new_copies.get(x).is_some_and(|list| list.iter().any(|&(d, _)| d == c)) {
+                        continue;
+                    }
+                    let Some(need_cx) = self.need_on(c, x) else { continue };
+                    for &y in by_rank.get(to).map_or(&[][..], Vec::as_slice) {
+                        if *work == 0 {
+                            return false;
+                        }
+                        *work -= 1;
+                        if let Some(partner) = self.move_partner(c, (x, need_cx), y, (from, to), new_copies) {
+                            self.relocate(c, x, Target::Instance(y), &mut None, new_copies);
+                            if let Some(d) = partner {
+                                self.relocate(d, y, Target::Instance(x), &mut None, new_copies);
+                            }
+                            self.readmit_accelerated(y);
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a copy of `c` on instance `x` (AZ `from`) can go to instance `y` (AZ `to`):
+    /// `Some(None)` onto free room, `Some(Some(d))` in exchange for a new copy of `d` on `y` that
+    /// fits on `x` once `c` left it and whose component's balance excess does not grow.
+    fn move_partner(
+        &self,
+        c: usize,
+        (x, need_cx): (usize, Resources),
+        y: usize,
+        (from, to): (usize, usize),
+        new_copies: &[NewCopies],
+    ) -> Option<Option<usize>> {
+        let problem = self.problem;
+        let target = self.instances.get(y).filter(|instance| !instance.draining)?;
+        let need_cy = self.need_on(c, y)?;
+        let capacity_y = problem.types.get(target.type_index)?.capacity;
+        if target.used.plus(&need_cy).fits_in(&capacity_y) {
+            return Some(None);
+        }
+        let source = self.instances.get(x)?;
+        let capacity_x = problem.types.get(source.type_index)?.capacity;
+        let left_x = source.used.minus(&need_cx)?;
+        new_copies
+            .get(y)?
+            .iter()
+            .map(|&(d, _)| d)
+            .filter(|&d| d != c)
+            .find(|&d| {
+                let (Some(need_dy), Some(need_dx)) = (self.need_on(d, y), self.need_on(d, x)) else { return false };
+                target.used.minus(&need_dy).is_some_and(|left_y| left_y.plus(&need_cy).fits_in(&capacity_y))
+                    && left_x.plus(&need_dx).fits_in(&capacity_x)
+                    && self.excess_after_move(d, to, from) <= self.excess_of(d)
+            })
+            .map(Some)
     }
 
     /// AZs best for component `c`'s balance with one more copy first (then fewest copies, then name).
@@ -398,12 +547,7 @@ impl Greedy<'_> {
     /// component's balance gets worse, and one instance fewer improves L3 (and L4). Least
     /// preferred first, then fewest copies. Returns the instances closed.
     pub(super) fn eliminate(&mut self) -> u64 {
-        let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
-        for &(component, index, count) in &self.placements {
-            if let Some(list) = new_copies.get_mut(index) {
-                add_count(list, component, i64::from(count));
-            }
-        }
+        let mut new_copies = self.new_copies_by_instance();
         let mut candidates: Vec<usize> = (0..self.instances.len())
             .filter(|&i| {
                 let instance = &self.instances[i];

@@ -4,13 +4,13 @@
 //! It replays a [`RebalancePlan`] step by step on the problem's fleet, by instance id, and checks
 //! every rule of contract §7 for each step. It shares nothing with the planner except the rule
 //! definitions (imbalance, SPREAD offenders, copy footprints) and the objective. The replay and
-//! the rules it shares with consolidation are `engines::step_check`; launches, the draining
+//! the rules it shares with consolidation are `engines::steps::check`; launches, the draining
 //! order and the final improvement test are here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::RebalancePlan;
-use crate::engines::step_check::{CheckedFleet, CheckedInstance, Findings, MoveWording};
+use crate::engines::steps::check::{CheckedFleet, CheckedInstance, Findings, MoveWording};
 use crate::engines::LaunchIds;
 use crate::fleet::objective;
 use crate::index::{AzIndex, TypeIndex};
@@ -34,7 +34,7 @@ fn key_text((draining, fallback_counts, cost_micros): (usize, [u32; 6], i128)) -
         .map(|(count, priority)| format!("p{priority}={count}"))
         .collect();
     let instances = if by_priority.is_empty() { "none".to_string() } else { by_priority.join(" ") };
-    format!("{draining} draining, instances {instances}, cost {}", crate::render::micros_text(cost_micros))
+    format!("{draining} draining, instances {instances}, cost {}", crate::text::micros_text(cost_micros))
 }
 
 /// Checks a rebalancing plan against contract §7; returns every violation (empty = valid).
@@ -58,10 +58,10 @@ fn key_text((draining, fallback_counts, cost_micros): (usize, [u32; 6], i128)) -
 /// (draining instances left, L3, L4) strictly better than the fleet it started from.
 pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violation> {
     let mut findings = Findings::default();
-    let mut fleet = CheckedFleet::new(problem);
+    let mut fleet = CheckedFleet::new(problem, ViolationKind::Rebalance);
     let wording = MoveWording {
         unknown_instance: "",
-        draining_target: (ViolationKind::Consolidation, "target is draining (it receives no new copy)"),
+        draining_target: (ViolationKind::Rebalance, "target is draining (it receives no new copy)"),
     };
     let step_size = problem.scaling().maximum_step_size.max(1) as usize;
     let max_instances = problem.scaling().max_instances.map(|max| max as usize);
@@ -72,17 +72,17 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
     for (step_number, step) in plan.steps.iter().enumerate() {
         let label = format!("step {}", step_number + 1);
         if step.launch.is_empty() && step.moves.is_empty() && step.release.is_empty() {
-            findings.push(ViolationKind::Consolidation, format!("{label}: empty step"));
+            findings.push(ViolationKind::Rebalance, format!("{label}: empty step"));
         }
         if step.launch.len() > step_size {
             findings.push(
-                ViolationKind::Consolidation,
+                ViolationKind::Rebalance,
                 format!("{label}: launches {} instances, MaximumStepSize is {step_size}", step.launch.len()),
             );
         }
         if step.release.len() > step_size {
             findings.push(
-                ViolationKind::Consolidation,
+                ViolationKind::Rebalance,
                 format!("{label}: releases {} instances, MaximumStepSize is {step_size}", step.release.len()),
             );
         }
@@ -106,7 +106,7 @@ pub fn verify_rebalance(problem: &Problem, plan: &RebalancePlan) -> Vec<Violatio
             fleet.alive().filter(|instance| instance.draining).map(|instance| instance.id.as_str()).collect();
         if !releases_in_service.is_empty() && !draining_left.is_empty() {
             findings.push(
-                ViolationKind::Consolidation,
+                ViolationKind::Rebalance,
                 format!(
                     "{label}: releases {} while draining instance(s) {} still run (draining instances are emptied first)",
                     releases_in_service.join(", "),

@@ -32,28 +32,14 @@ pub use summary::{
     StepSummary,
 };
 
-use crate::engines::consolidate::{copy_resources, Move};
 use crate::engines::limits::{Limits, Stats};
+pub use crate::engines::steps::Launch;
+use crate::engines::steps::{self, copy_resources, Move, Step};
 use crate::engines::LaunchIds;
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-
-/// One launch of a rebalancing step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-pub struct Launch {
-    /// `new-1`, `new-2`, … counting up across the whole plan, skipping ids the fleet uses.
-    pub instance_id: String,
-    /// Instance type (a pool type).
-    pub instance_type: String,
-    /// Availability zone.
-    pub availability_zone: String,
-    /// Launched into a capacity reservation (prepaid, costs nothing).
-    #[serde(default)]
-    pub reserved: bool,
-}
 
 /// One executable step: launches first, then moves (make-before-break), then releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,6 +56,20 @@ pub struct RebalanceStep {
     pub release: Vec<String>,
 }
 
+impl Step for RebalanceStep {
+    fn launches(&self) -> &[Launch] {
+        &self.launch
+    }
+
+    fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    fn releases(&self) -> &[String] {
+        &self.release
+    }
+}
+
 /// A rebalancing plan (contract §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -79,7 +79,7 @@ pub struct RebalancePlan {
     /// Objective of the final fleet.
     pub objective: Objective,
     /// Why the planner stopped (`TimeLimit` when the time limit cut it short).
-    #[serde(default = "completed")]
+    #[serde(default = "steps::completed")]
     pub stop_reason: StopReason,
     /// Objective of the target fleet the target-directed path heads for (the exact planner's
     /// best fleet for the copies running now, draining instances replaced); `None` when no
@@ -93,14 +93,10 @@ pub struct RebalancePlan {
     pub reached_objective: Option<Objective>,
 }
 
-fn completed() -> StopReason {
-    StopReason::Completed
-}
-
 impl RebalancePlan {
     /// Ids of every released instance, in release order.
     pub fn released(&self) -> impl Iterator<Item = &str> + '_ {
-        self.steps.iter().flat_map(|step| step.release.iter().map(String::as_str))
+        steps::released(&self.steps)
     }
 
     /// Every launch, in launch order.
@@ -110,7 +106,7 @@ impl RebalancePlan {
 
     /// Total number of moves over all steps.
     pub fn move_count(&self) -> usize {
-        self.steps.iter().map(|step| step.moves.len()).sum()
+        steps::move_count(&self.steps)
     }
 
     /// The fleet after the first `steps` steps, replayed by instance id on the problem's fleet
@@ -118,13 +114,7 @@ impl RebalancePlan {
     /// not make sense (unknown ids, copies that are not there) are skipped; use
     /// [`verify_rebalance`] to find them.
     pub fn fleet_after(&self, problem: &Problem, steps: usize) -> FinalFleet {
-        let mut replay = crate::engines::step_check::Replay::new(problem);
-        for step in self.steps.iter().take(steps) {
-            step.launch.iter().for_each(|launch| replay.launch(launch));
-            step.moves.iter().for_each(|planned| replay.apply_move(planned));
-            step.release.iter().for_each(|id| replay.release(id));
-        }
-        replay.finish()
+        steps::fleet_after(problem, &self.steps[..steps.min(self.steps.len())])
     }
 
     /// The fleet after every step (see [`Self::fleet_after`]).
@@ -267,7 +257,8 @@ impl Rebalancer {
 
     /// Fleets of at most `instances` instances (default 512) get the target-directed path;
     /// larger ones only the greedy unit search (the path is not yet fast enough on thousands of
-    /// instances: 2,000 take seconds).
+    /// instances: 2,000 take seconds; under a deadline it returns its best steps so far, but
+    /// reaches less than the greedy search in the same time).
     pub fn target_directed_up_to(mut self, instances: usize) -> Self {
         self.target_up_to = instances;
         self
@@ -412,13 +403,7 @@ impl Rebalancer {
 
 /// The fleet after `steps` (replayed by id on the problem's fleet).
 fn replay(problem: &Problem, steps: &[RebalanceStep]) -> FinalFleet {
-    let mut replay = crate::engines::step_check::Replay::new(problem);
-    for step in steps {
-        step.launch.iter().for_each(|launch| replay.launch(launch));
-        step.moves.iter().for_each(|planned| replay.apply_move(planned));
-        step.release.iter().for_each(|id| replay.release(id));
-    }
-    replay.finish()
+    steps::fleet_after(problem, steps)
 }
 
 /// [`RebalanceScore`] of a fleet reached by `steps`.
@@ -429,7 +414,7 @@ fn fleet_score(problem: &Problem, fleet: &FinalFleet, steps: &[RebalanceStep]) -
         .iter()
         .filter(|instance| instance.existing.and_then(|index| problem.fleet().get(index)).is_some_and(|e| e.draining))
         .count();
-    let moves = steps.iter().map(|step| step.moves.len()).sum();
+    let moves = steps::move_count(steps);
     (draining, key.fallback_counts, key.cost_micros, steps.len(), moves)
 }
 
@@ -453,6 +438,60 @@ pub fn rebalance_score(problem: &Problem, plan: &RebalancePlan) -> RebalanceScor
 
 /// What a unit must make strictly smaller: draining instances alive, `(n6, …, n1)`, cost.
 type FleetKey = (usize, [u32; 6], i128);
+
+/// The counts behind a fleet's [`FleetKey`], kept up to date as instances come and go: alive
+/// and draining instances, instances per priority, and the L4 cost (one unit per paid instance
+/// as soon as any alive instance lacks a price).
+#[derive(Debug, Clone, Default)]
+struct FleetTally {
+    alive: usize,
+    draining: usize,
+    /// Alive instances per priority (index 1–6).
+    by_priority: [u32; 7],
+    unpriced: usize,
+    paid: usize,
+    priced_cost: i128,
+}
+
+impl FleetTally {
+    /// Counts one instance of `type_index` in.
+    fn add(&mut self, problem: &Problem, type_index: usize, reserved: bool, draining: bool) {
+        self.alive += 1;
+        self.draining += usize::from(draining);
+        self.by_priority[Self::priority_slot(problem, type_index)] += 1;
+        let price = price_micros(problem, type_index);
+        self.unpriced += usize::from(price.is_none());
+        if !reserved {
+            self.paid += 1;
+            self.priced_cost += i128::from(price.unwrap_or(0));
+        }
+    }
+
+    /// Counts one instance of `type_index` out (it was counted in).
+    fn remove(&mut self, problem: &Problem, type_index: usize, reserved: bool, draining: bool) {
+        self.alive -= 1;
+        self.draining -= usize::from(draining);
+        self.by_priority[Self::priority_slot(problem, type_index)] -= 1;
+        let price = price_micros(problem, type_index);
+        self.unpriced -= usize::from(price.is_none());
+        if !reserved {
+            self.paid -= 1;
+            self.priced_cost -= i128::from(price.unwrap_or(0));
+        }
+    }
+
+    fn priority_slot(problem: &Problem, type_index: usize) -> usize {
+        usize::from(problem.instance_types().get(type_index).map_or(6, |info| info.priority).clamp(1, 6))
+    }
+
+    /// Draining instances alive, `(n6, …, n1)`, cost.
+    fn key(&self) -> FleetKey {
+        let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
+        let unit = i128::from(UNIT_COST_MICROS);
+        let cost = if self.unpriced > 0 { self.paid as i128 * unit } else { self.priced_cost };
+        (self.draining, counts, cost)
+    }
+}
 
 /// The planner's view of one instance (existing or launched).
 #[derive(Debug, Clone)]
@@ -521,13 +560,7 @@ struct Planner<'p> {
     heavy: Vec<Vec<u32>>,
     /// Launches so far per `[type][az]`.
     launched: Vec<Vec<u32>>,
-    alive: usize,
-    draining_alive: usize,
-    /// Alive instances per priority (index 1–6).
-    by_priority: [u32; 7],
-    unpriced_alive: usize,
-    paid_alive: usize,
-    priced_cost: i128,
+    tally: FleetTally,
     /// Ids of the committed launches, never one the fleet uses.
     launch_ids: LaunchIds,
     journal: Vec<Change>,
@@ -548,12 +581,7 @@ impl<'p> Planner<'p> {
             per_az: vec![vec![0; zones]; components],
             heavy: vec![vec![0; zones]; components],
             launched: vec![vec![0; zones]; problem.instance_types().len()],
-            alive: 0,
-            draining_alive: 0,
-            by_priority: [0; 7],
-            unpriced_alive: 0,
-            paid_alive: 0,
-            priced_cost: 0,
+            tally: FleetTally::default(),
             launch_ids: LaunchIds::new(problem),
             journal: Vec::new(),
             extra_victim_tries: 64,
@@ -602,50 +630,27 @@ impl<'p> Planner<'p> {
     fn count_in(&mut self, index: usize) {
         let node = &mut self.nodes[index];
         node.alive = true;
-        let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
-        self.alive += 1;
-        self.draining_alive += usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] += 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive += usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive += 1;
-            self.priced_cost += i128::from(price.unwrap_or(0));
-        }
+        self.tally.add(self.problem, node.type_index, node.reserved, node.draining);
     }
 
     /// Removes a node from the alive accounting.
     fn count_out(&mut self, index: usize) {
         let node = &mut self.nodes[index];
         node.alive = false;
-        let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
-        self.alive -= 1;
-        self.draining_alive -= usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] -= 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive -= usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive -= 1;
-            self.priced_cost -= i128::from(price.unwrap_or(0));
-        }
+        self.tally.remove(self.problem, node.type_index, node.reserved, node.draining);
     }
 
     /// The fleet key now: draining instances, `(n6, …, n1)`, cost (L4 rules: one unit per paid
     /// instance as soon as any instance lacks a price).
     fn key(&self) -> FleetKey {
-        let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let unit = i128::from(UNIT_COST_MICROS);
-        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * unit } else { self.priced_cost };
-        (self.draining_alive, counts, cost)
+        self.tally.key()
     }
 
     /// L4 cost of keeping a node, for the release order.
     fn node_cost(&self, node: &Node) -> i128 {
         if node.reserved {
             0
-        } else if self.unpriced_alive > 0 {
+        } else if self.tally.unpriced > 0 {
             i128::from(UNIT_COST_MICROS)
         } else {
             i128::from(price_micros(self.problem, node.type_index).unwrap_or(0))
@@ -936,7 +941,7 @@ impl<'p> Planner<'p> {
     /// instance while draining instances are still alive.
     fn may_release(&self, candidate: usize) -> bool {
         let node = &self.nodes[candidate];
-        node.alive && (node.draining || self.draining_alive == 0)
+        node.alive && (node.draining || self.tally.draining == 0)
     }
 
     /// Simulates one unit for `candidate` with `option`; on success returns what it does and,
@@ -954,7 +959,7 @@ impl<'p> Planner<'p> {
         let problem = self.problem;
         let step_size = usize::try_from(problem.scaling().maximum_step_size.max(1)).unwrap_or(1);
         let max_victims = first_room.saturating_add(step_size.saturating_mul(self.steps_per_launch.saturating_sub(1)));
-        let alive_before = self.alive;
+        let alive_before = self.tally.alive;
         let min_instances = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
         let key_before = self.key();
         let mark = self.journal.len();
@@ -1016,7 +1021,7 @@ impl<'p> Planner<'p> {
                 .scaling()
                 .max_instances
                 .is_some_and(|max| after_first_step > usize::try_from(max).unwrap_or(usize::MAX));
-        if key >= key_before || self.alive < min_instances || over_max {
+        if key >= key_before || self.tally.alive < min_instances || over_max {
             self.rollback(mark);
             return None;
         }
@@ -1047,7 +1052,7 @@ impl<'p> Planner<'p> {
         for &other in order_by_az.get(az).map_or(&[][..], Vec::as_slice) {
             if draft.victims.len() >= draft.max_victims
                 || tries >= self.extra_victim_tries
-                || self.alive <= min_instances
+                || self.tally.alive <= min_instances
             {
                 break;
             }

@@ -25,11 +25,11 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::target::Target;
-use super::{FleetKey, Launch, RebalanceStep};
-use crate::engines::consolidate::{copy_resources, Move};
+use super::{FleetKey, FleetTally, Launch, RebalanceStep};
 use crate::engines::limits::Limits;
+use crate::engines::steps::{copy_resources, Move};
 use crate::engines::LaunchIds;
-use crate::fleet::{imbalance, price_micros, UNIT_COST_MICROS};
+use crate::fleet::{imbalance, price_micros};
 use crate::index::{ComponentIndex, TypeIndex};
 use crate::plan::StopReason;
 use crate::problem::{PlacementStrategy, Problem, Resources};
@@ -46,6 +46,8 @@ struct Node {
     used: Resources,
     /// Used at the step's start plus every copy that arrived in the step (make-before-break).
     peak: Resources,
+    /// Copies per component that arrived in the step (they cannot leave in it).
+    arrived: BTreeMap<usize, u32>,
     alive: bool,
     /// A target instance not launched yet.
     pending: bool,
@@ -70,6 +72,17 @@ impl Node {
 
     fn doomed(&self) -> bool {
         self.goal.is_none()
+    }
+
+    /// Whether a copy of `component` may leave in this step: one held at the step's start.
+    fn movable(&self, component: usize) -> bool {
+        self.copies_of(component) > self.arrived.get(&component).copied().unwrap_or(0)
+    }
+
+    /// Surplus copies of `component` that may leave in this step.
+    fn movable_surplus(&self, component: usize) -> u32 {
+        let arrived = self.arrived.get(&component).copied().unwrap_or(0);
+        self.surplus(component).min(self.copies_of(component).saturating_sub(arrived))
     }
 }
 
@@ -101,12 +114,7 @@ pub(super) struct PathPlanner<'p> {
     touching: Vec<Vec<usize>>,
     /// Launches so far per `[type][az]`.
     launched: Vec<Vec<u32>>,
-    alive: usize,
-    draining_alive: usize,
-    by_priority: [u32; 7],
-    unpriced_alive: usize,
-    paid_alive: usize,
-    priced_cost: i128,
+    tally: FleetTally,
     launch_count: usize,
     /// Launch ids handed out so far, in order (`launch_count` of them are in use; an undone
     /// launch's id is reused by the next launch), none equal to a fleet id.
@@ -121,11 +129,17 @@ pub(super) struct PathPlanner<'p> {
     spread: BTreeMap<(usize, usize), (u64, u64)>,
     /// Pairs touched by the current unit.
     unit_touched: BTreeSet<(usize, usize)>,
+    /// Instances copies left in the current unit.
+    unit_sources: BTreeSet<usize>,
     /// The fleet key after each step (index 0: the start).
     keys: Vec<FleetKey>,
+    /// Why planning stops (a limit hit in the middle of a step ends the step there: every unit
+    /// kept so far keeps the step's rules).
+    stopped: Option<StopReason>,
     /// When set, launches are filled only from this instance (the narrower retry of a unit that
     /// broke a rule: copies taken from instances that stay give them room, which can break SPREAD).
     fill_only_from: Option<usize>,
+    limits: Limits,
 }
 
 impl<'p> PathPlanner<'p> {
@@ -146,12 +160,7 @@ impl<'p> PathPlanner<'p> {
             heavy: vec![vec![0; zones]; components],
             touching: vec![Vec::new(); components],
             launched: vec![vec![0; zones]; problem.instance_types().len()],
-            alive: 0,
-            draining_alive: 0,
-            by_priority: [0; 7],
-            unpriced_alive: 0,
-            paid_alive: 0,
-            priced_cost: 0,
+            tally: FleetTally::default(),
             launch_count: 0,
             issued_ids: Vec::new(),
             fresh_ids: LaunchIds::new(problem),
@@ -161,8 +170,11 @@ impl<'p> PathPlanner<'p> {
             balance_base: Vec::new(),
             spread: BTreeMap::new(),
             unit_touched: BTreeSet::new(),
+            unit_sources: BTreeSet::new(),
             keys: Vec::new(),
             fill_only_from: None,
+            stopped: None,
+            limits: Limits::new(),
         };
         for (index, existing) in problem.fleet().iter().enumerate() {
             let copies: BTreeMap<usize, u32> =
@@ -177,6 +189,7 @@ impl<'p> PathPlanner<'p> {
                 copies,
                 used,
                 peak: used,
+                arrived: BTreeMap::new(),
                 alive: false,
                 pending: false,
                 goal: goals.remove(&index),
@@ -193,6 +206,7 @@ impl<'p> PathPlanner<'p> {
                 copies: BTreeMap::new(),
                 used: Resources::ZERO,
                 peak: Resources::ZERO,
+                arrived: BTreeMap::new(),
                 alive: false,
                 pending: true,
                 goal: Some(instance.copies.clone()),
@@ -229,16 +243,7 @@ impl<'p> PathPlanner<'p> {
                 self.heavy[component][az] += 1;
             }
         }
-        self.alive += 1;
-        self.draining_alive += usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] += 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive += usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive += 1;
-            self.priced_cost += i128::from(price.unwrap_or(0));
-        }
+        self.tally.add(self.problem, type_index, reserved, draining);
     }
 
     /// Marks an (empty) node dead.
@@ -246,24 +251,12 @@ impl<'p> PathPlanner<'p> {
         let node = &mut self.nodes[index];
         node.alive = false;
         let (type_index, reserved, draining) = (node.type_index, node.reserved, node.draining);
-        self.alive -= 1;
-        self.draining_alive -= usize::from(draining);
-        let priority = usize::from(self.priority(type_index).clamp(1, 6));
-        self.by_priority[priority] -= 1;
-        let price = price_micros(self.problem, type_index);
-        self.unpriced_alive -= usize::from(price.is_none());
-        if !reserved {
-            self.paid_alive -= 1;
-            self.priced_cost -= i128::from(price.unwrap_or(0));
-        }
+        self.tally.remove(self.problem, type_index, reserved, draining);
     }
 
     /// Draining instances alive, `(n6, …, n1)`, cost — as the greedy planner counts them.
     pub(super) fn key(&self) -> FleetKey {
-        let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let unit = i128::from(UNIT_COST_MICROS);
-        let cost = if self.unpriced_alive > 0 { self.paid_alive as i128 * unit } else { self.priced_cost };
-        (self.draining_alive, counts, cost)
+        self.tally.key()
     }
 
     fn requirement(&self, component: usize, node: usize) -> Resources {
@@ -358,6 +351,7 @@ impl<'p> PathPlanner<'p> {
         self.touch_az(from_az);
         self.touch_az(to_az);
         self.apply_copy(component, from, to);
+        self.unit_sources.insert(from);
         self.journal.push(Change::Copy { component, from, to });
         let problem = self.problem;
         let step = self.steps.last_mut();
@@ -393,6 +387,7 @@ impl<'p> PathPlanner<'p> {
         }
         target.used = target.used.plus(&arriving);
         target.peak = target.peak.plus(&arriving);
+        *target.arrived.entry(component).or_insert(0) += 1;
         self.per_az[component][from_az] -= 1;
         self.per_az[component][to_az] += 1;
     }
@@ -413,6 +408,12 @@ impl<'p> PathPlanner<'p> {
         }
         target.used = target.used.minus(&arriving).unwrap_or(Resources::ZERO);
         target.peak = target.peak.minus(&arriving).unwrap_or(Resources::ZERO);
+        if let Some(arrived) = target.arrived.get_mut(&component) {
+            *arrived -= 1;
+            if *arrived == 0 {
+                target.arrived.remove(&component);
+            }
+        }
         let source = &mut self.nodes[from];
         let count = source.copies.entry(component).or_insert(0);
         *count += 1;
@@ -481,8 +482,8 @@ impl<'p> PathPlanner<'p> {
             || !node.doomed()
             || !node.copies.is_empty()
             || releases >= self.step_size
-            || self.alive <= min_instances
-            || (!node.draining && self.draining_alive > 0)
+            || self.tally.alive <= min_instances
+            || (!node.draining && self.tally.draining > 0)
         {
             return false;
         }
@@ -498,6 +499,7 @@ impl<'p> PathPlanner<'p> {
 
     fn mark(&mut self) -> Mark {
         self.unit_touched.clear();
+        self.unit_sources.clear();
         let step = self.steps.last();
         Mark {
             journal: self.journal.len(),
@@ -549,7 +551,7 @@ impl<'p> PathPlanner<'p> {
                 .problem
                 .scaling()
                 .max_instances
-                .is_some_and(|max| self.alive > usize::try_from(max).unwrap_or(usize::MAX));
+                .is_some_and(|max| self.tally.alive > usize::try_from(max).unwrap_or(usize::MAX));
         !over_max && self.spread_kept()
     }
 
@@ -572,10 +574,21 @@ impl<'p> PathPlanner<'p> {
         if from_az == to_az || info.max_imbalance.is_none() {
             return true;
         }
-        let mut after = self.per_az[component].clone();
-        after[from_az] -= 1;
-        after[to_az] += 1;
-        imbalance(&after) <= self.balance_base[component]
+        let row = &self.per_az[component];
+        let shifted = |az: usize| -> u64 {
+            let count = row[az];
+            if az == from_az {
+                count - 1
+            } else if az == to_az {
+                count + 1
+            } else {
+                count
+            }
+        };
+        let (most, fewest) = (0..row.len())
+            .map(shifted)
+            .fold((0, u64::MAX), |(most, fewest), count| (most.max(count), fewest.min(count)));
+        most.saturating_sub(fewest) <= self.balance_base[component]
     }
 
     /// Where one surplus copy of `component` on `from` goes: an alive instance missing it, or a
@@ -607,7 +620,7 @@ impl<'p> PathPlanner<'p> {
             let node = &self.nodes[from];
             if from == to
                 || !node.alive
-                || node.surplus(component) == 0
+                || node.movable_surplus(component) == 0
                 || self.fill_only_from.is_some_and(|only| only != from)
                 || !self.may_move(component, from, to)
             {
@@ -647,7 +660,7 @@ impl<'p> PathPlanner<'p> {
         let mut components: Vec<usize> = self.nodes[from].copies.keys().copied().collect();
         components.sort_by_key(|&component| (Reverse(self.requirement(component, from)), component));
         for component in components {
-            while self.nodes[from].surplus(component) > 0 {
+            while self.nodes[from].movable_surplus(component) > 0 {
                 let Some(to) = self.destination(component, from) else { break };
                 if self.nodes[to].pending {
                     self.launch(to);
@@ -662,6 +675,115 @@ impl<'p> PathPlanner<'p> {
             emptied.insert(from);
         }
         moved
+    }
+
+    /// Lowers the SPREAD offenders of the pairs the unit made worse by moving one copy at a time
+    /// within the AZ from an offender to the instance with the fewest copies and room (a kept
+    /// or launched one): a launch with room makes every instance of its AZ with two more copies
+    /// an offender, and the target may not want the copy there — it moves on later as surplus.
+    fn repair_spread(&mut self) -> usize {
+        let mut moved = 0;
+        let pairs: Vec<(usize, usize)> = self
+            .unit_touched
+            .iter()
+            .copied()
+            .filter(|pair| self.spread.get(pair).is_some_and(|&(base, now)| now > base))
+            .collect();
+        for (component, az) in pairs {
+            let mut tries = 0;
+            while tries < 8 && self.spread.get(&(component, az)).is_some_and(|&(base, now)| now > base) {
+                tries += 1;
+                let Some((from, to)) = self.spread_repair_move(component, az) else { break };
+                self.move_copy(component, from, to);
+                moved += 1;
+                let now = self.offenders(component, az);
+                if let Some(entry) = self.spread.get_mut(&(component, az)) {
+                    entry.1 = now;
+                }
+            }
+        }
+        moved
+    }
+
+    /// The move that lowers `component`'s SPREAD offenders in `az`: from the offender with the
+    /// most copies (doomed first) to the alive instance with room and the fewest copies (not
+    /// doomed, not draining), when it has room with everything that arrived in the step.
+    fn spread_repair_move(&self, component: usize, az: usize) -> Option<(usize, usize)> {
+        let problem = self.problem;
+        let info = &problem.components()[component];
+        let mut fewest: Option<(u32, usize)> = None;
+        let mut fewest_count: Option<u32> = None;
+        for &index in &self.by_az[az] {
+            let node = &self.nodes[index];
+            if !node.alive {
+                continue;
+            }
+            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
+            let capacity = self.capacity(index);
+            if !node.used.plus(&requirement.resources).fits_in(&capacity) {
+                continue;
+            }
+            let count = node.copies_of(component);
+            fewest_count = Some(fewest_count.map_or(count, |least| least.min(count)));
+            let usable = !node.doomed() && !node.draining && node.peak.plus(&requirement.resources).fits_in(&capacity);
+            if usable && fewest.is_none_or(|(least, _)| count < least) {
+                fewest = Some((count, index));
+            }
+        }
+        let (count, to) = fewest?;
+        if Some(count) != fewest_count {
+            return None;
+        }
+        let from = self.by_az[az]
+            .iter()
+            .copied()
+            .filter(|&index| {
+                let node = &self.nodes[index];
+                node.alive && index != to && node.copies_of(component) >= count + 2 && node.movable(component)
+            })
+            .max_by_key(|&index| {
+                (self.nodes[index].doomed(), self.nodes[index].copies_of(component), Reverse(index))
+            })?;
+        Some((from, to))
+    }
+
+    /// [`Self::evacuate`] `from`; while the unit breaks a rule, also evacuate the doomed
+    /// instances it took copies from (a half-emptied instance keeps room, which makes the
+    /// instances that received its copies break SPREAD, and it cannot be released), as long as
+    /// the step has room to release them.
+    fn evacuate_closure(&mut self, from: usize, emptied: &mut BTreeSet<usize>) -> usize {
+        let mut moved = self.evacuate(from, emptied);
+        let mut done: BTreeSet<usize> = BTreeSet::from([from]);
+        loop {
+            self.release_emptied(emptied);
+            if moved == 0 || self.unit_ok() {
+                return moved;
+            }
+            moved += self.repair_spread();
+            if self.unit_ok() {
+                return moved;
+            }
+            let releases = self.steps.last().map_or(0, |step| step.release.len());
+            let room = self.step_size.saturating_sub(releases);
+            let mut more: Vec<usize> = self
+                .unit_sources
+                .iter()
+                .copied()
+                .filter(|&index| {
+                    let node = &self.nodes[index];
+                    node.alive && node.doomed() && !node.copies.is_empty() && !done.contains(&index)
+                })
+                .collect();
+            if more.is_empty() || room == 0 {
+                return moved;
+            }
+            more.sort_by_key(|&index| (self.nodes[index].copies.values().sum::<u32>(), index));
+            more.truncate(room);
+            for index in more {
+                done.insert(index);
+                moved += self.evacuate(index, emptied);
+            }
+        }
     }
 
     /// Releases the emptied doomed instances the step has room for (draining ones first).
@@ -689,6 +811,7 @@ impl<'p> PathPlanner<'p> {
     fn begin_step(&mut self) {
         for node in &mut self.nodes {
             node.peak = node.used;
+            node.arrived.clear();
         }
         self.balance_base = self.per_az.iter().map(|row| imbalance(row)).collect();
         self.spread.clear();
@@ -698,6 +821,13 @@ impl<'p> PathPlanner<'p> {
 
     /// One unit: `work` changes the state; it is kept when it did something and the rules hold.
     fn unit(&mut self, work: impl FnOnce(&mut Self, &mut BTreeSet<usize>) -> usize) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
+        if let Some(reason) = self.limits.stop_now() {
+            self.stopped = Some(reason);
+            return false;
+        }
         let mark = self.mark();
         let mut emptied = BTreeSet::new();
         let moved = work(self, &mut emptied);
@@ -720,16 +850,16 @@ impl<'p> PathPlanner<'p> {
             if !node.alive {
                 continue;
             }
-            if !node.draining && (self.draining_alive > 0 || releases >= step_size) {
+            if !node.draining && (self.tally.draining > 0 || releases >= step_size) {
                 break;
             }
             if failures > 2 * step_size + 8 {
                 break;
             }
             // Fill launches from every source first; if that breaks a rule, only from `from`.
-            let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied)) || {
+            let kept = self.unit(|planner, emptied| planner.evacuate_closure(from, emptied)) || {
                 self.fill_only_from = Some(from);
-                let kept = self.unit(|planner, emptied| planner.evacuate(from, emptied));
+                let kept = self.unit(|planner, emptied| planner.evacuate_closure(from, emptied));
                 self.fill_only_from = None;
                 kept
             };
@@ -792,7 +922,7 @@ impl<'p> PathPlanner<'p> {
         let mut moved = 0;
         let components: Vec<usize> = self.nodes[from].copies.keys().copied().collect();
         for component in components {
-            while self.nodes[from].surplus(component) > 0 {
+            while self.nodes[from].movable_surplus(component) > 0 {
                 let Some(to) = self.destination(component, from).filter(|&to| !self.nodes[to].pending) else { break };
                 self.move_copy(component, from, to);
                 moved += 1;
@@ -804,13 +934,22 @@ impl<'p> PathPlanner<'p> {
     /// Plans steps until one would be empty, `max_steps` are planned or a limit stops it; then
     /// cuts the path after its best step. Returns the steps and why it stopped.
     pub(super) fn run(mut self, max_steps: usize, limits: &Limits) -> (Vec<RebalanceStep>, StopReason) {
+        self.limits = limits.clone();
         let mut stop = StopReason::Completed;
+        // SPREAD repairs move copies off the target's way and back: a bound on the steps keeps
+        // that from going round in circles (a direct path needs far fewer).
+        let max_steps = max_steps.min(self.nodes.len().saturating_mul(2).saturating_add(16));
         while self.steps.len() < max_steps {
             if let Some(reason) = limits.stop_now() {
                 stop = reason;
                 break;
             }
-            if !self.step() {
+            let stepped = self.step();
+            if let Some(reason) = self.stopped.take() {
+                stop = reason;
+                break;
+            }
+            if !stepped {
                 break;
             }
         }

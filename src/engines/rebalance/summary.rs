@@ -1,16 +1,16 @@
 //! What a rebalancing plan changes (per step and in total), how far its final fleet is from the
 //! best reachable one, and the readable table the command line prints.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::RebalancePlan;
 use crate::engines::exact::ExactPlanner;
+use crate::engines::steps::{write_step, Places};
 use crate::fleet::{objective, FinalFleet};
 use crate::plan::{Objective, Status, StopReason};
 use crate::problem::Problem;
-use crate::render::{counted, escape_text, micros_text, objective_line, stop_reason_text, Align, Table};
+use crate::text::{counted, escape_text, micros_text};
 
 /// What one step changes.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,15 +126,15 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
         released
     );
     if plan.stop_reason != StopReason::Completed {
-        let _ = writeln!(out, "Stop: {}", stop_reason_text(&plan.stop_reason));
+        let _ = writeln!(out, "Stop: {}", plan.stop_reason);
     }
-    let _ = writeln!(out, "Before: {}", objective_line(&summary.start));
-    let _ = writeln!(out, "After:  {}", objective_line(&summary.end));
+    let _ = writeln!(out, "Before: {}", summary.start);
+    let _ = writeln!(out, "After:  {}", summary.end);
     let _ = writeln!(out, "Change: {}", change_text(&summary.start, &summary.end));
     if let Some(target) = &plan.target_objective {
         // How far the plan stays from the fleet it headed for (nothing when it got there).
         let reached = plan.reached_objective.as_ref().unwrap_or(&summary.end);
-        let _ = writeln!(out, "Target: {}", objective_line(target));
+        let _ = writeln!(out, "Target: {}", target);
         if target.key() == reached.key() {
             let _ = writeln!(out, "Target reached.");
         } else {
@@ -145,23 +145,7 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
         out.push_str("\nNothing to rebalance.\n");
     }
 
-    // Where each instance runs, for readable ids (launches included).
-    let mut places: BTreeMap<&str, (String, String)> = problem
-        .fleet()
-        .iter()
-        .map(|instance| {
-            let type_name = problem.instance_types()[instance.type_index].name.clone();
-            (instance.id.as_str(), (type_name, problem.azs()[instance.az_index].clone()))
-        })
-        .collect();
-    for launch in plan.launches() {
-        places.insert(launch.instance_id.as_str(), (launch.instance_type.clone(), launch.availability_zone.clone()));
-    }
-    let text = |id: &str| match places.get(id) {
-        Some((type_name, az)) => format!("{id} ({type_name}, {az})"),
-        None => id.to_string(),
-    };
-
+    let places = Places::new(problem, plan.launches());
     for (number, (step, change)) in plan.steps.iter().zip(&summary.steps).enumerate() {
         let _ = writeln!(
             out,
@@ -172,36 +156,19 @@ pub fn rebalance_table(problem: &Problem, plan: &RebalancePlan, best: Option<&Be
             change.released,
             change_text(&change.before, &change.after)
         );
-        for launch in &step.launch {
-            let reserved = if launch.reserved { ", reserved" } else { "" };
-            let launched =
-                format!("{} ({}, {}{reserved})", launch.instance_id, launch.instance_type, launch.availability_zone);
-            let _ = writeln!(out, "  launch {}", escape_text(&launched));
-        }
-        if !step.moves.is_empty() {
-            let mut table = Table::new(&[("COMPONENT", Align::Left), ("FROM", Align::Left), ("TO", Align::Left)]);
-            for planned in &step.moves {
-                table.row(vec![planned.inference_component_name.clone(), text(&planned.from), text(&planned.to)]);
-            }
-            out.push_str(&table.render("  "));
-        }
-        for id in &step.release {
-            let _ = writeln!(out, "  release {}", escape_text(&text(id)));
-        }
+        write_step(&mut out, &places, step);
     }
 
     if let Some(best) = best {
         let _ = writeln!(
             out,
             "\nBest reachable (exact planner, same copies, empty fleet; {:?}, {}): {}",
-            best.status,
-            stop_reason_text(&best.stop_reason),
-            objective_line(&best.objective)
+            best.status, best.stop_reason, best.objective
         );
         match &best.bound {
             Some(bound) => {
                 if bound != &best.objective {
-                    let _ = writeln!(out, "Proven bound: {}", objective_line(bound));
+                    let _ = writeln!(out, "Proven bound: {}", bound);
                 }
                 let _ = writeln!(out, "Distance to the bound: {}", change_text(bound, &summary.end));
             }

@@ -1,18 +1,17 @@
-//! The step replay shared by consolidation and rebalancing (docs/contract.md §3 and §7).
+//! The per-step checks shared by consolidation and rebalancing (docs/contract.md §3 and §7).
 //!
 //! [`CheckedFleet`] is the strict replay of the two checkers: a fleet by instance id, and the
 //! checks of moves, make-before-break, releases, `MinInstanceCount`, balance and SPREAD that
 //! both contracts state alike. Each checker keeps what only its contract has (launches,
 //! draining order, the final improvement test) and calls these in the order the contract
-//! states the rules, so the violations come out in the same order as before the two were
-//! merged. [`Replay`] is the lenient replay behind the plans' final fleets.
+//! states the rules. A broken step rule is reported with the checker's own kind
+//! ([`ViolationKind::Consolidation`] or [`ViolationKind::Rebalance`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::consolidate::{copy_resources, spread_offenders, Move, SpreadView};
-use super::rebalance::Launch;
+use super::{copy_resources, spread_offenders, Move, SpreadView};
 use crate::fleet::{imbalance, FinalFleet, FinalInstance};
-use crate::index::{AzIndex, ComponentIndex, TypeIndex};
+use crate::index::{ComponentIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 use crate::violation::{Violation, ViolationKind};
 
@@ -50,6 +49,8 @@ pub(crate) struct CheckedFleet<'p> {
     pub(crate) problem: &'p Problem,
     pub(crate) instances: Vec<CheckedInstance>,
     pub(crate) by_id: BTreeMap<String, usize>,
+    /// The kind a broken step rule is reported with: the checker's contract.
+    step_rule: ViolationKind,
 }
 
 /// How the two contracts word the move rules they state differently.
@@ -74,8 +75,9 @@ pub(crate) struct Baseline {
 }
 
 impl<'p> CheckedFleet<'p> {
-    /// The problem's fleet, every instance alive, empty copy entries dropped.
-    pub(crate) fn new(problem: &'p Problem) -> CheckedFleet<'p> {
+    /// The problem's fleet, every instance alive, empty copy entries dropped; broken step rules
+    /// are reported as `step_rule`.
+    pub(crate) fn new(problem: &'p Problem, step_rule: ViolationKind) -> CheckedFleet<'p> {
         let instances: Vec<CheckedInstance> = problem
             .fleet()
             .iter()
@@ -92,7 +94,7 @@ impl<'p> CheckedFleet<'p> {
             })
             .collect();
         let by_id = instances.iter().enumerate().map(|(index, instance)| (instance.id.clone(), index)).collect();
-        CheckedFleet { problem, instances, by_id }
+        CheckedFleet { problem, instances, by_id, step_rule }
     }
 
     pub(crate) fn alive(&self) -> impl Iterator<Item = &CheckedInstance> + '_ {
@@ -195,11 +197,11 @@ impl<'p> CheckedFleet<'p> {
                 continue;
             }
             if from == to {
-                findings.push(ViolationKind::Consolidation, format!("{what}: moves a copy onto its own instance"));
+                findings.push(self.step_rule, format!("{what}: moves a copy onto its own instance"));
                 continue;
             }
             if released_now.contains(planned.to.as_str()) {
-                findings.push(ViolationKind::Consolidation, format!("{what}: target is released in the same step"));
+                findings.push(self.step_rule, format!("{what}: target is released in the same step"));
             }
             if self.instances[to].draining {
                 let (kind, clause) = wording.draining_target;
@@ -209,10 +211,7 @@ impl<'p> CheckedFleet<'p> {
             *given += 1;
             let held = self.instances[from].copies.get(&component).copied().unwrap_or(0);
             if *given > held {
-                findings.push(
-                    ViolationKind::Consolidation,
-                    format!("{what}: source holds only {held} copies at the step's start"),
-                );
+                findings.push(self.step_rule, format!("{what}: source holds only {held} copies at the step's start"));
             }
             let target = &self.instances[to];
             if problem.components()[component].placement_requirement(problem, target.type_index).is_none() {
@@ -303,13 +302,10 @@ impl<'p> CheckedFleet<'p> {
                 continue;
             }
             if launched_now.contains(&index) {
-                findings.push(
-                    ViolationKind::Consolidation,
-                    format!("{label}: {id} is released in the step that launches it"),
-                );
+                findings.push(self.step_rule, format!("{label}: {id} is released in the step that launches it"));
             }
             if !self.instances[index].copies.is_empty() {
-                findings.push(ViolationKind::Consolidation, format!("{label}: {id} is released but still runs copies"));
+                findings.push(self.step_rule, format!("{label}: {id} is released but still runs copies"));
             }
             self.instances[index].alive = false;
             released.push(index);
@@ -345,7 +341,7 @@ impl<'p> CheckedFleet<'p> {
                 let total: u64 = per_az[component].iter().sum();
                 if total != totals[component] {
                     findings.push(
-                        ViolationKind::Consolidation,
+                        self.step_rule,
                         format!("{label}: {} has {total} copies, {} before rebalancing", info.name, totals[component]),
                     );
                 }
@@ -356,7 +352,7 @@ impl<'p> CheckedFleet<'p> {
             let (balance_before, after) = (before.balance[component], imbalance(&per_az[component]));
             if after > balance_before {
                 findings.push(
-                    ViolationKind::Consolidation,
+                    self.step_rule,
                     format!("{label}: imbalance of {} grows from {balance_before} to {after} copies", info.name),
                 );
             }
@@ -373,101 +369,5 @@ impl<'p> CheckedFleet<'p> {
                 );
             }
         }
-    }
-}
-
-/// The lenient replay behind `ConsolidationPlan::final_fleet` and `RebalancePlan::fleet_after`:
-/// entries that do not make sense (unknown ids, copies that are not there) are skipped, since
-/// the checkers above report them.
-pub(crate) struct Replay<'p> {
-    problem: &'p Problem,
-    /// Existing instances in fleet order, then launches in launch order; `false` once released.
-    instances: Vec<(FinalInstance, bool)>,
-    by_id: BTreeMap<String, usize>,
-    /// Per (type, AZ): launches and reserved launches.
-    launches: BTreeMap<(TypeIndex, AzIndex), (u32, u32)>,
-}
-
-impl<'p> Replay<'p> {
-    /// The problem's fleet, every instance alive, empty copy entries dropped.
-    pub(crate) fn new(problem: &'p Problem) -> Replay<'p> {
-        let instances: Vec<(FinalInstance, bool)> = problem
-            .fleet()
-            .iter()
-            .enumerate()
-            .map(|(index, existing)| {
-                let instance = FinalInstance {
-                    id: existing.id.clone(),
-                    type_index: existing.type_index,
-                    az_index: existing.az_index,
-                    reserved: existing.reserved,
-                    existing: Some(index),
-                    copies: existing.copies.iter().copied().filter(|&(_, count)| count > 0).collect(),
-                    new_copies: BTreeMap::new(),
-                };
-                (instance, true)
-            })
-            .collect();
-        let by_id = instances.iter().enumerate().map(|(index, (instance, _))| (instance.id.clone(), index)).collect();
-        Replay { problem, instances, by_id, launches: BTreeMap::new() }
-    }
-
-    /// Adds a launched instance (skipped when its type or AZ is unknown or its id is taken).
-    pub(crate) fn launch(&mut self, launch: &Launch) {
-        let problem = self.problem;
-        let (Some(type_index), Some(az_index)) =
-            (problem.type_index(&launch.instance_type), problem.az_index(&launch.availability_zone))
-        else {
-            return;
-        };
-        if self.by_id.contains_key(&launch.instance_id) {
-            return;
-        }
-        let entry = self.launches.entry((TypeIndex::new(type_index), AzIndex::new(az_index))).or_insert((0, 0));
-        entry.0 += 1;
-        entry.1 += u32::from(launch.reserved);
-        self.by_id.insert(launch.instance_id.clone(), self.instances.len());
-        self.instances.push((
-            FinalInstance {
-                id: launch.instance_id.clone(),
-                type_index,
-                az_index,
-                reserved: launch.reserved,
-                existing: None,
-                copies: BTreeMap::new(),
-                new_copies: BTreeMap::new(),
-            },
-            true,
-        ));
-    }
-
-    /// Moves one copy (skipped when the component, an instance or the copy is not there).
-    pub(crate) fn apply_move(&mut self, planned: &Move) {
-        let component = self.problem.component_index(&planned.inference_component_name);
-        let (from, to) = (self.by_id.get(&planned.from).copied(), self.by_id.get(&planned.to).copied());
-        let (Some(component), Some(from), Some(to)) = (component, from, to) else { return };
-        let Some((source, true)) = self.instances.get_mut(from) else { return };
-        let Some(count) = source.copies.get_mut(&component) else { return };
-        *count -= 1;
-        if *count == 0 {
-            source.copies.remove(&component);
-        }
-        if let Some((target, _)) = self.instances.get_mut(to) {
-            *target.copies.entry(component).or_insert(0) += 1;
-            *target.new_copies.entry(component).or_insert(0) += 1;
-        }
-    }
-
-    /// Releases an instance (skipped when the id is unknown).
-    pub(crate) fn release(&mut self, id: &str) {
-        if let Some((_, alive)) = self.by_id.get(id).and_then(|&index| self.instances.get_mut(index)) {
-            *alive = false;
-        }
-    }
-
-    /// The instances still alive, with the launches per (type, AZ).
-    pub(crate) fn finish(self) -> FinalFleet {
-        let instances = self.instances.into_iter().filter(|(_, alive)| *alive).map(|(instance, _)| instance).collect();
-        FinalFleet { instances, launches: self.launches, removed: BTreeMap::new() }
     }
 }

@@ -1,0 +1,649 @@
+//! The level-by-level search of the exact planner: L1, L2, each priority of L3 and the cost, each
+//! probed at its LP bound and searched, fixed at its optimum before the next; then the cheapest
+//! master solution packed into instances, and the groups that do not pack modelled instance by
+//! instance in the next round. A limit that stops it returns the best plan its master solutions
+//! pack into, with the proven lexicographic bound.
+
+use std::time::{Duration, Instant};
+
+use super::backend::MipBackend;
+use super::bounds;
+use super::master::{
+    self, CostMode, Extra, Facts, Goal, Group, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm,
+};
+use super::realize::{realize, realize_with, Realized};
+use super::ExactPlanner;
+use crate::engines::finish;
+use crate::fleet::{objective, FinalFleet};
+use crate::plan::{Action, CostUnit, Objective, SolverKind, Status, StopReason};
+use crate::problem::Problem;
+use crate::verify::verify;
+
+/// Branch-and-bound nodes for a probe at a level's LP bound before the full search.
+const PROBE_NODES: u64 = 100;
+
+/// Branch-and-bound nodes for each stage of the relax-and-fix heuristic.
+const HEURISTIC_NODES: u64 = 300;
+
+/// Most variables the slot groups of a refinement round may add.
+const MAX_SLOT_VARIABLES: u64 = 50_000;
+
+/// What solving the levels before the cost gave.
+enum Levels {
+    /// Every level fixed at its optimum; the last level's solution.
+    Fixed { fixed: Vec<(Goal, f64)>, last: Option<MasterSolution> },
+    /// The search ends with this outcome.
+    Done(Outcome),
+    /// A solver error with the pattern cut: the round starts again without it.
+    Restart,
+}
+
+/// What the search produced.
+pub(super) enum Outcome {
+    /// A plan built from a master solution that packed.
+    Plan { actions: Vec<Action>, proven: bool, stop: StopReason, bound: Option<Objective> },
+    /// No usable plan; the greedy plan is returned.
+    NoPlan { stop: StopReason, bound: Option<Objective> },
+    /// The hard constraints cannot all be met (e.g. MinInstanceCount).
+    Infeasible,
+}
+
+/// One lexicographic search and what travels through it: the planner's settings, the problem,
+/// the backend, the warm start and the limits.
+#[derive(Clone, Copy)]
+pub(super) struct Search<'a> {
+    /// The planner's settings (rounds, slot model, model size, cancellation).
+    planner: &'a ExactPlanner,
+    problem: &'a Problem,
+    backend: &'a dyn MipBackend,
+    /// The warm start (the greedy plan as a master hint) and its objective.
+    hint: Option<&'a (Hint, Objective)>,
+    /// The planner's limits: the deadline that packing the last master solution meets.
+    full: Limits,
+    /// The solver calls' limits: they end a little before `full`'s deadline (see
+    /// [`Search::rounds`]).
+    limits: Limits,
+}
+
+/// A level of the master problem as it is solved: the model, the levels fixed before it and the
+/// solver calls' limits.
+#[derive(Clone, Copy)]
+struct LevelModel<'m, 'f> {
+    facts: &'m Facts<'f>,
+    layout: &'m Layout,
+    fixed: &'m [(Goal, f64)],
+    limits: Limits,
+}
+
+impl LevelModel<'_, '_> {
+    /// [`master::solve`] of `goal` in this model.
+    fn solve(&self, goal: Goal, limits: Limits, warm: Warm<'_>, extra: Extra<'_>) -> Solved {
+        master::solve(self.facts, self.layout, goal, self.fixed, limits, warm, extra)
+    }
+}
+
+impl<'a> Search<'a> {
+    /// A search under the planner's `limits`.
+    pub(super) fn new(
+        planner: &'a ExactPlanner,
+        problem: &'a Problem,
+        backend: &'a dyn MipBackend,
+        hint: Option<&'a (Hint, Objective)>,
+        limits: Limits,
+    ) -> Self {
+        Search { planner, problem, backend, hint, full: limits, limits }
+    }
+
+    /// The lexicographic search ([`Self::rounds`]), falling back to a loosely packed plan
+    /// (see [`loose_plan`]) when a limit stops it before a master solution packs exactly.
+    pub(super) fn run(&self) -> Outcome {
+        let mut loose = None;
+        let outcome = self.rounds(&mut loose);
+        let Some(loose) = loose else { return outcome };
+        match outcome {
+            Outcome::NoPlan { stop, bound } => Outcome::Plan { actions: loose.actions, proven: false, stop, bound },
+            Outcome::Plan { actions, proven: false, stop, bound } => {
+                let (fleet, _) = FinalFleet::apply(self.problem, &actions);
+                let actions =
+                    if loose.objective.better_than(&objective(self.problem, &fleet)) { loose.actions } else { actions };
+                Outcome::Plan { actions, proven: false, stop, bound }
+            }
+            proven_or_infeasible => proven_or_infeasible,
+        }
+    }
+
+    /// Rounds of "solve the levels, pack, refine": each round models the groups that did not
+    /// pack instance by instance.
+    fn rounds(&self, loose: &mut Option<Loose>) -> Outcome {
+        let (problem, planner) = (self.problem, self.planner);
+        let mut facts = Facts::new(problem, self.backend);
+        if master::master_size_estimate(&facts) > planner.max_master_variables {
+            return Outcome::NoPlan { stop: StopReason::TooLarge, bound: None };
+        }
+        // The solves end a little before the deadline, so that packing the best master
+        // solution into instances (`realize`) has time left when a level runs out of it.
+        let search =
+            Search { limits: Limits { deadline: self.full.deadline.map(solving_deadline), ..self.full }, ..*self };
+        if !planner.slot_model {
+            facts.add_pattern_prices(search.limits.deadline);
+        }
+        let mut layout = Layout { slot_groups: Default::default(), cuts: !planner.slot_model };
+        if planner.slot_model {
+            layout.slot_groups = facts.groups.keys().copied().collect();
+        }
+        let goals = goals(&facts);
+        let mut best_bound: Option<Objective> = None;
+        for _round in 0..planner.max_rounds {
+            let failed = match search.round(&facts, &layout, &goals, &mut best_bound, loose) {
+                Round::Refine(failed) => failed,
+                Round::Done(outcome) => return outcome,
+                Round::Restart => {
+                    // The pattern cut's fractional coefficients can upset a solver numerically
+                    // (a singular basis): start the round again without them.
+                    facts.pattern_prices.clear();
+                    continue;
+                }
+            };
+            if self.full.deadline.is_some_and(|deadline| Instant::now() >= deadline) || planner.limits.cancelled() {
+                return Outcome::NoPlan { stop: StopReason::TimeLimit, bound: best_bound };
+            }
+            // A slot group has one variable per (slot, component): refuse huge ones.
+            let slot_variables: u64 = failed
+                .iter()
+                .map(|group| {
+                    facts.groups.get(group).copied().unwrap_or(0).saturating_mul(problem.components().len() as u64 + 1)
+                })
+                .sum();
+            if slot_variables > MAX_SLOT_VARIABLES {
+                return Outcome::NoPlan { stop: StopReason::TooLarge, bound: best_bound };
+            }
+            layout.slot_groups.extend(failed);
+        }
+        Outcome::NoPlan { stop: StopReason::NodeLimit, bound: best_bound }
+    }
+
+    /// One round: every level solved and fixed, then the cheapest solution packed. A round
+    /// that ends without a result updates `best_bound` and, the first time a solution packs
+    /// only with spare instances, `loose`.
+    fn round(
+        &self,
+        facts: &Facts<'_>,
+        layout: &Layout,
+        goals: &[Goal],
+        best_bound: &mut Option<Objective>,
+        loose: &mut Option<Loose>,
+    ) -> Round {
+        let problem = self.problem;
+        let (fixed, last) = match self.solve_levels(facts, layout, goals, best_bound.as_ref()) {
+            Levels::Fixed { fixed, last } => (fixed, last),
+            Levels::Done(outcome) => return Round::Done(outcome),
+            Levels::Restart => return Round::Restart,
+        };
+        let modes: &[CostMode] =
+            if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
+        let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
+        let CostLevel { cheapest, bound: cost_bound, stop: cost_stop } =
+            solve_cost_level(&model, self.hint, last.as_ref(), modes);
+        if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
+            return Round::Restart;
+        }
+        let Some((_, solution)) = cheapest else {
+            let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
+            let bound = lex_bound(facts, &fixed, None);
+            return Round::Done(self.stopped(last.into_iter().collect(), stop, bound.or(best_bound.take())));
+        };
+        let bound = lex_bound(facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
+        if let Some(stop) = cost_stop {
+            // The level before's solution too: a search stopped later must not give a worse
+            // plan than one stopped before this level.
+            let candidates = std::iter::once(solution).chain(last).collect();
+            return Round::Done(self.stopped(candidates, stop, bound.or(best_bound.take())));
+        }
+        *best_bound = bound;
+        // One packing: groups that pack only with spare instances give the loose plan and
+        // are modelled instance by instance in the next round, like groups that do not pack.
+        match realize_with(problem, &solution, self.full.deadline, LOOSE_SPARE) {
+            Ok(Realized { actions, loosened }) if loosened.is_empty() => {
+                Round::Done(Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None })
+            }
+            Ok(Realized { actions, loosened }) => {
+                if loose.is_none() {
+                    *loose = loose_plan(problem, actions);
+                }
+                Round::Refine(loosened)
+            }
+            Err(failed) => Round::Refine(failed),
+        }
+    }
+
+    /// The levels before the cost (L1, L2, L3 per priority), each probed at its LP bound and
+    /// then searched, fixed one after the other at their optimum.
+    fn solve_levels(
+        &self,
+        facts: &Facts<'_>,
+        layout: &Layout,
+        goals: &[Goal],
+        best_bound: Option<&Objective>,
+    ) -> Levels {
+        let (problem, hint) = (self.problem, self.hint);
+        // A node-limited probe is only cheap when the backend honours node limits.
+        let probes = facts.backend.capabilities().node_limit;
+        let mut fixed: Vec<(Goal, f64)> = Vec::new();
+        let mut last: Option<MasterSolution> = None;
+        for &goal in goals {
+            // The warm start meets every fixed level and already reaches this level's
+            // combinatorial floor: that is its optimum.
+            let warm = warm_start(hint, &fixed, last.as_ref());
+            let consistent = matches!(warm, Warm::Plan(_));
+            if let Some(value) =
+                hint.filter(|_| consistent).and_then(|(_, objective)| floor_met(problem, goal, objective, &fixed))
+            {
+                fixed.push((goal, value));
+                // An earlier level's solution need not meet this level: the warm start does.
+                last = None;
+                continue;
+            }
+            let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
+            let mut at_least = None;
+            if goal != Goal::Unplaced {
+                match probe_level(&model, goal, warm, last.as_ref(), probes) {
+                    Probe::Fixed(value, solution) => {
+                        fixed.push((goal, value));
+                        if let Some(solution) = solution {
+                            last = Some(solution);
+                        }
+                        continue;
+                    }
+                    Probe::Search(bound) => at_least = bound,
+                }
+            }
+            match model.solve(goal, self.limits, warm, Extra { at_least, ..Extra::default() }) {
+                Solved::Solution { solution, proven: true, .. } => {
+                    fixed.push((goal, solution.value.round()));
+                    last = Some(solution);
+                }
+                Solved::Error(_) if !facts.pattern_prices.is_empty() => return Levels::Restart,
+                unproven => return Levels::Done(self.level_stopped(facts, &fixed, goal, unproven, last, best_bound)),
+            }
+        }
+        Levels::Fixed { fixed, last }
+    }
+
+    /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `fixed`
+    /// holding the levels before it and `last` the level before's solution.
+    fn level_stopped(
+        &self,
+        facts: &Facts<'_>,
+        fixed: &[(Goal, f64)],
+        goal: Goal,
+        solved: Solved,
+        last: Option<MasterSolution>,
+        best_bound: Option<&Objective>,
+    ) -> Outcome {
+        match solved {
+            Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
+                let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
+                // The level before's solution too (see `stopped`).
+                let candidates = std::iter::once(solution).chain(last).collect();
+                self.stopped(candidates, stop_of(limit), bound.or_else(|| best_bound.cloned()))
+            }
+            Solved::Interrupted { limit, best_bound: level_bound } => {
+                let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
+                let candidates = last.into_iter().collect();
+                self.stopped(candidates, stop_of(Some(limit)), bound.or_else(|| best_bound.cloned()))
+            }
+            Solved::Infeasible if fixed.is_empty() => Outcome::Infeasible,
+            Solved::Infeasible => Outcome::NoPlan {
+                stop: StopReason::InternalError(format!(
+                    "level {goal:?} became infeasible after fixing earlier levels"
+                )),
+                bound: best_bound.cloned(),
+            },
+            Solved::Error(message) => {
+                Outcome::NoPlan { stop: StopReason::SolverError(message), bound: best_bound.cloned() }
+            }
+        }
+    }
+
+    /// A limit stopped the search: the best plan of the master solutions that pack (the
+    /// interrupted level's incumbent and the level before's solution, whose plan a search
+    /// stopped one level earlier would have returned; the first wins ties).
+    fn stopped(&self, solutions: Vec<MasterSolution>, stop: StopReason, bound: Option<Objective>) -> Outcome {
+        let problem = self.problem;
+        // The deadline has usually passed: packing gets a short grace. After a cancellation it
+        // gets that grace from now, whatever the deadline (the caller is waiting).
+        let now = Instant::now();
+        let deadline = if self.planner.limits.cancelled() {
+            Some(now + DEADLINE_GRACE)
+        } else {
+            self.full.deadline.map(|deadline| deadline.max(now) + DEADLINE_GRACE)
+        };
+        let mut best: Option<(Vec<Action>, Objective)> = None;
+        for solution in &solutions {
+            let Ok(actions) = realize(problem, solution, deadline) else { continue };
+            let reached = objective(problem, &FinalFleet::apply(problem, &actions).0);
+            if best.as_ref().is_none_or(|(_, so_far)| reached.better_than(so_far)) {
+                best = Some((actions, reached));
+            }
+        }
+        match best {
+            Some((actions, _)) => Outcome::Plan { actions, proven: false, stop, bound },
+            None => Outcome::NoPlan { stop, bound },
+        }
+    }
+}
+
+/// What one round of the search gave.
+enum Round {
+    /// The search ends with this outcome.
+    Done(Outcome),
+    /// The groups to model instance by instance in the next round.
+    Refine(Vec<Group>),
+    /// A solver error with the pattern cut: the round starts again without it.
+    Restart,
+}
+
+/// The levels in their order: L1, L2 when some component is balanced, each priority of L3.
+fn goals(facts: &Facts<'_>) -> Vec<Goal> {
+    let mut goals = vec![Goal::Unplaced];
+    if facts.has_balance() {
+        goals.push(Goal::Balance);
+    }
+    goals.extend(facts.priorities().into_iter().map(Goal::Priority));
+    goals
+}
+
+/// The deadline of the search's solver calls: a tenth of the time left (at most a second)
+/// before the planner's own, kept for packing the last master solution into instances.
+fn solving_deadline(deadline: Instant) -> Instant {
+    let reserve = deadline.saturating_duration_since(Instant::now()).div_f64(10.0).min(Duration::from_secs(1));
+    deadline.checked_sub(reserve).unwrap_or(deadline)
+}
+
+/// How long packing after a stopped search may run past the deadline: enough to turn the last
+/// master solution into instances.
+const DEADLINE_GRACE: Duration = Duration::from_millis(20);
+
+/// Instances of `priority` in a master solution: launches of that priority plus kept
+/// existing instances of it (the L3 count the master problem minimises for that level).
+fn instances_of_priority(problem: &Problem, solution: &MasterSolution, priority: u8) -> u64 {
+    let types = problem.instance_types();
+    let is_priority = |t: usize| types.get(t).is_some_and(|info| info.priority == priority);
+    let launched: u64 = solution
+        .launches
+        .iter()
+        .filter(|(&(t, _), _)| is_priority(t.index()))
+        .map(|(_, &count)| u64::from(count))
+        .sum();
+    let kept = problem
+        .fleet()
+        .iter()
+        .zip(&solution.keep)
+        .filter(|(instance, &keep)| keep && is_priority(instance.type_index))
+        .count() as u64;
+    launched + kept
+}
+
+/// What the cost level (L4) found over its cost regimes.
+struct CostLevel {
+    /// The cheapest solution and its value.
+    cheapest: Option<(f64, MasterSolution)>,
+    /// The least of the regimes' proven bounds.
+    bound: Option<f64>,
+    /// Why a regime stopped short of a proof.
+    stop: Option<StopReason>,
+}
+
+/// L4 in each cost regime (`modes`); the cheaper answer wins.
+fn solve_cost_level(
+    model: &LevelModel<'_, '_>,
+    hint: Option<&(Hint, Objective)>,
+    last: Option<&MasterSolution>,
+    modes: &[CostMode],
+) -> CostLevel {
+    let (facts, fixed) = (model.facts, model.fixed);
+    let mut cheapest: Option<(f64, MasterSolution)> = None;
+    let mut cost_bound: Option<f64> = None;
+    let mut cost_stop: Option<StopReason> = None;
+    // When the cost follows from the instance counts per priority (one price per
+    // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
+    let modes: &[CostMode] = match (last, facts.cost_follows_from_priorities()) {
+        (Some(solution), true) => {
+            cheapest = Some((0.0, solution.clone()));
+            &[]
+        }
+        _ => modes,
+    };
+    // The least cost of the fixed instance counts (`bounds::cost_floor`), as a cut: a
+    // warm start that meets it is then proven at the root instead of searched.
+    let floor = lex_bound(facts, fixed, None).and_then(|counts| bounds::cost_floor(facts.problem, &counts));
+    for &mode in modes {
+        let at_least = match (mode, floor) {
+            (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
+            | (CostMode::Units, Some((micros, CostUnit::Instances))) => Some(crate::plan::from_micros(micros)),
+            _ => None,
+        };
+        let warm = warm_start(hint, fixed, last);
+        match model.solve(Goal::Cost(mode), model.limits, warm, Extra { at_least, ..Extra::default() }) {
+            Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
+                if !proven {
+                    cost_stop = Some(stop_of(limit));
+                }
+                let low = level_bound.unwrap_or(0.0);
+                cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+                if cheapest.as_ref().is_none_or(|(value, _)| solution.value < *value) {
+                    cheapest = Some((solution.value, solution));
+                }
+            }
+            Solved::Infeasible => {}
+            Solved::Interrupted { limit, best_bound: level_bound } => {
+                cost_stop = Some(stop_of(Some(limit)));
+                let low = level_bound.unwrap_or(0.0);
+                cost_bound = Some(cost_bound.map_or(low, |b: f64| b.min(low)));
+            }
+            Solved::Error(message) => cost_stop = Some(StopReason::SolverError(message)),
+        }
+    }
+    CostLevel { cheapest, bound: cost_bound, stop: cost_stop }
+}
+
+/// What probing a level at its LP bound found.
+enum Probe {
+    /// The level's optimum is this value, reached by the solution (`None`: by the previous
+    /// level's solution, which stays the warm start).
+    Fixed(f64, Option<MasterSolution>),
+    /// The level needs its full search, with this proven lower bound (when there is one).
+    Search(Option<f64>),
+}
+
+/// Probes a level (not L1) at its LP bound: any plan reaching the bound is optimal, no proof
+/// needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
+/// relax-and-fix at the bound, and once more at the bound plus one when the first attempt
+/// proved the bound unreachable.
+fn probe_level(
+    model: &LevelModel<'_, '_>,
+    goal: Goal,
+    warm: Warm<'_>,
+    last: Option<&MasterSolution>,
+    probes: bool,
+) -> Probe {
+    let limits = model.limits;
+    let relaxed = Extra { relax: true, ..Extra::default() };
+    let Solved::Solution { solution, proven: true, .. } = model.solve(goal, limits, Warm::None, relaxed) else {
+        return Probe::Search(None);
+    };
+    let lower = (solution.value - 1e-6).ceil();
+    // The previous level's solution already reaches the bound: it is this level's optimum too.
+    if let (Goal::Priority(priority), Some(previous)) = (goal, last) {
+        if instances_of_priority(model.facts.problem, previous, priority) as f64 <= lower {
+            return Probe::Fixed(lower, None);
+        }
+    }
+    if !probes {
+        // The LP bound still helps as a cut; the probe and relax-and-fix (both node-limited)
+        // are skipped.
+        return Probe::Search(Some(lower));
+    }
+    let probe = Extra { at_most: Some(lower), ..Extra::default() };
+    let probe_limits = Limits { node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(PROBE_NODES)), ..limits };
+    let mut at_least = Some(lower);
+    match model.solve(goal, probe_limits, warm, probe) {
+        Solved::Solution { solution, .. } => return Probe::Fixed(lower, Some(solution)),
+        Solved::Infeasible => at_least = Some(lower + 1.0),
+        _ => match relax_and_fix(model, goal, warm, lower) {
+            Heuristic::Found(solution) => return Probe::Fixed(lower, Some(solution)),
+            Heuristic::Impossible => at_least = Some(lower + 1.0),
+            Heuristic::Unknown => {}
+        },
+    }
+    // The bound moved up by one: relax-and-fix once more at the new bound.
+    if at_least == Some(lower + 1.0) {
+        match relax_and_fix(model, goal, warm, lower + 1.0) {
+            Heuristic::Found(solution) => return Probe::Fixed(lower + 1.0, Some(solution)),
+            Heuristic::Impossible => at_least = Some(lower + 2.0),
+            Heuristic::Unknown => {}
+        }
+    }
+    Probe::Search(at_least)
+}
+
+/// The level's value when `objective` (the warm start's, which meets every `fixed` level)
+/// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed; L2, once
+/// every copy is placed, at the sum of each balanced component's most even split (each then
+/// holds exactly its copy count; `master::least_balance_excess`); an L3 level at no instance of
+/// its priority. On large inputs these are the most expensive solves (10,000 copies: 3.5 s for
+/// L1's alone).
+fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goal, f64)]) -> Option<f64> {
+    let wanted: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
+    let all_placed = objective.placed_copies == wanted;
+    match goal {
+        Goal::Unplaced if all_placed && fixed.is_empty() => Some(-(wanted as f64)),
+        Goal::Balance if all_placed && fixed == [(Goal::Unplaced, -(wanted as f64))] => {
+            let zones = problem.azs().len();
+            let floor: u64 = problem
+                .components()
+                .iter()
+                .filter_map(|component| master::least_excess_of(component, u64::from(component.copy_count), zones))
+                .sum();
+            (objective.balance_excess == floor).then_some(floor as f64)
+        }
+        Goal::Priority(priority) if objective.instances_of_priority(priority) == 0 => Some(0.0),
+        _ => None,
+    }
+}
+
+/// What the relax-and-fix heuristic learned about a level at its LP bound.
+enum Heuristic {
+    /// A master solution reaching the bound (so it is optimal for the level).
+    Found(MasterSolution),
+    /// Even with continuous copy counts the bound is out of reach: the level is ≥ bound + 1.
+    Impossible,
+    /// Nothing proven.
+    Unknown,
+}
+
+/// Relax-and-fix at a level's LP bound `lower`: stage 1 solves the master with the copy
+/// counts of aggregated groups continuous (instance counts and per-AZ copies stay integer),
+/// which microlp does in few nodes; stage 2 fixes every component's copies per AZ to stage 1's
+/// and solves the exact master. See `docs/formulation.md` ("Relax-and-fix").
+fn relax_and_fix(model: &LevelModel<'_, '_>, goal: Goal, warm: Warm<'_>, lower: f64) -> Heuristic {
+    let limits = model.limits;
+    let budget = Limits { node_limit: Some(limits.node_limit.unwrap_or(u64::MAX).min(HEURISTIC_NODES)), ..limits };
+    // At most and at least the bound: the first solution found ends the solve.
+    let relaxed = Extra { at_most: Some(lower), at_least: Some(lower), relax_copies: true, ..Extra::default() };
+    let counts = match model.solve(goal, budget, Warm::None, relaxed) {
+        Solved::Solution { solution, .. } => master::counts_from_tail(model.facts.problem, &solution.integers),
+        // Stage 1 is a relaxation of the master: no solution there, none in the master.
+        Solved::Infeasible => return Heuristic::Impossible,
+        _ => None,
+    };
+    let Some(counts) = counts else { return Heuristic::Unknown };
+    let restricted = Extra { at_most: Some(lower), at_least: Some(lower), counts: Some(&counts), ..Extra::default() };
+    match model.solve(goal, budget, warm, restricted) {
+        Solved::Solution { solution, .. } => Heuristic::Found(solution),
+        _ => Heuristic::Unknown,
+    }
+}
+
+/// The warm start for the next solve: the greedy plan when it reaches every fixed level's
+/// optimum (it is then feasible for the next level), else the previous level's solution.
+fn warm_start<'a>(
+    hint: Option<&'a (Hint, Objective)>,
+    fixed: &[(Goal, f64)],
+    last: Option<&'a MasterSolution>,
+) -> Warm<'a> {
+    if let Some((plan, objective)) = hint {
+        let reaches = |&(goal, value): &(Goal, f64)| {
+            let reached = match goal {
+                Goal::Unplaced => -(objective.placed_copies as f64),
+                Goal::Balance => objective.balance_excess as f64,
+                Goal::Priority(priority) => f64::from(objective.instances_of_priority(priority)),
+                Goal::Cost(_) => return false,
+            };
+            (reached - value).abs() < 0.5
+        };
+        if fixed.iter().all(reaches) {
+            return Warm::Plan(plan);
+        }
+    }
+    match last {
+        Some(solution) => Warm::Previous(&solution.integers),
+        None => Warm::None,
+    }
+}
+
+fn stop_of(limit: Option<Limit>) -> StopReason {
+    match limit {
+        Some(Limit::Nodes) => StopReason::NodeLimit,
+        _ => StopReason::TimeLimit,
+    }
+}
+
+/// The proven lexicographic lower bound: the fixed levels, then the stopped level's solver
+/// bound, then nothing (trivial bounds) for later levels.
+fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Option<f64>)>) -> Option<Objective> {
+    let most_copies: u64 = facts.problem.components().iter().map(|c| u64::from(c.copy_count)).sum();
+    let mut bound = Objective { placed_copies: most_copies, ..Objective::default() };
+    let levels = fixed.iter().map(|&(goal, value)| (goal, Some(value))).chain(stopped);
+    for (goal, value) in levels {
+        let Some(value) = value else { break };
+        match goal {
+            Goal::Unplaced => bound.placed_copies = (-value + 1e-6).floor().max(0.0) as u64,
+            Goal::Balance => bound.balance_excess = (value - 1e-6).ceil().max(0.0) as u64,
+            Goal::Priority(priority) => {
+                let count = (value - 1e-6).ceil().max(0.0) as u32;
+                if count > 0 {
+                    bound.instances_by_priority.insert(priority, count);
+                }
+            }
+            Goal::Cost(mode) => {
+                // One micro below the solver's value: the bound must not exceed the optimum.
+                bound.cost_micros = (crate::plan::to_micros(value) - 1).max(0);
+                bound.cost_unit = match mode {
+                    CostMode::Priced => crate::plan::CostUnit::UsdPerHour,
+                    CostMode::Units => crate::plan::CostUnit::Instances,
+                };
+            }
+        }
+    }
+    Some(bound)
+}
+
+/// A plan from a master solution that does not pack exactly, with up to [`LOOSE_SPARE`] more
+/// instances for each group that does not pack in the master's count (verified).
+struct Loose {
+    actions: Vec<Action>,
+    objective: Objective,
+}
+
+/// Instances a loosely packed group may add to the master's count.
+const LOOSE_SPARE: u32 = 2;
+
+/// The master's aggregated groups are a relaxation of packing: a group may hold copies that no
+/// packing fits into its instance count. The search then models the group instance by instance
+/// (much larger), which may run out of time; this plan, packed with a spare instance or two and
+/// verified, is what the planner returns then instead of the greedy plan, when it is better.
+fn loose_plan(problem: &Problem, actions: Vec<Action>) -> Option<Loose> {
+    let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::Completed, actions.clone(), None);
+    verify(problem, &plan).is_empty().then_some(Loose { actions, objective: plan.objective })
+}
