@@ -60,5 +60,4 @@ pub use verify::{verify, Violation, ViolationKind};
 pub use metrics::{
     metric_math_utilisation, scaling_policy, ConcurrencyMetric, PutScalingPolicyRequest, TargetTracking, TypeLoad,
 };
-pub use simulate::Script;
 pub use sizing::{size_pool, ModelDescription, Sizing};
