@@ -408,6 +408,7 @@ impl Scenario {
     }
 }
 
+#[cfg(feature = "json")]
 impl InstanceTypeSpec {
     fn to_typed(&self) -> model::InstanceTypeSpec {
         model::InstanceTypeSpec {
@@ -421,6 +422,7 @@ impl InstanceTypeSpec {
     }
 }
 
+#[cfg(feature = "json")]
 impl CapacityEntry {
     fn to_typed(&self) -> model::CapacityEntry {
         model::CapacityEntry {
@@ -432,6 +434,7 @@ impl CapacityEntry {
     }
 }
 
+#[cfg(feature = "json")]
 impl CapacityEvent {
     fn to_typed(&self) -> model::CapacityEvent {
         model::CapacityEvent {
@@ -443,6 +446,7 @@ impl CapacityEvent {
     }
 }
 
+#[cfg(feature = "json")]
 impl Endpoint {
     fn to_typed(&self) -> model::Endpoint {
         model::Endpoint {
@@ -465,6 +469,7 @@ impl Endpoint {
     }
 }
 
+#[cfg(feature = "json")]
 impl ManagedInstanceScaling {
     fn to_typed(&self) -> model::ManagedInstanceScaling {
         use model::{ScaleInStrategy, ScalingStatus};
@@ -484,6 +489,7 @@ impl ManagedInstanceScaling {
     }
 }
 
+#[cfg(feature = "json")]
 impl InferenceComponent {
     fn to_typed(&self) -> model::InferenceComponent {
         model::InferenceComponent {
@@ -498,6 +504,7 @@ impl InferenceComponent {
     }
 }
 
+#[cfg(feature = "json")]
 impl Fleet {
     fn to_typed(&self) -> model::Fleet {
         model::Fleet {
