@@ -583,6 +583,7 @@ impl Validator {
     }
 
     /// A validator that echoes the given numbers as written (see [`crate::json`]).
+    #[cfg(feature = "json")]
     pub(crate) fn with_raw_numbers(raw_numbers: BTreeMap<String, String>) -> Self {
         Validator { raw_numbers, ..Validator::default() }
     }

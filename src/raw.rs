@@ -378,11 +378,13 @@ impl From<&model::Fleet> for Fleet {
 
 /// A validated whole number as the typed field's integer. Validation has checked its range, so
 /// the saturating conversion never changes a value it is given.
+#[cfg(feature = "json")]
 fn whole<T: TryFrom<i64> + Default>(value: f64) -> T {
     T::try_from(value as i64).unwrap_or_default()
 }
 
 /// A validated closed-set spelling as its enum; validation has checked the spelling.
+#[cfg(feature = "json")]
 fn spelled<T: Copy>(text: &str, parse: fn(&str) -> Option<T>, fallback: T) -> T {
     parse(text).unwrap_or(fallback)
 }
@@ -390,6 +392,7 @@ fn spelled<T: Copy>(text: &str, parse: fn(&str) -> Option<T>, fallback: T) -> T 
 impl Scenario {
     /// The typed scenario. Only meaningful after validation has accepted `self` (every number
     /// in range and whole where it must be, every spelling known); then no value changes.
+    #[cfg(feature = "json")]
     pub(crate) fn to_typed(&self) -> model::Scenario {
         model::Scenario {
             availability_zones: self.availability_zones.clone(),
@@ -405,6 +408,7 @@ impl Scenario {
     }
 }
 
+#[cfg(feature = "json")]
 impl InstanceTypeSpec {
     fn to_typed(&self) -> model::InstanceTypeSpec {
         model::InstanceTypeSpec {
@@ -418,6 +422,7 @@ impl InstanceTypeSpec {
     }
 }
 
+#[cfg(feature = "json")]
 impl CapacityEntry {
     fn to_typed(&self) -> model::CapacityEntry {
         model::CapacityEntry {
@@ -429,6 +434,7 @@ impl CapacityEntry {
     }
 }
 
+#[cfg(feature = "json")]
 impl CapacityEvent {
     fn to_typed(&self) -> model::CapacityEvent {
         model::CapacityEvent {
@@ -440,6 +446,7 @@ impl CapacityEvent {
     }
 }
 
+#[cfg(feature = "json")]
 impl Endpoint {
     fn to_typed(&self) -> model::Endpoint {
         model::Endpoint {
@@ -462,6 +469,7 @@ impl Endpoint {
     }
 }
 
+#[cfg(feature = "json")]
 impl ManagedInstanceScaling {
     fn to_typed(&self) -> model::ManagedInstanceScaling {
         use model::{ScaleInStrategy, ScalingStatus};
@@ -481,6 +489,7 @@ impl ManagedInstanceScaling {
     }
 }
 
+#[cfg(feature = "json")]
 impl InferenceComponent {
     fn to_typed(&self) -> model::InferenceComponent {
         model::InferenceComponent {
@@ -495,6 +504,7 @@ impl InferenceComponent {
     }
 }
 
+#[cfg(feature = "json")]
 impl Fleet {
     fn to_typed(&self) -> model::Fleet {
         model::Fleet {
@@ -526,6 +536,7 @@ impl Fleet {
 }
 
 impl ComponentSpecification {
+    #[cfg(feature = "json")]
     fn to_typed(&self) -> model::ComponentSpecification {
         use model::{EnforcementMode, PlacementStrategy};
         let requirements = &self.compute_resource_requirements;

@@ -28,6 +28,7 @@ mod module_layers;
 mod observability;
 mod rebalance;
 mod report_snapshots;
+mod scaling_policy;
 mod schema;
 mod seed_rules;
 mod simulate;

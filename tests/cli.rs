@@ -355,3 +355,26 @@ fn schema_prints_the_shipped_schemas() {
     }
     assert_eq!(code(&run(&["schema", "fleet"], None)), 2);
 }
+
+#[test]
+fn scaling_policy_prints_the_request_and_rejects_a_missing_or_malformed_maximum() {
+    let seed = scenario("seed-az-balance.json");
+    let both = ["--max-concurrency", "ml.g6e.12xlarge=20", "--max-concurrency", "ml.g6.12xlarge=8"];
+    let output = run(&[&["scaling-policy", seed.as_str(), "-q"][..], &both[..]].concat(), None);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let request: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    let configuration = &request["TargetTrackingScalingPolicyConfiguration"];
+    assert_eq!(configuration["TargetValue"], 0.7);
+    let queries = configuration["CustomizedMetricSpecification"]["Metrics"].as_array().expect("Metrics");
+    assert_eq!(
+        queries.last().and_then(|query| query["Expression"].as_str()),
+        Some("(FILL(m0, 0) / 20 + FILL(m1, 0) / 8) / (FILL(m0 * 0 + 1, 0) + FILL(m1 * 0 + 1, 0))")
+    );
+
+    let missing = run(&["scaling-policy", &seed, "-q", "--max-concurrency", "ml.g6e.12xlarge=20"], None);
+    assert_eq!(code(&missing), 2);
+    assert!(stderr(&missing).contains("no MaxConcurrency for ml.g6.12xlarge"), "{}", stderr(&missing));
+    let malformed = run(&["scaling-policy", &seed, "-q", "--max-concurrency", "ml.g6e.12xlarge:20"], None);
+    assert_eq!(code(&malformed), 2);
+    assert!(stderr(&malformed).contains("expected TYPE=N"), "{}", stderr(&malformed));
+}

@@ -9,6 +9,7 @@
 //! fleetplan simulate SCRIPT [--time-limit-ms N] [--json] [--svg FILE]
 //! fleetplan schema scenario|plan|plan-input
 //! fleetplan size MODEL SCENARIO [--json]
+//! fleetplan scaling-policy SCENARIO --max-concurrency TYPE=N... [--target F] [--namespace NS] [--metric-name NAME]
 //! ```
 //!
 //! Every subcommand takes `--strict` (every unknown scenario key is an error).
@@ -176,6 +177,26 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the Application Auto Scaling `PutScalingPolicy` request (JSON) that tracks the
+    /// weighted utilisation: each type's concurrency over its measured maximum, averaged.
+    ScalingPolicy {
+        /// Scenario JSON file (`-` for standard input).
+        scenario: String,
+        /// A pool type's measured maximum concurrency per instance, `TYPE=N`; one for every
+        /// type of the endpoint's pools.
+        #[arg(long = "max-concurrency", value_name = "TYPE=N", required = true)]
+        max_concurrency: Vec<String>,
+        /// Target utilisation, in (0, 1].
+        #[arg(long, default_value_t = 0.7)]
+        target: f64,
+        /// CloudWatch namespace of the per-instance concurrency metric.
+        #[arg(long, default_value = "fleetplan")]
+        namespace: String,
+        /// Name of the per-instance concurrency metric (dimensions EndpointName, VariantName,
+        /// InstanceType).
+        #[arg(long, default_value = "ConcurrentRequestsPerInstance")]
+        metric_name: String,
+    },
     /// Print the JSON Schema of a scenario, a plan as written, or a plan as `verify` reads it
     /// (also shipped in docs/schema/).
     Schema {
@@ -332,6 +353,12 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
         Command::Simulate { script, time_limit_ms, json, svg } => {
             run_simulate(&script, deadline_limits(started, time_limit_ms), json, svg, output, options)
         }
+        Command::ScalingPolicy { scenario, max_concurrency, target, namespace, metric_name } => {
+            let problem = load_problem(&scenario, output, options)?;
+            let metric = fleetplan::metrics::ConcurrencyMetric { namespace, metric_name, ..Default::default() };
+            emit(&to_json(&scaling_policy_request(&problem, &max_concurrency, target, &metric)?)?);
+            Ok(EXIT_OK)
+        }
         Command::Schema { document } => {
             emit(&match document {
                 SchemaDocument::Scenario => fleetplan::schema::scenario_schema(),
@@ -344,6 +371,33 @@ fn run(command: Command, output: Output, options: &ReadOptions, started: Instant
 }
 
 /// How `plan` reports: the command's deadline and output switches.
+fn scaling_policy_request(
+    problem: &Problem,
+    max_concurrency: &[String],
+    target: f64,
+    metric: &fleetplan::metrics::ConcurrencyMetric,
+) -> Result<fleetplan::metrics::PutScalingPolicyRequest, BadInput> {
+    let mut maxima = std::collections::BTreeMap::new();
+    for entry in max_concurrency {
+        let parsed = entry
+            .split_once('=')
+            .and_then(|(instance_type, value)| Some((instance_type.to_string(), value.trim().parse::<f64>().ok()?)));
+        let Some((instance_type, value)) = parsed else {
+            return Err(BadInput(format!(
+                "--max-concurrency {}: expected TYPE=N, e.g. ml.g6.12xlarge=8",
+                escape_text(entry)
+            )));
+        };
+        if maxima.insert(instance_type, value).is_some() {
+            return Err(BadInput(format!("--max-concurrency {}: the type is given twice", escape_text(entry))));
+        }
+    }
+    let tracking =
+        fleetplan::metrics::TargetTracking { target, ..fleetplan::metrics::TargetTracking::for_problem(problem) };
+    fleetplan::metrics::scaling_policy(problem, &maxima, &tracking, metric)
+        .map_err(|error| BadInput(escape_text(&error.to_string()).into_owned()))
+}
+
 struct PlanOutput {
     started: Instant,
     time_limit_ms: Option<u64>,

@@ -26,10 +26,15 @@
 //! assert_eq!(decision.desired, 3);
 //! ```
 
+mod policy;
 mod rollup;
 mod tracking;
 mod utilisation;
 
+pub use policy::{
+    scaling_policy, ConcurrencyMetric, CustomizedMetricSpecification, Dimension, Metric, MetricQuery, MetricStat,
+    PutScalingPolicyRequest, TargetTrackingConfiguration,
+};
 pub use rollup::{percentile_nearest_rank, roll_up, GroupRollUp, InstanceSample, RollUps, Summary};
 pub use tracking::{
     instance_changes, ChangeLimit, DecisionReason, InstanceChanges, LaunchStep, RemovalStep, ScalingAction,
@@ -83,6 +88,18 @@ pub enum MetricsError {
     EmptyName {
         /// Which field.
         field: &'static str,
+    },
+    /// An instance type of the endpoint's pools has no measured maximum concurrency.
+    #[error("no MaxConcurrency for {instance_type}, an instance type of the endpoint's pools")]
+    MissingMaximum {
+        /// The instance type.
+        instance_type: String,
+    },
+    /// A measured maximum names an instance type outside the endpoint's pools.
+    #[error("{instance_type} is not an instance type of the endpoint's pools")]
+    NotAPoolType {
+        /// The instance type.
+        instance_type: String,
     },
     /// No type with instances: there is no fleet to measure.
     #[error("no instance type with at least one instance: utilisation is undefined")]
