@@ -30,7 +30,8 @@ use serde::Serialize;
 
 pub use script::{
     AzOutage, CloudCapacity, LaunchFailureWindow, PlannerChoice, ScaleEvent, Script, DEFAULT_EXACT_NODE_LIMIT,
-    DEFAULT_TICK_SECONDS, MAX_NODE_LIMIT, MAX_SCRIPT_COUNT, MAX_SCRIPT_EVENTS, MAX_TICKS, MAX_TICK_SECONDS,
+    DEFAULT_TICK_SECONDS, MAX_LAUNCH_TICKS, MAX_NODE_LIMIT, MAX_SCRIPT_COUNT, MAX_SCRIPT_EVENTS, MAX_TICKS,
+    MAX_TICK_SECONDS,
 };
 
 use crate::control::{CapacityLedger, Execution, LaunchFailure};
