@@ -3,7 +3,8 @@
 //! A control plane holds what `DescribeEndpointConfig`, `DescribeEndpoint` and
 //! `DescribeInferenceComponent` returned (built here with the SDK's builders, as a test would)
 //! and its own record of the fleet, which no describe call returns. fleetplan plans; the plan
-//! becomes the `UpdateInferenceComponentRuntimeConfig` requests to send next.
+//! becomes the `UpdateInferenceComponentRuntimeConfig` requests to send next. The scenario also
+//! becomes the `Create*` requests that would set the endpoint up afresh.
 //!
 //! ```sh
 //! cargo run --features examples,sagemaker --example sagemaker
@@ -21,7 +22,9 @@ use aws_sdk_sagemaker::types::{
     ProductionVariantManagedInstanceScaling, ProductionVariantManagedInstanceScalingScaleInPolicy,
     ProductionVariantSummary,
 };
-use fleetplan::sagemaker::{problem, requests_for_plan, CallerSupplied, EndpointDescription};
+use fleetplan::sagemaker::{
+    requests_for_plan, requests_for_scenario, scenario_and_problem, CallerSupplied, EndpointDescription,
+};
 use fleetplan::{CapacityEntry, Fleet, FleetCopy, FleetInstance};
 
 const P5: ProductionVariantInstanceType = ProductionVariantInstanceType::MlP548Xlarge;
@@ -131,7 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let description = EndpointDescription::from_describe(&endpoint, &config, Some("AllTraffic"))?.with_component(&llm);
-    let problem = problem(&description, &supplied)?;
+    let (scenario, problem) = scenario_and_problem(&description, &supplied)?;
     let plan = fleetplan::plan_greedy(&problem);
     println!("{}", fleetplan::plan_table(&problem, &plan));
     for update in requests_for_plan(&problem, &plan)?.copy_counts {
@@ -141,6 +144,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "UpdateInferenceComponentRuntimeConfig {}: CopyCount {} -> {}  ({request:?})",
             update.inference_component_name, update.current, update.planned
         );
+    }
+
+    // The other direction: the requests that would create this endpoint afresh (e.g. in a second
+    // region), unsent. Describing what they create gives the scenario back.
+    let requests = requests_for_scenario(&scenario)?;
+    for variant in requests.endpoint_config.production_variants() {
+        let pools: Vec<_> =
+            variant.instance_pools().iter().filter_map(|pool| pool.instance_type()).map(|t| t.as_str()).collect();
+        println!(
+            "CreateEndpointConfig {}: pools {pools:?} by priority, InitialInstanceCount {:?}",
+            requests.endpoint_config.endpoint_config_name().unwrap_or_default(),
+            variant.initial_instance_count()
+        );
+    }
+    for component in &requests.inference_components {
+        println!(
+            "CreateInferenceComponent {}: {} specifications, CopyCount {:?}",
+            component.inference_component_name().unwrap_or_default(),
+            component.specifications().len(),
+            component.runtime_config().and_then(|config| config.copy_count())
+        );
+    }
+    for omission in &requests.omissions {
+        println!("not carried as it is: {omission}");
     }
     Ok(())
 }

@@ -19,6 +19,13 @@
 //! `UpdateEndpointWeightsAndCapacities` for a single-model endpoint), each with `send_with(&client)`.
 //! SageMaker chooses instances itself, so the plan's per-instance actions have no request.
 //!
+//! **Back:** [`requests_for_scenario`] turns a scenario into the unsent `CreateEndpointConfig`,
+//! `CreateEndpoint` and `CreateInferenceComponent` inputs that set its endpoint up
+//! ([`ScenarioRequests`]), the [`CallerSupplied`] rest that no request holds, and the
+//! [`Omission`]s: scenario values the requests do not carry as they are (e.g. a
+//! `DesiredInstanceCount` beside inference components). Describing the endpoint those requests
+//! create gives the scenario back through [`scenario_and_problem`], except where an omission says.
+//!
 //! The field-by-field mapping is in `docs/sagemaker.md`.
 //!
 //! ```
@@ -59,6 +66,35 @@
 //! assert_eq!(request.desired_runtime_config().and_then(|config| config.copy_count()), Some(4));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! From a scenario to the requests that create it, and back:
+//!
+//! ```
+//! use fleetplan::sagemaker::{requests_for_scenario, scenario_and_problem, EndpointDescription};
+//!
+//! let scenario = fleetplan::scenario_from_json(
+//!     r#"{"AvailabilityZones": ["us-east-1a", "us-east-1b"],
+//!         "Endpoint": {"EndpointName": "agents", "VariantName": "AllTraffic",
+//!           "InstancePools": [{"InstanceType": "ml.g6e.12xlarge", "Priority": 1},
+//!                             {"InstanceType": "ml.g6.12xlarge", "Priority": 2}]},
+//!         "InferenceComponents": [{"InferenceComponentName": "chat",
+//!           "Specification": {"ComputeResourceRequirements":
+//!             {"NumberOfAcceleratorDevicesRequired": 1, "MinMemoryRequiredInMb": 16384}},
+//!           "RuntimeConfig": {"CopyCount": 4}}]}"#,
+//! )?;
+//! let requests = requests_for_scenario(&scenario)?;
+//! assert!(requests.omissions.is_empty());
+//! let variant = &requests.endpoint_config.production_variants()[0];
+//! assert_eq!(variant.instance_pools()[1].priority(), Some(2));
+//! let chat = &requests.inference_components[0]; // a CreateInferenceComponentInput
+//! assert_eq!(chat.runtime_config().and_then(|config| config.copy_count()), Some(4));
+//!
+//! // The requests describe the endpoint as SageMaker will: the scenario comes back.
+//! let description = EndpointDescription::new("agents", variant).with_component(chat);
+//! let (described, _) = scenario_and_problem(&description, &requests.caller_supplied)?;
+//! assert_eq!(described, scenario);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::BTreeMap;
 
@@ -81,6 +117,9 @@ use crate::error::{Issue, IssueKind, ValidationError};
 use crate::fleet::FinalFleet;
 use crate::model::{CapacityEntry, CapacityEvent, Fleet, InstanceTypeSpec, Scenario};
 use crate::{Plan, Problem, ReadOptions};
+
+mod create;
+pub use create::{requests_for_scenario, Omission, ScenarioRequests};
 
 /// What the SageMaker API describes about one endpoint variant and the inference components on it.
 #[derive(Debug, Clone)]
@@ -242,13 +281,21 @@ pub enum SageMakerError {
     /// The plan does not fit the problem (it fails `verify`); no request is made from it.
     #[error("the plan does not verify against the problem:\n{}", .0.join("\n"))]
     PlanDoesNotVerify(Vec<String>),
-    /// A planned count does not fit the API's 32-bit integer.
+    /// A count (planned, or a scenario's) does not fit the API's 32-bit integer.
     #[error("{what}: {count} does not fit the API's 32-bit count")]
     CountTooLarge {
         /// What the count is of.
         what: String,
         /// The count.
         count: u64,
+    },
+    /// The SDK's builder refused a request.
+    #[error("the SDK could not build the {request} request: {message}")]
+    RequestNotBuilt {
+        /// The operation (`CreateEndpointConfig`, …).
+        request: String,
+        /// The SDK's `BuildError`, as text.
+        message: String,
     },
 }
 
