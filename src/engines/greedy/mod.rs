@@ -41,10 +41,12 @@ mod scale_in;
 use smallvec::SmallVec;
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 
 use super::spread::{self, Slot};
 use std::time::Instant;
 
+use crate::engines::contract::{Engine, Sealed};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
@@ -96,7 +98,7 @@ impl GreedyPlanner {
     /// cancellation checked between passes). Each field `limits` sets replaces the one set
     /// before ([`Limits::merged`]). No default time limit: the passes are bounded already.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 
@@ -137,6 +139,22 @@ impl GreedyPlanner {
         let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
         stats.phase("SPREAD pass", phase);
         (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), stats)
+    }
+}
+
+impl Sealed for GreedyPlanner {}
+
+impl Engine for GreedyPlanner {
+    type Input = Problem;
+    type Output = Plan;
+    type Error = Infallible;
+
+    fn set_limits(&mut self, limits: Limits) {
+        self.limits = self.limits.clone().merged(limits);
+    }
+
+    fn run_with_stats(&self, problem: &Problem) -> Result<(Plan, Stats), Infallible> {
+        Ok(self.plan_with_stats(problem))
     }
 }
 

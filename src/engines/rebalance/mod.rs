@@ -22,6 +22,7 @@ mod target;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,7 @@ pub use summary::{
     StepSummary,
 };
 
+use crate::engines::contract::{Engine, EngineOutput, Sealed};
 use crate::engines::limits::{Limits, Stats};
 pub use crate::engines::steps::Launch;
 use crate::engines::steps::{self, copy_resources, Move, Step};
@@ -40,6 +42,7 @@ use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
+use crate::violation::Violation;
 
 /// One executable step: launches first, then moves (make-before-break), then releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,7 +210,7 @@ impl Rebalancer {
     /// (each one valid) with the matching [`StopReason`]. Each field `limits` sets replaces the
     /// one set before ([`Limits::merged`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 
@@ -398,6 +401,45 @@ impl Rebalancer {
             }
         }
         (plan, stats)
+    }
+}
+
+impl Sealed for Rebalancer {}
+
+impl Engine for Rebalancer {
+    type Input = Problem;
+    type Output = RebalancePlan;
+    type Error = Infallible;
+
+    fn set_limits(&mut self, limits: Limits) {
+        self.limits = self.limits.clone().merged(limits);
+    }
+
+    fn run_with_stats(&self, problem: &Problem) -> Result<(RebalancePlan, Stats), Infallible> {
+        Ok(self.plan_with_stats(problem))
+    }
+}
+
+impl Sealed for RebalancePlan {}
+
+impl EngineOutput for RebalancePlan {
+    type Input = Problem;
+
+    fn objective(&self) -> Option<&Objective> {
+        Some(&self.objective)
+    }
+
+    fn stop_reason(&self) -> &StopReason {
+        &self.stop_reason
+    }
+
+    fn verify(&self, problem: &Problem) -> Vec<Violation> {
+        verify_rebalance(problem, self)
+    }
+
+    #[cfg(feature = "json")]
+    fn to_json(&self) -> String {
+        RebalancePlan::to_json(self)
     }
 }
 
