@@ -23,7 +23,7 @@ use fleetplan::simulate::{Script, Simulation, Simulator};
 
 use fleetplan::backend::{good_lp, GoodLp};
 use fleetplan::{
-    plan_greedy, verify, Consolidator, EngineOutput, ExactPlanner, GreedyPlanner, Limits, Objective, Problem,
+    plan_greedy, verify, Consolidator, Engine, EngineOutput, ExactPlanner, GreedyPlanner, Limits, Objective, Problem,
     Rebalancer, Scenario, StopReason,
 };
 
@@ -51,7 +51,7 @@ struct Outcome {
 }
 
 /// One engine under test: a name, whether its result is deterministic, and how to run it.
-struct Engine {
+struct EngineUnderTest {
     name: &'static str,
     deterministic: bool,
     run: fn(&Case, Limits) -> Outcome,
@@ -61,7 +61,7 @@ struct Engine {
 /// stop reason, JSON and independent check; `summary` writes what the expected table stores.
 fn outcome<E>(mut engine: E, input: &E::Input, limits: Limits, summary: fn(&E::Output) -> String) -> Outcome
 where
-    E: fleetplan::Engine,
+    E: Engine,
     E::Error: std::fmt::Display,
 {
     engine.set_limits(limits);
@@ -110,14 +110,14 @@ fn simulation_summary(simulation: &Simulation) -> String {
 }
 
 /// The engine table: every engine of the crate, each run through the engine contract.
-fn engines() -> Vec<Engine> {
+fn engines() -> Vec<EngineUnderTest> {
     vec![
-        Engine {
+        EngineUnderTest {
             name: "greedy",
             deterministic: true,
             run: |case, limits| outcome(GreedyPlanner::new(), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             name: "exact-microlp",
             deterministic: false,
             run: |case, limits| {
@@ -125,7 +125,7 @@ fn engines() -> Vec<Engine> {
                 outcome(planner, &case.problem, limits, objective_summary)
             },
         },
-        Engine {
+        EngineUnderTest {
             name: "exact-good_lp",
             deterministic: false,
             run: |case, limits| {
@@ -134,24 +134,26 @@ fn engines() -> Vec<Engine> {
                 outcome(planner, &case.problem, limits, objective_summary)
             },
         },
-        Engine {
+        EngineUnderTest {
             // Node limits make the exact planner deterministic, bound included.
             name: "exact-nodes",
             deterministic: true,
-            run: |case, limits| outcome(ExactPlanner::new().node_limit(2_000), &case.problem, limits, objective_summary),
+            run: |case, limits| {
+                outcome(ExactPlanner::new().node_limit(2_000), &case.problem, limits, objective_summary)
+            },
         },
-        Engine {
+        EngineUnderTest {
             name: "consolidate",
             deterministic: true,
             run: |case, limits| outcome(Consolidator::new(), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             // Its self-check off: the harness checks with `verify_rebalance` itself.
             name: "rebalance",
             deterministic: true,
             run: |case, limits| outcome(Rebalancer::new().self_check(false), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             // Three ticks of the control loop over the scenario (greedy plans, consolidation and
             // rebalancing every other tick, an unlimited cloud): the simulator verifies each
             // tick's plan, consolidation and rebalance and reports what broke.

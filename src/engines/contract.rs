@@ -9,13 +9,12 @@
 
 use crate::engines::limits::{Limits, Stats};
 use crate::plan::{Objective, Plan, Status, StopReason};
-use crate::problem::Problem;
 use crate::violation::Violation;
 
 /// What every engine does: take [`Limits`] and run on its input.
 ///
 /// The greedy and exact planners, consolidation and rebalancing run on a validated
-/// [`Problem`] and cannot fail (`Error` is [`Infallible`](std::convert::Infallible)): a stopped
+/// [`Problem`](crate::Problem) and cannot fail (`Error` is [`Infallible`](std::convert::Infallible)): a stopped
 /// engine still returns a valid result with the matching [`StopReason`]. The
 /// [`Simulator`](crate::simulate::Simulator) runs on a [`Script`](crate::simulate::Script), which
 /// it validates first.
@@ -87,32 +86,70 @@ pub trait EngineOutput: sealed::Sealed {
     fn to_json(&self) -> String;
 }
 
-impl Sealed for Plan {}
+/// Implements the contract for a planner of a validated `Problem`, which cannot fail: its
+/// `limits` field takes the limits (merged), its inherent `plan_with_stats` runs.
+macro_rules! problem_engine {
+    ($engine:ty => $output:ty) => {
+        impl $crate::engines::contract::Sealed for $engine {}
 
-impl EngineOutput for Plan {
-    type Input = Problem;
+        impl $crate::engines::contract::Engine for $engine {
+            type Input = $crate::problem::Problem;
+            type Output = $output;
+            type Error = ::std::convert::Infallible;
 
-    fn objective(&self) -> Option<&Objective> {
-        Some(&self.objective)
-    }
+            fn set_limits(&mut self, limits: $crate::engines::limits::Limits) {
+                self.limits = self.limits.clone().merged(limits);
+            }
 
-    fn stop_reason(&self) -> &StopReason {
-        &self.stop_reason
-    }
+            fn run_with_stats(
+                &self,
+                problem: &$crate::problem::Problem,
+            ) -> Result<($output, $crate::engines::limits::Stats), ::std::convert::Infallible> {
+                Ok(self.plan_with_stats(problem))
+            }
+        }
+    };
+}
 
+/// Implements [`EngineOutput`] for a result of a `Problem` with `objective` and `stop_reason`
+/// fields and an inherent `to_json`, checked by `$checker`; further methods (in braces) go into
+/// the impl as they are.
+macro_rules! problem_output {
+    ($output:ty, $checker:path { $($more:tt)* }) => {
+        impl $crate::engines::contract::Sealed for $output {}
+
+        impl $crate::engines::contract::EngineOutput for $output {
+            type Input = $crate::problem::Problem;
+
+            fn objective(&self) -> Option<&$crate::plan::Objective> {
+                Some(&self.objective)
+            }
+
+            fn stop_reason(&self) -> &$crate::plan::StopReason {
+                &self.stop_reason
+            }
+
+            fn verify(&self, problem: &$crate::problem::Problem) -> Vec<$crate::violation::Violation> {
+                $checker(problem, self)
+            }
+
+            #[cfg(feature = "json")]
+            fn to_json(&self) -> String {
+                <$output>::to_json(self)
+            }
+
+            $($more)*
+        }
+    };
+}
+
+pub(crate) use {problem_engine, problem_output};
+
+problem_output!(Plan, crate::verify::verify {
     fn proven_optimal(&self) -> bool {
         self.status == Status::Optimal
     }
-
-    fn verify(&self, problem: &Problem) -> Vec<Violation> {
-        crate::verify::verify(problem, self)
-    }
-
-    #[cfg(feature = "json")]
-    fn to_json(&self) -> String {
-        Plan::to_json(self)
-    }
-}
+});
 
 pub(crate) use sealed::Sealed;
 

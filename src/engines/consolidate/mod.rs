@@ -15,7 +15,6 @@ mod exhaustive;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -23,14 +22,13 @@ use serde::{Deserialize, Serialize};
 pub use crate::engines::steps::{spread_offender_total, Move};
 pub use check::verify_consolidation;
 
-use crate::engines::contract::{Engine, EngineOutput, Sealed};
+use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
 use crate::engines::steps::{self, copy_resources, spread_offenders, Launch, SpreadView, Step};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-use crate::violation::Violation;
 
 /// One executable step: moves, then the instances they empty are released.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -297,44 +295,9 @@ impl Consolidator {
     }
 }
 
-impl Sealed for Consolidator {}
+problem_engine!(Consolidator => ConsolidationPlan);
 
-impl Engine for Consolidator {
-    type Input = Problem;
-    type Output = ConsolidationPlan;
-    type Error = Infallible;
-
-    fn set_limits(&mut self, limits: Limits) {
-        self.limits = self.limits.clone().merged(limits);
-    }
-
-    fn run_with_stats(&self, problem: &Problem) -> Result<(ConsolidationPlan, Stats), Infallible> {
-        Ok(self.plan_with_stats(problem))
-    }
-}
-
-impl Sealed for ConsolidationPlan {}
-
-impl EngineOutput for ConsolidationPlan {
-    type Input = Problem;
-
-    fn objective(&self) -> Option<&Objective> {
-        Some(&self.objective)
-    }
-
-    fn stop_reason(&self) -> &StopReason {
-        &self.stop_reason
-    }
-
-    fn verify(&self, problem: &Problem) -> Vec<Violation> {
-        verify_consolidation(problem, self)
-    }
-
-    #[cfg(feature = "json")]
-    fn to_json(&self) -> String {
-        ConsolidationPlan::to_json(self)
-    }
-}
+problem_output!(ConsolidationPlan, verify_consolidation {});
 
 /// Draining instances (contract §6) that a plan leaves in the fleet.
 fn draining_left(problem: &Problem, plan: &ConsolidationPlan) -> usize {

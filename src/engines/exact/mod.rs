@@ -26,12 +26,11 @@ mod patterns;
 mod realize;
 mod search;
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::engines::contract::{Engine, Sealed};
+use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
@@ -125,21 +124,7 @@ pub fn plan_exact(problem: &Problem) -> Plan {
     ExactPlanner::new().plan(problem)
 }
 
-impl Sealed for ExactPlanner {}
-
-impl Engine for ExactPlanner {
-    type Input = Problem;
-    type Output = Plan;
-    type Error = Infallible;
-
-    fn set_limits(&mut self, limits: EngineLimits) {
-        self.limits = self.limits.clone().merged(limits);
-    }
-
-    fn run_with_stats(&self, problem: &Problem) -> Result<(Plan, Stats), Infallible> {
-        Ok(self.plan_with_stats(problem))
-    }
-}
+problem_engine!(ExactPlanner => Plan);
 
 impl ExactPlanner {
     /// The time limit when the [`Limits`](crate::Limits) set no time limit, deadline or node

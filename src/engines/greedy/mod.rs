@@ -41,12 +41,11 @@ mod scale_in;
 use smallvec::SmallVec;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 
 use super::spread::{self, Slot};
 use std::time::Instant;
 
-use crate::engines::contract::{Engine, Sealed};
+use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
@@ -142,21 +141,7 @@ impl GreedyPlanner {
     }
 }
 
-impl Sealed for GreedyPlanner {}
-
-impl Engine for GreedyPlanner {
-    type Input = Problem;
-    type Output = Plan;
-    type Error = Infallible;
-
-    fn set_limits(&mut self, limits: Limits) {
-        self.limits = self.limits.clone().merged(limits);
-    }
-
-    fn run_with_stats(&self, problem: &Problem) -> Result<(Plan, Stats), Infallible> {
-        Ok(self.plan_with_stats(problem))
-    }
-}
+problem_engine!(GreedyPlanner => Plan);
 
 impl GreedyPlanner {
     /// Runs `passes` in order, keeping in `best` the plan that reaches MinInstanceCount first,

@@ -22,7 +22,6 @@ mod target;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -33,7 +32,7 @@ pub use summary::{
     StepSummary,
 };
 
-use crate::engines::contract::{Engine, EngineOutput, Sealed};
+use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
 pub use crate::engines::steps::Launch;
 use crate::engines::steps::{self, copy_resources, Move, Step};
@@ -42,7 +41,6 @@ use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::{Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
-use crate::violation::Violation;
 
 /// One executable step: launches first, then moves (make-before-break), then releases.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -404,44 +402,9 @@ impl Rebalancer {
     }
 }
 
-impl Sealed for Rebalancer {}
+problem_engine!(Rebalancer => RebalancePlan);
 
-impl Engine for Rebalancer {
-    type Input = Problem;
-    type Output = RebalancePlan;
-    type Error = Infallible;
-
-    fn set_limits(&mut self, limits: Limits) {
-        self.limits = self.limits.clone().merged(limits);
-    }
-
-    fn run_with_stats(&self, problem: &Problem) -> Result<(RebalancePlan, Stats), Infallible> {
-        Ok(self.plan_with_stats(problem))
-    }
-}
-
-impl Sealed for RebalancePlan {}
-
-impl EngineOutput for RebalancePlan {
-    type Input = Problem;
-
-    fn objective(&self) -> Option<&Objective> {
-        Some(&self.objective)
-    }
-
-    fn stop_reason(&self) -> &StopReason {
-        &self.stop_reason
-    }
-
-    fn verify(&self, problem: &Problem) -> Vec<Violation> {
-        verify_rebalance(problem, self)
-    }
-
-    #[cfg(feature = "json")]
-    fn to_json(&self) -> String {
-        RebalancePlan::to_json(self)
-    }
-}
+problem_output!(RebalancePlan, verify_rebalance {});
 
 /// The fleet after `steps` (replayed by id on the problem's fleet).
 fn replay(problem: &Problem, steps: &[RebalanceStep]) -> FinalFleet {
