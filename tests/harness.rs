@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fleetplan::simulate::{Script, Simulation, Simulator};
+use proptest::prelude::*;
 
 use fleetplan::backend::{good_lp, GoodLp};
 use fleetplan::{
@@ -355,4 +356,29 @@ fn every_engine_checks_out_on_generated_scenarios() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Generated scenarios through every deterministic engine stopped after one unit of search
+    /// (the tightest limit): each says `Completed` or `NodeLimit`, and what it returns still
+    /// passes its checker, both through the engine contract.
+    #[test]
+    fn every_engine_stopped_after_one_node_still_checks_out(
+        scenario in common::scenario(common::Config { draining_percent: 20, ..common::Config::SMALL })
+    ) {
+        let problem = Problem::new(&scenario).unwrap_or_else(|error| panic!("the generator made an invalid scenario: {error}"));
+        let case = Case { scenario, problem };
+        for engine in engines().into_iter().filter(|engine| engine.deterministic) {
+            let outcome = (engine.run)(&case, Limits::new().node_limit(1));
+            prop_assert!(outcome.violations.is_empty(), "{}: {:#?}", engine.name, outcome.violations);
+            prop_assert!(
+                matches!(outcome.stop, StopReason::Completed | StopReason::NodeLimit),
+                "{}: stopped with {:?}",
+                engine.name,
+                outcome.stop
+            );
+        }
+    }
 }
