@@ -14,12 +14,13 @@ use crate::violation::Violation;
 /// What every engine does: take [`Limits`] and run on its input.
 ///
 /// The greedy and exact planners, consolidation and rebalancing run on a validated
-/// [`Problem`](crate::Problem) and cannot fail (`Error` is [`Infallible`](std::convert::Infallible)): a stopped
-/// engine still returns a valid result with the matching [`StopReason`]. The
-/// [`Simulator`](crate::simulate::Simulator) runs on a [`Script`](crate::simulate::Script), which
-/// it validates first.
+/// [`Problem`](crate::Problem) and cannot fail (`Error` is
+/// [`Infallible`](std::convert::Infallible)): a stopped engine still returns a valid result with
+/// the matching [`StopReason`]. The [`Simulator`](crate::simulate::Simulator) runs on a
+/// [`Script`](crate::simulate::Script), which it validates first.
 ///
 /// ```
+/// use fleetplan::simulate::{Script, Simulator};
 /// use fleetplan::{Consolidator, Engine, EngineOutput, GreedyPlanner, Limits, Problem, StopReason};
 ///
 /// /// Runs any engine under a node limit and checks its result independently.
@@ -30,11 +31,17 @@ use crate::violation::Violation;
 ///     Ok(output)
 /// }
 ///
-/// let problem = Problem::from_json(include_str!("../../scenarios/fragmented-fleet.json")).unwrap();
+/// let text = include_str!("../../scenarios/fragmented-fleet.json");
+/// let problem = Problem::from_json(text).unwrap();
 /// let Ok(plan) = checked(GreedyPlanner::new(), &problem);
 /// let Ok(consolidation) = checked(Consolidator::new(), &problem);
 /// assert!(plan.objective().is_some() && consolidation.objective().is_some());
 /// assert!(matches!(consolidation.stop_reason(), StopReason::Completed | StopReason::NodeLimit));
+///
+/// // The simulator runs on a script, which may be invalid.
+/// let script = Script::new(fleetplan::scenario_from_json(text).unwrap(), 2);
+/// let simulation = checked(Simulator::new(), &script).unwrap();
+/// assert_eq!(simulation.objective(), None);
 /// ```
 pub trait Engine: sealed::Sealed {
     /// What the engine runs on.
