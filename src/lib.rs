@@ -37,8 +37,9 @@ pub use control::{observe, CapacityLedger, CapacityRecord, Execution, LaunchFail
 pub use engines::consolidate::{
     consolidate, verify_consolidation, ConsolidationPlan, ConsolidationStep, Consolidator, Move,
 };
+pub use engines::contract::{Engine, EngineOutput};
 pub use engines::exact::backend;
-pub use engines::exact::ExactPlanner;
+pub use engines::exact::{plan_exact, ExactPlanner};
 pub use engines::greedy::{plan_greedy, GreedyPlanner};
 pub use engines::limits::{Limits, Phase, Stats};
 pub use engines::rebalance::{

@@ -42,6 +42,9 @@ pub enum ViolationKind {
     /// just-launched instance, copy counts changing, imbalance growing, draining order, a move
     /// the fleet cannot execute).
     Rebalance,
+    /// A check the simulator runs after every tick failed (docs/simulate.md); the message names
+    /// the tick and the check.
+    Simulation,
 }
 
 impl ViolationKind {

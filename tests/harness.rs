@@ -2,15 +2,16 @@
 //! the shared generator, against every engine (the planners, consolidation, rebalancing and the
 //! simulator), with the expected objectives stored as data (`tests/data/expected_objectives.tsv`).
 //!
-//! Each engine's result must pass its independent checker (`verify` for plans,
+//! Every engine runs through the one engine contract (`fleetplan::Engine`, `EngineOutput`).
+//! Each result must pass its independent checker, `EngineOutput::verify` (`verify` for plans,
 //! `verify_consolidation` for consolidation, `verify_rebalance`, the simulator's per-tick checks,
 //! which verify each tick's plan), be byte-for-byte deterministic where the engine is (greedy,
 //! node-limited exact, consolidation, rebalancing, the simulator), reach the stored objective,
 //! and the exact planners must never be worse than greedy. Every engine also honours an expired
 //! deadline and a cancellation request with a valid result and the matching `StopReason`.
 //!
-//! After an intended change of objectives: `UPDATE_EXPECTED=1 cargo test --features cli --test
-//! harness` rewrites the table; review the diff.
+//! After an intended change of objectives: `UPDATE_EXPECTED=1 cargo test --features cli --test all
+//! -- harness::` rewrites the table; review the diff.
 use crate::common;
 
 use std::collections::BTreeMap;
@@ -18,12 +19,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleetplan::simulate::{Script, Simulator};
+use fleetplan::simulate::{Script, Simulation, Simulator};
+use proptest::prelude::*;
 
 use fleetplan::backend::{good_lp, GoodLp};
 use fleetplan::{
-    plan_greedy, verify, verify_consolidation, verify_rebalance, Consolidator, ExactPlanner, GreedyPlanner, Limits,
-    Objective, Problem, Rebalancer, Scenario, Status, StopReason,
+    plan_greedy, verify, Consolidator, Engine, EngineOutput, ExactPlanner, GreedyPlanner, Limits, Objective, Problem,
+    Rebalancer, Scenario, StopReason,
 };
 
 /// One input: the scenario as written (the simulator scripts it) and validated.
@@ -50,92 +52,109 @@ struct Outcome {
 }
 
 /// One engine under test: a name, whether its result is deterministic, and how to run it.
-struct Engine {
+struct EngineUnderTest {
     name: &'static str,
     deterministic: bool,
     run: fn(&Case, Limits) -> Outcome,
 }
 
-fn plan_outcome(problem: &Problem, plan: fleetplan::Plan) -> Outcome {
-    Outcome {
-        summary: objective_text(&plan.objective),
-        objective: Some(plan.objective.clone()),
-        proven: plan.status == Status::Optimal,
-        stop: plan.stop_reason.clone(),
-        json: plan.to_json(),
-        violations: verify(problem, &plan).iter().map(ToString::to_string).collect(),
+/// Runs `engine` on `input` through the engine contract under `limits`: its output's objective,
+/// stop reason, JSON and independent check; `summary` writes what the expected table stores.
+fn outcome<E>(mut engine: E, input: &E::Input, limits: Limits, summary: fn(&E::Output) -> String) -> Outcome
+where
+    E: Engine,
+    E::Error: std::fmt::Display,
+{
+    engine.set_limits(limits);
+    match engine.run(input) {
+        Ok(output) => Outcome {
+            objective: output.objective().cloned(),
+            summary: summary(&output),
+            proven: output.proven_optimal(),
+            stop: output.stop_reason().clone(),
+            json: output.to_json(),
+            violations: output.verify(input).iter().map(ToString::to_string).collect(),
+        },
+        Err(error) => Outcome {
+            objective: None,
+            summary: String::new(),
+            proven: false,
+            stop: StopReason::Completed,
+            json: String::new(),
+            violations: vec![format!("the input is invalid: {error}")],
+        },
     }
 }
 
-/// The engine table.
-fn engines() -> Vec<Engine> {
+/// The stored text of an engine whose output has an objective.
+fn objective_summary(output: &impl EngineOutput) -> String {
+    output.objective().map_or_else(|| "no objective".to_string(), objective_text)
+}
+
+/// The stored text of a simulation: its last tick.
+fn simulation_summary(simulation: &Simulation) -> String {
+    simulation.ticks.last().map_or_else(
+        || "no tick".to_string(),
+        |tick| {
+            let priorities: Vec<String> =
+                tick.instances_by_priority.iter().map(|(priority, count)| format!("p{priority}={count}")).collect();
+            format!(
+                "ticks={} placed={} unplaced={} {} cost_micros={}",
+                simulation.ticks.len(),
+                tick.placed_copies,
+                tick.unplaced_copies,
+                priorities.join(","),
+                tick.cost_micros
+            )
+        },
+    )
+}
+
+/// The engine table: every engine of the crate, each run through the engine contract.
+fn engines() -> Vec<EngineUnderTest> {
     vec![
-        Engine {
+        EngineUnderTest {
             name: "greedy",
             deterministic: true,
-            run: |case, limits| plan_outcome(&case.problem, GreedyPlanner::new().limits(limits).plan(&case.problem)),
+            run: |case, limits| outcome(GreedyPlanner::new(), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             name: "exact-microlp",
             deterministic: false,
             run: |case, limits| {
-                let planner = ExactPlanner::new().time_limit(Duration::from_secs(5)).limits(limits);
-                plan_outcome(&case.problem, planner.plan(&case.problem))
+                let planner = ExactPlanner::new().time_limit(Duration::from_secs(5));
+                outcome(planner, &case.problem, limits, objective_summary)
             },
         },
-        Engine {
+        EngineUnderTest {
             name: "exact-good_lp",
             deterministic: false,
             run: |case, limits| {
-                let planner = ExactPlanner::new()
-                    .backend(GoodLp::new(good_lp::microlp))
-                    .time_limit(Duration::from_secs(5))
-                    .limits(limits);
-                plan_outcome(&case.problem, planner.plan(&case.problem))
+                let planner =
+                    ExactPlanner::new().backend(GoodLp::new(good_lp::microlp)).time_limit(Duration::from_secs(5));
+                outcome(planner, &case.problem, limits, objective_summary)
             },
         },
-        Engine {
+        EngineUnderTest {
             // Node limits make the exact planner deterministic, bound included.
             name: "exact-nodes",
             deterministic: true,
             run: |case, limits| {
-                plan_outcome(&case.problem, ExactPlanner::new().node_limit(2_000).limits(limits).plan(&case.problem))
+                outcome(ExactPlanner::new().node_limit(2_000), &case.problem, limits, objective_summary)
             },
         },
-        Engine {
+        EngineUnderTest {
             name: "consolidate",
             deterministic: true,
-            run: |case, limits| {
-                let problem = &case.problem;
-                let plan = Consolidator::new().limits(limits).plan(problem);
-                Outcome {
-                    summary: objective_text(&plan.objective),
-                    objective: Some(plan.objective.clone()),
-                    proven: false,
-                    stop: plan.stop_reason.clone(),
-                    json: plan.to_json(),
-                    violations: verify_consolidation(problem, &plan).iter().map(ToString::to_string).collect(),
-                }
-            },
+            run: |case, limits| outcome(Consolidator::new(), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             // Its self-check off: the harness checks with `verify_rebalance` itself.
             name: "rebalance",
             deterministic: true,
-            run: |case, limits| {
-                let problem = &case.problem;
-                let plan = Rebalancer::new().self_check(false).limits(limits).plan(problem);
-                Outcome {
-                    summary: objective_text(&plan.objective),
-                    objective: Some(plan.objective.clone()),
-                    proven: false,
-                    stop: plan.stop_reason.clone(),
-                    json: plan.to_json(),
-                    violations: verify_rebalance(problem, &plan).iter().map(ToString::to_string).collect(),
-                }
-            },
+            run: |case, limits| outcome(Rebalancer::new().self_check(false), &case.problem, limits, objective_summary),
         },
-        Engine {
+        EngineUnderTest {
             // Three ticks of the control loop over the scenario (greedy plans, consolidation and
             // rebalancing every other tick, an unlimited cloud): the simulator verifies each
             // tick's plan, consolidation and rebalance and reports what broke.
@@ -143,41 +162,7 @@ fn engines() -> Vec<Engine> {
             deterministic: true,
             run: |case, limits| {
                 let script = Script::new(case.scenario.clone(), 3).consolidate_every(2).rebalance_every(2);
-                match Simulator::new().limits(limits).run(&script) {
-                    Ok(simulation) => Outcome {
-                        objective: None,
-                        summary: simulation.ticks.last().map_or_else(
-                            || "no tick".to_string(),
-                            |tick| {
-                                let priorities: Vec<String> = tick
-                                    .instances_by_priority
-                                    .iter()
-                                    .map(|(priority, count)| format!("p{priority}={count}"))
-                                    .collect();
-                                format!(
-                                    "ticks={} placed={} unplaced={} {} cost_micros={}",
-                                    simulation.ticks.len(),
-                                    tick.placed_copies,
-                                    tick.unplaced_copies,
-                                    priorities.join(","),
-                                    tick.cost_micros
-                                )
-                            },
-                        ),
-                        proven: false,
-                        stop: simulation.stop_reason.clone(),
-                        json: simulation.to_json(),
-                        violations: simulation.failures.iter().map(|failure| format!("{failure:?}")).collect(),
-                    },
-                    Err(error) => Outcome {
-                        objective: None,
-                        summary: String::new(),
-                        proven: false,
-                        stop: StopReason::Completed,
-                        json: String::new(),
-                        violations: vec![format!("the script is invalid: {error}")],
-                    },
-                }
+                outcome(Simulator::new(), &script, limits, simulation_summary)
             },
         },
     ]
@@ -371,4 +356,29 @@ fn every_engine_checks_out_on_generated_scenarios() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Generated scenarios through every deterministic engine stopped after one unit of search
+    /// (the tightest limit): each says `Completed` or `NodeLimit`, and what it returns still
+    /// passes its checker, both through the engine contract.
+    #[test]
+    fn every_engine_stopped_after_one_node_still_checks_out(
+        scenario in common::scenario(common::Config { draining_percent: 20, ..common::Config::SMALL })
+    ) {
+        let problem = Problem::new(&scenario).unwrap_or_else(|error| panic!("the generator made an invalid scenario: {error}"));
+        let case = Case { scenario, problem };
+        for engine in engines().into_iter().filter(|engine| engine.deterministic) {
+            let outcome = (engine.run)(&case, Limits::new().node_limit(1));
+            prop_assert!(outcome.violations.is_empty(), "{}: {:#?}", engine.name, outcome.violations);
+            prop_assert!(
+                matches!(outcome.stop, StopReason::Completed | StopReason::NodeLimit),
+                "{}: stopped with {:?}",
+                engine.name,
+                outcome.stop
+            );
+        }
+    }
 }

@@ -1,10 +1,13 @@
 //! Planning engines: the greedy fast path, the exact integer program, consolidation and
 //! rebalancing.
 //!
-//! Every engine returns actions; `finish` turns them into a [`Plan`] with the objective and
+//! Every engine implements the one contract, [`contract::Engine`].
+//!
+//! The placement planners return actions; `finish` turns them into a [`Plan`] with the objective and
 //! `Unplaced` computed by the shared definitions, so no engine reports its own numbers.
 
 pub mod consolidate;
+pub mod contract;
 pub mod exact;
 pub mod greedy;
 pub mod limits;

@@ -36,6 +36,7 @@ pub use script::{
 
 use crate::control::{CapacityLedger, Execution, LaunchFailure};
 use crate::engines::consolidate::{verify_consolidation, Consolidator};
+use crate::engines::contract::{Engine, EngineOutput, Sealed};
 use crate::engines::exact::ExactPlanner;
 use crate::engines::greedy::GreedyPlanner;
 use crate::engines::limits::{Limits, Stats};
@@ -45,9 +46,10 @@ use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, Ste
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, Scenario};
-use crate::plan::{Action, CostUnit, Plan, Status, StopReason};
+use crate::plan::{Action, CostUnit, Objective, Plan, Status, StopReason};
 use crate::problem::{Problem, DEFAULT_CAPACITY_ERROR_TTL_SECONDS};
 use crate::text::counted;
+use crate::violation::{Violation, ViolationKind};
 
 /// Which invariant a [`InvariantFailure`] concerns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -211,7 +213,7 @@ impl Simulator {
     /// (`Cancelled`) is checked
     /// before every tick. Planners inside a tick are bounded by node limits only.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.set_limits(limits);
         self
     }
 
@@ -258,6 +260,67 @@ impl Simulator {
             summary,
         };
         Ok((simulation, run.stats))
+    }
+}
+
+/// Runs `script` with a [`Simulator`] without limits.
+///
+/// ```
+/// use fleetplan::simulate::{self, Script};
+/// # let scenario = fleetplan::scenario_from_json(include_str!("../../scenarios/seed-az-balance.json")).unwrap();
+/// let simulation = simulate::run(&Script::new(scenario, 2)).unwrap();
+/// assert_eq!(simulation.ticks.len(), 2);
+/// assert!(simulation.failures.is_empty());
+/// ```
+pub fn run(script: &Script) -> Result<Simulation, ValidationError> {
+    Simulator::new().run(script)
+}
+
+impl Sealed for Simulator {}
+
+impl Engine for Simulator {
+    type Input = Script;
+    type Output = Simulation;
+    type Error = ValidationError;
+
+    fn set_limits(&mut self, limits: Limits) {
+        self.limits = self.limits.clone().merged(limits);
+    }
+
+    fn run_with_stats(&self, script: &Script) -> Result<(Simulation, Stats), ValidationError> {
+        Simulator::run_with_stats(self, script)
+    }
+}
+
+impl Sealed for Simulation {}
+
+impl EngineOutput for Simulation {
+    type Input = Script;
+
+    /// `None`: a simulation has one fleet per tick (see [`Simulation::ticks`]).
+    fn objective(&self) -> Option<&Objective> {
+        None
+    }
+
+    fn stop_reason(&self) -> &StopReason {
+        &self.stop_reason
+    }
+
+    /// The failures of the checks the run made after every tick, against that tick's fleet and
+    /// problem (the script is not run again): [`ViolationKind::Simulation`] each.
+    fn verify(&self, _script: &Script) -> Vec<Violation> {
+        self.failures
+            .iter()
+            .map(|failure| Violation {
+                kind: ViolationKind::Simulation,
+                message: format!("tick {}, {:?} check: {}", failure.tick, failure.check, failure.message),
+            })
+            .collect()
+    }
+
+    #[cfg(feature = "json")]
+    fn to_json(&self) -> String {
+        Simulation::to_json(self)
     }
 }
 

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::engines::steps::{spread_offender_total, Move};
 pub use check::verify_consolidation;
 
+use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
 use crate::engines::steps::{self, copy_resources, spread_offenders, Launch, SpreadView, Step};
 use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
@@ -188,7 +189,7 @@ impl Consolidator {
     /// the release walk and the reruns are bounded by the fleet's size, the search by
     /// [`Self::DEFAULT_NODE_LIMIT`].
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 
@@ -293,6 +294,10 @@ impl Consolidator {
         (best, stats)
     }
 }
+
+problem_engine!(Consolidator => ConsolidationPlan);
+
+problem_output!(ConsolidationPlan, verify_consolidation {});
 
 /// Draining instances (contract §6) that a plan leaves in the fleet.
 fn draining_left(problem: &Problem, plan: &ConsolidationPlan) -> usize {

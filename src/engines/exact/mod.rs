@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
@@ -108,6 +109,23 @@ impl Default for ExactPlanner {
     }
 }
 
+/// Plans with the exact planner and its defaults: [`ExactPlanner::new`]`().plan(problem)`, so at
+/// most [`ExactPlanner::DEFAULT_TIME_LIMIT`] (10 s). The plan is never worse than the greedy
+/// plan and is `Optimal` when the search proved it.
+///
+/// ```
+/// use fleetplan::{plan_exact, plan_greedy, verify, Problem};
+/// # let problem = Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json")).unwrap();
+/// let plan = plan_exact(&problem);
+/// assert!(verify(&problem, &plan).is_empty());
+/// assert!(!plan_greedy(&problem).objective.better_than(&plan.objective));
+/// ```
+pub fn plan_exact(problem: &Problem) -> Plan {
+    ExactPlanner::new().plan(problem)
+}
+
+problem_engine!(ExactPlanner => Plan);
+
 impl ExactPlanner {
     /// The time limit when the [`Limits`](crate::Limits) set no time limit, deadline or node
     /// limit: 10 s, the command line's default too.
@@ -139,7 +157,7 @@ impl ExactPlanner {
     /// solver time slices of at most 10 ms). Each field `limits` sets replaces the one set before
     /// ([`Limits::merged`](crate::Limits::merged)); the others are kept.
     pub fn limits(mut self, limits: EngineLimits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 

@@ -45,6 +45,7 @@ use std::collections::BTreeMap;
 use super::spread::{self, Slot};
 use std::time::Instant;
 
+use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
@@ -96,7 +97,7 @@ impl GreedyPlanner {
     /// cancellation checked between passes). Each field `limits` sets replaces the one set
     /// before ([`Limits::merged`]). No default time limit: the passes are bounded already.
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 
@@ -139,6 +140,8 @@ impl GreedyPlanner {
         (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), stats)
     }
 }
+
+problem_engine!(GreedyPlanner => Plan);
 
 impl GreedyPlanner {
     /// Runs `passes` in order, keeping in `best` the plan that reaches MinInstanceCount first,

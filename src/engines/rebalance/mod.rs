@@ -32,6 +32,7 @@ pub use summary::{
     StepSummary,
 };
 
+use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
 pub use crate::engines::steps::Launch;
 use crate::engines::steps::{self, copy_resources, Move, Step};
@@ -207,7 +208,7 @@ impl Rebalancer {
     /// (each one valid) with the matching [`StopReason`]. Each field `limits` sets replaces the
     /// one set before ([`Limits::merged`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = self.limits.clone().merged(limits);
+        self.set_limits(limits);
         self
     }
 
@@ -400,6 +401,10 @@ impl Rebalancer {
         (plan, stats)
     }
 }
+
+problem_engine!(Rebalancer => RebalancePlan);
+
+problem_output!(RebalancePlan, verify_rebalance {});
 
 /// The fleet after `steps` (replayed by id on the problem's fleet).
 fn replay(problem: &Problem, steps: &[RebalanceStep]) -> FinalFleet {
