@@ -498,4 +498,31 @@ mod tests {
         let actions = [launch("new-1", "ml.g5.xlarge", "a", false), launch("new-2", "ml.g5.xlarge", "a", false)];
         assert_eq!(objective_of_actions(&problem, &actions).cost_micros, 2_000_000);
     }
+
+    #[test]
+    fn instance_costs_follow_the_fleets_cost_unit() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(InstanceTypeSpec {
+                instance_type: "ml.x".into(),
+                accelerator_count: 4,
+                accelerator_memory_gib: 24.0,
+                v_cpu_count: 48.0,
+                memory_in_mb: 196_608.0,
+                hourly_price: Some(2.5),
+            })
+            .pool("ml.x", 1)
+            .pool("ml.g5.xlarge", 2)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let (priced, unpriced) = (problem.type_index("ml.x").unwrap(), problem.type_index("ml.g5.xlarge").unwrap());
+        assert_eq!(fleet_cost_unit(&problem, [priced]), CostUnit::UsdPerHour);
+        assert_eq!(fleet_cost_unit(&problem, [priced, unpriced]), CostUnit::Instances);
+        assert_eq!(instance_cost_micros(&problem, priced, false, CostUnit::UsdPerHour), 2_500_000);
+        assert_eq!(instance_cost_micros(&problem, priced, false, CostUnit::Instances), UNIT_COST_MICROS);
+        assert_eq!(instance_cost_micros(&problem, priced, true, CostUnit::Instances), 0);
+        // Costed on its own, each instance keeps its price or costs one unit without one.
+        assert_eq!(solo_cost_micros(&problem, priced, false), 2_500_000);
+        assert_eq!(solo_cost_micros(&problem, unpriced, false), UNIT_COST_MICROS);
+    }
 }
