@@ -372,6 +372,47 @@ pub fn price_micros(problem: &Problem, type_index: usize) -> Option<i64> {
 /// Cost of one non-reserved instance whose type has no price (one unit, in millionths).
 pub const UNIT_COST_MICROS: i64 = 1_000_000;
 
+/// The unit a fleet's L4 cost counts in: instances as soon as any instance of the fleet lacks
+/// a price (a missing price cannot be added to prices), dollars per hour otherwise.
+pub fn cost_unit(any_unpriced: bool) -> CostUnit {
+    if any_unpriced {
+        CostUnit::Instances
+    } else {
+        CostUnit::UsdPerHour
+    }
+}
+
+/// [`cost_unit`] of a fleet made of instances of these types.
+pub fn fleet_cost_unit(problem: &Problem, type_indices: impl IntoIterator<Item = usize>) -> CostUnit {
+    cost_unit(type_indices.into_iter().any(|type_index| price_micros(problem, type_index).is_none()))
+}
+
+/// What one paid instance of `type_index` costs under `unit`, in millionths: one unit when the
+/// fleet counts instances, else its price (`None` when it has none).
+pub fn paid_cost_micros(problem: &Problem, type_index: usize, unit: CostUnit) -> Option<i64> {
+    match unit {
+        CostUnit::Instances => Some(UNIT_COST_MICROS),
+        CostUnit::UsdPerHour => price_micros(problem, type_index),
+    }
+}
+
+/// L4 cost of one instance under `unit`, in millionths: nothing when it is reserved, else
+/// [`paid_cost_micros`] (an unpriced type cannot occur in a fleet costed in dollars).
+pub fn instance_cost_micros(problem: &Problem, type_index: usize, reserved: bool, unit: CostUnit) -> i64 {
+    if reserved {
+        0
+    } else {
+        paid_cost_micros(problem, type_index, unit).unwrap_or(0)
+    }
+}
+
+/// L4 cost of one instance costed as if it were the whole fleet, in millionths: its price, one
+/// unit when it has none, nothing when reserved. A heuristic for ranking instances before the
+/// fleet they end up in (and so its cost unit) is known.
+pub fn solo_cost_micros(problem: &Problem, type_index: usize, reserved: bool) -> i64 {
+    instance_cost_micros(problem, type_index, reserved, fleet_cost_unit(problem, [type_index]))
+}
+
 /// The objective (L1–L4) of a final fleet. The single definition used everywhere.
 pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
     let per_az = fleet.copies_per_az(problem);
@@ -386,22 +427,13 @@ pub fn objective(problem: &Problem, fleet: &FinalFleet) -> Objective {
     for instance in &fleet.instances {
         *instances_by_priority.entry(problem.types[instance.type_index].priority).or_insert(0) += 1;
     }
-    // If any type in the fleet lacks a price, every non-reserved instance costs one unit.
-    let unit_costs = fleet.instances.iter().any(|instance| price_micros(problem, instance.type_index).is_none());
+    let cost_unit = fleet_cost_unit(problem, fleet.instances.iter().map(|instance| instance.type_index));
     // Exact and wide: i128 cannot overflow on any fleet (see `Objective::cost_micros`).
     let cost_micros = fleet
         .instances
         .iter()
-        .filter(|instance| !instance.reserved)
-        .map(|instance| {
-            i128::from(if unit_costs {
-                UNIT_COST_MICROS
-            } else {
-                price_micros(problem, instance.type_index).unwrap_or(0)
-            })
-        })
+        .map(|instance| i128::from(instance_cost_micros(problem, instance.type_index, instance.reserved, cost_unit)))
         .sum();
-    let cost_unit = if unit_costs { CostUnit::Instances } else { CostUnit::UsdPerHour };
     Objective { placed_copies, balance_excess, instances_by_priority, cost_micros, cost_unit }
 }
 
@@ -465,5 +497,32 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let actions = [launch("new-1", "ml.g5.xlarge", "a", false), launch("new-2", "ml.g5.xlarge", "a", false)];
         assert_eq!(objective_of_actions(&problem, &actions).cost_micros, 2_000_000);
+    }
+
+    #[test]
+    fn instance_costs_follow_the_fleets_cost_unit() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(InstanceTypeSpec {
+                instance_type: "ml.x".into(),
+                accelerator_count: 4,
+                accelerator_memory_gib: 24.0,
+                v_cpu_count: 48.0,
+                memory_in_mb: 196_608.0,
+                hourly_price: Some(2.5),
+            })
+            .pool("ml.x", 1)
+            .pool("ml.g5.xlarge", 2)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let (priced, unpriced) = (problem.type_index("ml.x").unwrap(), problem.type_index("ml.g5.xlarge").unwrap());
+        assert_eq!(fleet_cost_unit(&problem, [priced]), CostUnit::UsdPerHour);
+        assert_eq!(fleet_cost_unit(&problem, [priced, unpriced]), CostUnit::Instances);
+        assert_eq!(instance_cost_micros(&problem, priced, false, CostUnit::UsdPerHour), 2_500_000);
+        assert_eq!(instance_cost_micros(&problem, priced, false, CostUnit::Instances), UNIT_COST_MICROS);
+        assert_eq!(instance_cost_micros(&problem, priced, true, CostUnit::Instances), 0);
+        // Costed on its own, each instance keeps its price or costs one unit without one.
+        assert_eq!(solo_cost_micros(&problem, priced, false), 2_500_000);
+        assert_eq!(solo_cost_micros(&problem, unpriced, false), UNIT_COST_MICROS);
     }
 }

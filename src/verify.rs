@@ -365,6 +365,8 @@ fn check_copy_counts(problem: &Problem, fleet: &FinalFleet, push: &mut impl FnMu
 /// Pairs breaking the SPREAD rule: within an AZ, an instance with at least two more copies of a
 /// SPREAD component than another eligible instance that has room for one more copy.
 pub fn spread_violations(problem: &Problem, fleet: &FinalFleet) -> Vec<String> {
+    // Its own count, not the engines' shared one (`engines::spread::spread_offenders_among`):
+    // the checker stays independent of what it checks.
     // Linear in the fleet per component that has a heavy instance: instances holding at least
     // two copies are found from the copies themselves, resources used are computed once, and an
     // AZ is scanned for its lightest instance with room only when it has a heavy one.

@@ -59,6 +59,28 @@ impl Slot {
     }
 }
 
+/// Number of instances breaking the SPREAD rule among the instances of one AZ, each given as
+/// (copies of the component, room for one more copy): those holding at least two copies more
+/// than the fewest any instance with room holds. The one count every engine's SPREAD guard uses.
+pub(crate) fn spread_offenders_among<I>(instances: I) -> u64
+where
+    I: IntoIterator<Item = (u64, bool)>,
+    I::IntoIter: Clone,
+{
+    let instances = instances.into_iter();
+    let Some(fewest) = instances.clone().filter(|&(_, room)| room).map(|(count, _)| count).min() else { return 0 };
+    instances.filter(|&(count, _)| count >= fewest.saturating_add(2)).count() as u64
+}
+
+/// Whether an instance of `type_index` that uses `used` has room for one more copy of
+/// `component` (the SPREAD rule's "room"; false where the component cannot run).
+pub(crate) fn has_room_for_copy(problem: &Problem, component: usize, type_index: usize, used: &Resources) -> bool {
+    let Some(info) = problem.components().get(component) else { return false };
+    let Some(requirement) = info.placement_requirement(problem, type_index) else { return false };
+    let Some(type_info) = problem.instance_types().get(type_index) else { return false };
+    used.plus(&requirement.resources).fits_in(&type_info.capacity)
+}
+
 /// What one copy of `component` uses on `type_index` (its own type's requirement).
 fn need(problem: &Problem, component: ComponentIndex, type_index: TypeIndex) -> Option<Resources> {
     problem.components.get(component.index())?.requirements.get(type_index.index())?.as_ref().map(|r| r.resources)
@@ -484,5 +506,14 @@ mod tests {
         let problem = Problem::new(&scenario).unwrap();
         let actions = vec![launch("new-1"), launch("new-2"), place("new-1"), place("new-1"), place("new-1")];
         assert_eq!(rebalance_spread(&problem, actions.clone()), actions);
+    }
+
+    #[test]
+    fn offenders_hold_two_more_than_the_lightest_instance_with_room() {
+        // The lightest instance (0 copies) is full, so the fewest with room is 1: only 3 offends.
+        assert_eq!(spread_offenders_among([(0, false), (1, true), (2, true), (3, false)]), 1);
+        assert_eq!(spread_offenders_among([(0, true), (2, false), (3, false), (1, true)]), 2);
+        // No instance with room: nothing to spread onto.
+        assert_eq!(spread_offenders_among([(0, false), (5, false)]), 0);
     }
 }

@@ -17,9 +17,9 @@ use serde::Serialize;
 
 use super::{non_negative, MetricsError};
 use crate::engines::LaunchIds;
-use crate::fleet::price_micros;
+use crate::fleet::instance_cost_micros;
 use crate::index::{AzIndex, TypeIndex};
-use crate::plan::Action;
+use crate::plan::{Action, CostUnit};
 use crate::problem::Problem;
 
 /// Target-tracking settings.
@@ -421,7 +421,7 @@ pub fn instance_changes(problem: &Problem, delta: i64) -> InstanceChanges {
             let key = |&index: &usize| {
                 let instance = problem.fleet().get(index)?;
                 let priority = types.get(instance.type_index).map_or(0, |info| info.priority);
-                let cost = if instance.reserved { 0 } else { price_micros(problem, instance.type_index).unwrap_or(0) };
+                let cost = instance_cost_micros(problem, instance.type_index, instance.reserved, CostUnit::UsdPerHour);
                 let copies: u32 = instance.copies.iter().map(|&(_, count)| count).sum();
                 let crowd = per_az.get(instance.az_index).copied().unwrap_or(0);
                 Some((Reverse(priority), Reverse(cost), Reverse(crowd), copies, index))

@@ -43,7 +43,7 @@ use crate::engines::limits::{Limits, Stats};
 use crate::engines::rebalance::{verify_rebalance, Rebalancer};
 use crate::error::ValidationError;
 use crate::execute::{execute_consolidation, execute_plan, execute_rebalance, StepExecution, StepFailure};
-use crate::fleet::{imbalance, objective, price_micros, FinalFleet, UNIT_COST_MICROS};
+use crate::fleet::{imbalance, objective, solo_cost_micros, FinalFleet, UNIT_COST_MICROS};
 use crate::index::{AzIndex, TypeIndex};
 use crate::model::{Fleet, Scenario};
 use crate::plan::{Action, CostUnit, Objective, Plan, Status, StopReason};
@@ -1007,8 +1007,8 @@ impl<'s> Run<'s> {
             .iter()
             .filter(|instance| !instance.reserved)
             .map(|instance| {
-                let price = problem.type_index(&instance.instance_type).and_then(|index| price_micros(problem, index));
-                i128::from(price.unwrap_or(UNIT_COST_MICROS))
+                let type_index = problem.type_index(&instance.instance_type);
+                i128::from(type_index.map_or(UNIT_COST_MICROS, |index| solo_cost_micros(problem, index, false)))
             })
             .sum();
         let until_tick = tick.saturating_add(self.script.launch_ticks);

@@ -7,6 +7,12 @@ use crate::render::escape_xml;
 use crate::text::{micros_text, Align, Table};
 
 /// Colours of priority tiers 1–6 (preferred = green, fallbacks warmer, outside the pool grey).
+/// The chart's plot area in the SVG: left and top margins, width and height.
+const LEFT: f64 = 60.0;
+const TOP: f64 = 50.0;
+const WIDTH: f64 = 800.0;
+const HEIGHT: f64 = 300.0;
+
 const TIER_COLOURS: [&str; 6] = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027", "#999999"];
 
 impl Simulation {
@@ -127,15 +133,8 @@ impl Simulation {
     /// A stacked area chart of instances per priority tier over the ticks (tier 1 at the
     /// bottom). Deterministic, well-formed XML; names are XML-escaped.
     pub fn to_svg(&self) -> String {
-        const LEFT: f64 = 60.0;
-        const TOP: f64 = 50.0;
-        const WIDTH: f64 = 800.0;
-        const HEIGHT: f64 = 300.0;
         let tiers = self.tiers();
         let peak = self.ticks.iter().map(|tick| tick.instances).max().unwrap_or(0).max(1);
-        let count = self.ticks.len().max(1);
-        let x_of = |index: usize| LEFT + WIDTH * index as f64 / count as f64;
-        let y_of = |instances: u32| TOP + HEIGHT - HEIGHT * f64::from(instances) / f64::from(peak);
         let total_width = LEFT + WIDTH + 140.0;
         let total_height = TOP + HEIGHT + 50.0;
         let mut svg = String::new();
@@ -150,6 +149,25 @@ impl Simulation {
             "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>",
             escape_xml(&title)
         );
+        self.write_tier_bands(&mut svg, tiers, peak);
+        write_axes(
+            &mut svg,
+            peak,
+            self.ticks.first().map_or(0, |tick| tick.tick),
+            self.ticks.last().map_or(0, |tick| tick.tick),
+            self.tick_seconds,
+        );
+        write_legend(&mut svg, tiers);
+        svg.push_str("</svg>\n");
+        svg
+    }
+
+    /// One polygon per tier, stacked from tier 1 up, scaled so that `peak` instances fill the
+    /// chart's height.
+    fn write_tier_bands(&self, svg: &mut String, tiers: u8, peak: u32) {
+        let count = self.ticks.len().max(1);
+        let x_of = |index: usize| LEFT + WIDTH * index as f64 / count as f64;
+        let y_of = |instances: u32| TOP + HEIGHT - HEIGHT * f64::from(instances) / f64::from(peak);
         // Each tier is a band between the sum of the tiers below it and that sum plus itself,
         // drawn as one polygon of steps (a tick is a constant interval).
         let mut below: Vec<u32> = vec![0; self.ticks.len()];
@@ -180,51 +198,51 @@ impl Simulation {
             );
             below = above;
         }
-        // Axes and labels.
+    }
+}
+
+/// The chart's axes with their labels: instances from 0 to `peak`, ticks `first` to `last`.
+fn write_axes(svg: &mut String, peak: u32, first: u32, last: u32, tick_seconds: u32) {
+    // Axes and labels.
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#333333\"/>",
+        TOP + HEIGHT,
+        LEFT + WIDTH,
+        TOP + HEIGHT
+    );
+    let _ =
+        writeln!(svg, "<line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{:.1}\" stroke=\"#333333\"/>", TOP + HEIGHT);
+    let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{peak}</text>", LEFT - 6.0, TOP + 4.0);
+    let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">0</text>", LEFT - 6.0, TOP + HEIGHT + 4.0);
+    let _ = writeln!(svg, "<text x=\"{LEFT}\" y=\"{:.1}\">tick {first}</text>", TOP + HEIGHT + 18.0);
+    let _ = writeln!(
+        svg,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">tick {last}</text>",
+        LEFT + WIDTH,
+        TOP + HEIGHT + 18.0
+    );
+    let _ = writeln!(
+        svg,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">instances (stacked by priority) per tick of {} s</text>",
+        LEFT + WIDTH / 2.0,
+        TOP + HEIGHT + 36.0,
+        tick_seconds
+    );
+}
+
+/// The tiers' colours and names, beside the chart.
+fn write_legend(svg: &mut String, tiers: u8) {
+    for tier in 1..=tiers {
+        let y = TOP + 20.0 * f64::from(tier - 1);
+        let colour = TIER_COLOURS.get(usize::from(tier) - 1).copied().unwrap_or("#999999");
+        let label = if tier == 6 { "outside pool".to_string() } else { format!("priority {tier}") };
         let _ = writeln!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#333333\"/>",
-            TOP + HEIGHT,
-            LEFT + WIDTH,
-            TOP + HEIGHT
-        );
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{:.1}\" stroke=\"#333333\"/>",
-            TOP + HEIGHT
-        );
-        let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{peak}</text>", LEFT - 6.0, TOP + 4.0);
-        let _ =
-            writeln!(svg, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">0</text>", LEFT - 6.0, TOP + HEIGHT + 4.0);
-        let first = self.ticks.first().map_or(0, |tick| tick.tick);
-        let last = self.ticks.last().map_or(0, |tick| tick.tick);
-        let _ = writeln!(svg, "<text x=\"{LEFT}\" y=\"{:.1}\">tick {first}</text>", TOP + HEIGHT + 18.0);
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">tick {last}</text>",
-            LEFT + WIDTH,
-            TOP + HEIGHT + 18.0
-        );
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">instances (stacked by priority) per tick of {} s</text>",
-            LEFT + WIDTH / 2.0,
-            TOP + HEIGHT + 36.0,
-            self.tick_seconds
-        );
-        for tier in 1..=tiers {
-            let y = TOP + 20.0 * f64::from(tier - 1);
-            let colour = TIER_COLOURS.get(usize::from(tier) - 1).copied().unwrap_or("#999999");
-            let label = if tier == 6 { "outside pool".to_string() } else { format!("priority {tier}") };
-            let _ = writeln!(
                 svg,
                 "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"14\" height=\"14\" fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\">{label}</text>",
                 LEFT + WIDTH + 16.0,
                 LEFT + WIDTH + 36.0,
                 y + 11.0
             );
-        }
-        svg.push_str("</svg>\n");
-        svg
     }
 }

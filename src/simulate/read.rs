@@ -293,6 +293,57 @@ fn read_scenario(
     (scenario, scenario_problem)
 }
 
+/// The planner a script names (greedy unless it says "exact"), with `ExactNodeLimit` for it.
+fn read_planner(reader: &mut Reader, map: &Map<String, Value>) -> PlannerChoice {
+    let node_limit = reader.node_limit(map, "ExactNodeLimit");
+    let planner = map.get("Planner");
+    let greedy =
+        matches!(planner, None | Some(Value::Null)) || matches!(planner, Some(Value::String(name)) if name == "greedy");
+    if greedy && node_limit.is_some() {
+        reader.error(IssueKind::Conflict, "ExactNodeLimit", "only applies when Planner is \"exact\"".to_string());
+    }
+    match planner {
+        Some(Value::String(name)) if name == "exact" => {
+            PlannerChoice::Exact { node_limit: node_limit.unwrap_or(DEFAULT_EXACT_NODE_LIMIT) }
+        }
+        Some(other) if !greedy => {
+            reader.error(
+                IssueKind::InvalidValue,
+                "Planner",
+                format!("expected \"greedy\" or \"exact\", found {}", describe(other)),
+            );
+            PlannerChoice::Greedy
+        }
+        _ => PlannerChoice::Greedy,
+    }
+}
+
+/// `issues` (the type errors) with the script's range and reference checks, minus those a type
+/// error already explains (an entry that failed to read is absent, so only whole-field errors
+/// can shadow).
+fn with_script_issues(
+    mut issues: Vec<Issue>,
+    script: &Script,
+    scenario_problem: Option<&Problem>,
+    ticks: Option<u32>,
+) -> Vec<Issue> {
+    let typed = issues.clone();
+    // Ticks out of range makes every "is not before Ticks" check noise.
+    let tick_known = ticks.is_some_and(|ticks| (1..=super::script::MAX_TICKS).contains(&ticks));
+    for issue in script.script_issues(scenario_problem) {
+        // Without a readable Ticks every tick check would be noise.
+        let about_ticks = issue.message.contains("Ticks (");
+        // An entry that failed to read is left out, so later indices of its list would be off.
+        let list = issue.path.split('[').next().unwrap_or_default();
+        let list_broken = issue.path.contains('[')
+            && typed.iter().any(|typed| typed.path.strip_prefix(list).is_some_and(|rest| rest.starts_with('[')));
+        if !shadowed(&typed, &issue.path) && !list_broken && (tick_known || !about_ticks) {
+            issues.push(issue);
+        }
+    }
+    issues
+}
+
 /// Reads and validates a script (see [`Script::from_json`]).
 pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, Problem), ValidationError> {
     let (document, duplicates) = parse_document(text)?;
@@ -314,40 +365,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         }
     };
     let tick_seconds = reader.optional_whole(map, "TickSeconds", "");
-    let node_limit = reader.node_limit(map, "ExactNodeLimit");
-    let planner = match map.get("Planner") {
-        None | Some(Value::Null) => {
-            if node_limit.is_some() {
-                reader.error(
-                    IssueKind::Conflict,
-                    "ExactNodeLimit",
-                    "only applies when Planner is \"exact\"".to_string(),
-                );
-            }
-            PlannerChoice::Greedy
-        }
-        Some(Value::String(name)) if name == "greedy" => {
-            if node_limit.is_some() {
-                reader.error(
-                    IssueKind::Conflict,
-                    "ExactNodeLimit",
-                    "only applies when Planner is \"exact\"".to_string(),
-                );
-            }
-            PlannerChoice::Greedy
-        }
-        Some(Value::String(name)) if name == "exact" => {
-            PlannerChoice::Exact { node_limit: node_limit.unwrap_or(DEFAULT_EXACT_NODE_LIMIT) }
-        }
-        Some(other) => {
-            reader.error(
-                IssueKind::InvalidValue,
-                "Planner",
-                format!("expected \"greedy\" or \"exact\", found {}", describe(other)),
-            );
-            PlannerChoice::Greedy
-        }
-    };
+    let planner = read_planner(&mut reader, map);
     let consolidate_every = reader.optional_whole(map, "ConsolidateEvery", "");
     let rebalance_every = reader.optional_whole(map, "RebalanceEvery", "");
     let consolidate_node_limit = reader.node_limit(map, "ConsolidateNodeLimit");
@@ -373,23 +391,7 @@ pub(crate) fn read_script(text: &str, options: &ReadOptions) -> Result<(Script, 
         launch_failures,
         az_outages,
     };
-    // Range and reference checks, minus those a type error above already explains (an entry
-    // that failed to read is absent, so only whole-field errors can shadow).
-    let mut issues = reader.issues;
-    let typed = issues.clone();
-    // Ticks out of range makes every "is not before Ticks" check noise.
-    let tick_known = ticks.is_some_and(|ticks| (1..=super::script::MAX_TICKS).contains(&ticks));
-    for issue in script.script_issues(scenario_problem.as_ref()) {
-        // Without a readable Ticks every tick check would be noise.
-        let about_ticks = issue.message.contains("Ticks (");
-        // An entry that failed to read is left out, so later indices of its list would be off.
-        let list = issue.path.split('[').next().unwrap_or_default();
-        let list_broken = issue.path.contains('[')
-            && typed.iter().any(|typed| typed.path.strip_prefix(list).is_some_and(|rest| rest.starts_with('[')));
-        if !shadowed(&typed, &issue.path) && !list_broken && (tick_known || !about_ticks) {
-            issues.push(issue);
-        }
-    }
+    let issues = with_script_issues(reader.issues, &script, scenario_problem.as_ref(), ticks);
     match scenario_problem {
         Some(problem) if issues.is_empty() => Ok((script, problem)),
         _ => Err(ValidationError::new(issues)),

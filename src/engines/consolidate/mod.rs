@@ -24,10 +24,10 @@ pub use check::verify_consolidation;
 
 use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
-use crate::engines::steps::{self, copy_resources, spread_offenders, Launch, SpreadView, Step};
-use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance};
+use crate::engines::steps::{self, copy_resources, spread_offenders, Launch, SpreadView, Step, StepInstance};
+use crate::fleet::{fleet_cost_unit, imbalance, instance_cost_micros, objective, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
-use crate::plan::{Objective, StopReason};
+use crate::plan::{CostUnit, Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// One executable step: moves, then the instances they empty are released.
@@ -316,38 +316,14 @@ pub fn consolidation_score(plan: &ConsolidationPlan) -> ConsolidationScore {
     (key.fallback_counts, key.cost_micros, plan.move_count())
 }
 
-/// The planner's view of one existing instance.
-#[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    type_index: usize,
-    az_index: usize,
-    reserved: bool,
-    /// `State: Draining` (contract §6): released first, never a move target.
-    draining: bool,
-    copies: BTreeMap<usize, u32>,
-    used: Resources,
-    alive: bool,
-}
-
-impl Node {
-    fn copies_of(&self, component: usize) -> u32 {
-        self.copies.get(&component).copied().unwrap_or(0)
-    }
-
-    fn total_copies(&self) -> u64 {
-        self.copies.values().map(|&count| u64::from(count)).sum()
-    }
-}
-
 struct Planner<'p> {
     problem: &'p Problem,
-    nodes: Vec<Node>,
+    nodes: Vec<StepInstance>,
     /// `[component][az]` copies over alive instances.
     per_az: Vec<Vec<u64>>,
     alive: usize,
-    /// Every non-reserved instance costs one unit when some fleet type has no price.
-    unit_costs: bool,
+    /// The fleet's L4 cost unit (instances when some fleet type has no price).
+    cost_unit: CostUnit,
     /// An instance this run never releases (it stays as a home for others' copies).
     pinned: Option<usize>,
     /// The caller's deadline and cancellation.
@@ -359,7 +335,7 @@ struct Planner<'p> {
 impl<'p> Planner<'p> {
     fn new(problem: &'p Problem) -> Self {
         let mut per_az = vec![vec![0u64; problem.azs().len()]; problem.components().len()];
-        let nodes: Vec<Node> = problem
+        let nodes: Vec<StepInstance> = problem
             .fleet()
             .iter()
             .map(|existing| {
@@ -373,7 +349,7 @@ impl<'p> Planner<'p> {
                         *slot += u64::from(count);
                     }
                 }
-                Node {
+                StepInstance {
                     id: existing.id.clone(),
                     type_index: existing.type_index,
                     az_index: existing.az_index,
@@ -385,24 +361,18 @@ impl<'p> Planner<'p> {
                 }
             })
             .collect();
-        let unit_costs = nodes.iter().any(|node| price_micros(problem, node.type_index).is_none());
+        let cost_unit = fleet_cost_unit(problem, nodes.iter().map(|node| node.type_index));
         let alive = nodes.len();
-        Planner { problem, nodes, per_az, alive, unit_costs, pinned: None, limits: Limits::new(), stopped: None }
+        Planner { problem, nodes, per_az, alive, cost_unit, pinned: None, limits: Limits::new(), stopped: None }
     }
 
-    fn priority(&self, node: &Node) -> u8 {
+    fn priority(&self, node: &StepInstance) -> u8 {
         self.problem.instance_types().get(node.type_index).map_or(6, |info| info.priority)
     }
 
     /// L4 cost of keeping the node (reserved instances are free).
-    fn cost(&self, node: &Node) -> i64 {
-        if node.reserved {
-            0
-        } else if self.unit_costs {
-            crate::fleet::UNIT_COST_MICROS
-        } else {
-            price_micros(self.problem, node.type_index).unwrap_or(0)
-        }
+    fn cost(&self, node: &StepInstance) -> i64 {
+        instance_cost_micros(self.problem, node.type_index, node.reserved, self.cost_unit)
     }
 
     /// Release order: draining first (contract §6), then fallback (L3), then most expensive

@@ -23,7 +23,7 @@
 //! hold costs at least the cheapest price of its priority. (A plan with any other coordinate is
 //! already strictly above the bound.)
 
-use crate::fleet::{price_micros, UNIT_COST_MICROS};
+use crate::fleet::paid_cost_micros;
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{CostUnit, Objective};
 use crate::problem::{Problem, Resources};
@@ -296,10 +296,7 @@ pub(crate) fn cost_floor(problem: &Problem, bound: &Objective) -> Option<(i128, 
         if paying == 0 {
             continue;
         }
-        let cheapest = of_priority()
-            .map(|t| if unit == CostUnit::Instances { Some(UNIT_COST_MICROS) } else { price_micros(problem, t) })
-            .min()
-            .flatten()?;
+        let cheapest = of_priority().map(|t| paid_cost_micros(problem, t, unit)).min().flatten()?;
         floor = floor.saturating_add(i128::from(paying).saturating_mul(i128::from(cheapest)));
     }
     Some((floor, unit))

@@ -15,6 +15,7 @@ use super::backend::{
 };
 use super::patterns::{pattern_prices, Demand};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
+use crate::plan::CostUnit;
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
 
 /// A (type index, AZ index) group of new instances.
@@ -32,18 +33,10 @@ pub(crate) enum Goal {
     Balance,
     /// L3: minimise the instances of one priority.
     Priority(u8),
-    /// L4: minimise the cost, in one of the two cost regimes.
-    Cost(CostMode),
-}
-
-/// The cost definition is not linear: if any instance of the final fleet has no price, every
-/// non-reserved instance costs one unit. Each regime is linear, so L4 is solved once per regime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CostMode {
-    /// No unpriced instance in the fleet; cost is the sum of prices.
-    Priced,
-    /// At least one unpriced instance; every non-reserved instance costs 1.
-    Units,
+    /// L4: minimise the cost in one unit. The cost rule is not linear (`fleet::cost_unit`: one
+    /// unpriced instance makes every paid instance cost one unit); in each unit it is, so L4 is
+    /// solved once per unit.
+    Cost(CostUnit),
 }
 
 /// How the groups of new instances are modelled.
@@ -655,7 +648,7 @@ struct MasterBuilder<'a> {
     /// The priority an L3 solve minimises: its instance variables carry the objective.
     priority_goal: Option<u8>,
     /// The L4 regime being solved.
-    cost_mode: Option<CostMode>,
+    cost_unit: Option<CostUnit>,
     /// The plan giving the warm start (`Warm::Plan`).
     plan_hint: Option<&'a Hint>,
     model: Model,
@@ -702,8 +695,8 @@ impl<'a> MasterBuilder<'a> {
             layout,
             extra,
             priority_goal,
-            cost_mode: match goal {
-                Goal::Cost(mode) => Some(mode),
+            cost_unit: match goal {
+                Goal::Cost(unit) => Some(unit),
                 _ => None,
             },
             plan_hint: match warm {
@@ -745,7 +738,8 @@ impl<'a> MasterBuilder<'a> {
         for (&(t, z), &upper) in &facts.groups {
             let Some(info) = problem.instance_types().get(t.index()) else { continue };
             let capacity = info.capacity;
-            let upper = if self.cost_mode == Some(CostMode::Priced) && info.hourly_price.is_none() { 0 } else { upper };
+            let upper =
+                if self.cost_unit == Some(CostUnit::UsdPerHour) && info.hourly_price.is_none() { 0 } else { upper };
             let y = self.launches(t, z, info, upper);
             let eligible: Vec<(usize, Resources)> = problem
                 .components()
@@ -929,7 +923,7 @@ impl<'a> MasterBuilder<'a> {
         self.by_priority.entry(info.priority).or_default().add(keep, 1.0);
         if info.hourly_price.is_none() {
             self.unpriced.add(keep, 1.0);
-            if self.cost_mode == Some(CostMode::Priced) {
+            if self.cost_unit == Some(CostUnit::UsdPerHour) {
                 self.model.constrain(&[(keep, 1.0)], Sense::AtMost, 0.0);
             }
         }
@@ -1236,7 +1230,7 @@ impl<'a> MasterBuilder<'a> {
     /// unpriced instance, earlier levels fixed at their optimum, the probe's bounds on this
     /// level, and the row tying `objective` to it. `None` when a fixed level cannot hold.
     fn goal_rows(&mut self, goal: Goal, fixed: &[(Goal, f64)], levels: PlacementLevels) -> Option<Target> {
-        if self.cost_mode == Some(CostMode::Units) {
+        if self.cost_unit == Some(CostUnit::Instances) {
             self.model.constrain(&self.unpriced.terms, Sense::AtLeast, 1.0);
         }
         let key = |goal: Goal| format!("{goal:?}");
@@ -1246,8 +1240,8 @@ impl<'a> MasterBuilder<'a> {
         for (priority, expr) in std::mem::take(&mut self.by_priority) {
             goal_exprs.insert(key(Goal::Priority(priority)), expr);
         }
-        goal_exprs.insert(key(Goal::Cost(CostMode::Priced)), std::mem::take(&mut self.priced));
-        goal_exprs.insert(key(Goal::Cost(CostMode::Units)), std::mem::take(&mut self.units));
+        goal_exprs.insert(key(Goal::Cost(CostUnit::UsdPerHour)), std::mem::take(&mut self.priced));
+        goal_exprs.insert(key(Goal::Cost(CostUnit::Instances)), std::mem::take(&mut self.units));
 
         // Earlier levels fixed at their optimum. L1–L3 are integer combinations (unit
         // coefficients) of integer variables plus an integer constant, so the right-hand side is
@@ -1268,7 +1262,7 @@ impl<'a> MasterBuilder<'a> {
             // Integral levels take the floor as an integer; the priced cost is in dollars and
             // goes a hair below its bound (the model's float sums of prices must not end up
             // under it).
-            let floor = if goal == Goal::Cost(CostMode::Priced) { floor - cost_hair(floor) } else { floor.round() };
+            let floor = if goal == Goal::Cost(CostUnit::UsdPerHour) { floor - cost_hair(floor) } else { floor.round() };
             self.model.constrain(&target.terms, Sense::AtLeast, floor - target.constant);
         }
         // The solver sees L1 as "copies not placed" (its value plus the copies wanted), which is
@@ -1309,13 +1303,13 @@ impl<'a> MasterBuilder<'a> {
         // whole plan 177 s instead of 0.1 s). The proof is checked below all the same.
         // L4 in units is integral too: a count of instances, with `paid = max(0, y − reserved)`
         // integral at every node optimum.
-        let integral = !matches!(goal, Goal::Cost(CostMode::Priced)) && !self.extra.relax;
+        let integral = !matches!(goal, Goal::Cost(CostUnit::UsdPerHour)) && !self.extra.relax;
         let capped = if integral { self.integral_bound(goal, target, &mut request) } else { None };
         // The priced cost is not integral, but with a cost floor (whole millionths, exact) a
         // solution at the floor is optimal: let the solver stop within the floor's hair, and
         // check the proof in millionths, as the plan's objective counts the cost.
         let cost_floor = match (goal, self.extra.at_least) {
-            (Goal::Cost(CostMode::Priced), Some(floor)) if !self.extra.relax => Some(floor),
+            (Goal::Cost(CostUnit::UsdPerHour), Some(floor)) if !self.extra.relax => Some(floor),
             _ => None,
         };
         if let Some(floor) = cost_floor {

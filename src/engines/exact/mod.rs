@@ -267,64 +267,8 @@ impl ExactPlanner {
         let outcome =
             self.search_within(problem, &self.search_engine_limits(problem, &limits), hint.as_ref(), &mut stats);
         stats.phase("search", phase);
-        // A cancelled search stops the way a deadline does; say which it was.
-        let stop_named = |stop: StopReason| match stop {
-            StopReason::TimeLimit if limits.cancelled() => StopReason::Cancelled,
-            other => other,
-        };
-        let fallback = |stop: StopReason, bound: Option<Objective>| {
-            // Always with an instance count (packing bounds fill in what the solver left open).
-            let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= start.objective.key());
-            let status = if bound.as_ref() == Some(&start.objective) && start_valid {
-                Status::Optimal
-            } else {
-                Status::Feasible
-            };
-            let bound = if status == Status::Optimal { None } else { bound };
-            finish(problem, SolverKind::Exact, status, stop_named(stop), start.actions.clone(), bound)
-        };
         let phase = Instant::now();
-        let plan = match outcome {
-            Outcome::Infeasible => finish(
-                problem,
-                SolverKind::Exact,
-                Status::Infeasible,
-                StopReason::Completed,
-                start.actions.clone(),
-                None,
-            ),
-            Outcome::NoPlan { stop, bound } => fallback(stop, bound),
-            Outcome::Plan { actions, proven, stop, bound } => {
-                let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
-                let status = if proven { Status::Optimal } else { Status::Feasible };
-                let mut plan = finish(
-                    problem,
-                    SolverKind::Exact,
-                    status,
-                    stop_named(stop.clone()),
-                    actions,
-                    if proven { None } else { bound.clone() },
-                );
-                // A plan that meets the bound is optimal, whatever stopped the search.
-                if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
-                    plan.status = Status::Optimal;
-                    plan.bound = None;
-                }
-                // Never trusted unverified, even past the deadline.
-                let violations = verify(problem, &plan);
-                if let Some(first) = violations.first() {
-                    fallback(StopReason::InternalError(format!("the exact plan failed verification: {first}")), None)
-                } else if start_valid && start.objective.better_than(&plan.objective) {
-                    if proven {
-                        fallback(StopReason::InternalError("the start plan beat a claimed optimum".to_string()), None)
-                    } else {
-                        fallback(stop, bound)
-                    }
-                } else {
-                    plan
-                }
-            }
-        };
+        let plan = plan_of_outcome(problem, outcome, &start, start_valid, &limits);
         stats.phase("verify result", phase);
         let plan = self.improve_unproven(problem, plan, &limits, &mut stats);
         (plan, stats)
@@ -470,6 +414,67 @@ enum Quick {
     Unproven(Plan),
     /// Nothing (no deadline, turned off, or no verified warm start).
     Nothing,
+}
+
+/// The plan a search outcome gives, checked: a found plan when it verifies and does not lose
+/// to the start plan, else the start plan with the best bound known (`start_valid`: the start
+/// plan passed [`verify`]).
+fn plan_of_outcome(
+    problem: &Problem,
+    outcome: Outcome,
+    start: &Plan,
+    start_valid: bool,
+    limits: &EngineLimits,
+) -> Plan {
+    // A cancelled search stops the way a deadline does; say which it was.
+    let stop_named = |stop: StopReason| match stop {
+        StopReason::TimeLimit if limits.cancelled() => StopReason::Cancelled,
+        other => other,
+    };
+    let fallback = |stop: StopReason, bound: Option<Objective>| {
+        // Always with an instance count (packing bounds fill in what the solver left open).
+        let bound = Some(bounds::complete(problem, bound)).filter(|bound| bound.key() <= start.objective.key());
+        let status =
+            if bound.as_ref() == Some(&start.objective) && start_valid { Status::Optimal } else { Status::Feasible };
+        let bound = if status == Status::Optimal { None } else { bound };
+        finish(problem, SolverKind::Exact, status, stop_named(stop), start.actions.clone(), bound)
+    };
+    match outcome {
+        Outcome::Infeasible => {
+            finish(problem, SolverKind::Exact, Status::Infeasible, StopReason::Completed, start.actions.clone(), None)
+        }
+        Outcome::NoPlan { stop, bound } => fallback(stop, bound),
+        Outcome::Plan { actions, proven, stop, bound } => {
+            let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
+            let status = if proven { Status::Optimal } else { Status::Feasible };
+            let mut plan = finish(
+                problem,
+                SolverKind::Exact,
+                status,
+                stop_named(stop.clone()),
+                actions,
+                if proven { None } else { bound.clone() },
+            );
+            // A plan that meets the bound is optimal, whatever stopped the search.
+            if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
+                plan.status = Status::Optimal;
+                plan.bound = None;
+            }
+            // Never trusted unverified, even past the deadline.
+            let violations = verify(problem, &plan);
+            if let Some(first) = violations.first() {
+                fallback(StopReason::InternalError(format!("the exact plan failed verification: {first}")), None)
+            } else if start_valid && start.objective.better_than(&plan.objective) {
+                if proven {
+                    fallback(StopReason::InternalError("the start plan beat a claimed optimum".to_string()), None)
+                } else {
+                    fallback(stop, bound)
+                }
+            } else {
+                plan
+            }
+        }
+    }
 }
 
 /// Out of time (or cancelled) before the search could start: the greedy plan, valid by

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::master::{self, Group, MasterSolution};
 use super::packing::{pack_group, Packing};
+use crate::engines::spread::has_room_for_copy;
 use crate::plan::Action;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -296,7 +297,6 @@ fn spread_pair(
     if count(heavy) < 2 {
         return None;
     }
-    let component = problem.components().get(c)?;
     let light = zone
         .iter()
         .copied()
@@ -304,13 +304,7 @@ fn spread_pair(
         .filter(|&d| {
             let (Some(draft), Some(used)) = (drafts.get(d), used.get(d)) else { return false };
             let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
-            let room = component.placement_requirement(problem, draft.type_index).is_some_and(|requirement| {
-                problem
-                    .instance_types()
-                    .get(draft.type_index)
-                    .is_some_and(|info| used.plus(&requirement.resources).fits_in(&info.capacity))
-            });
-            !draining && room
+            !draining && has_room_for_copy(problem, c, draft.type_index, used)
         })
         .min_by_key(|&d| (count(d), d))?;
     Some((heavy, light))

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::backend::MipBackend;
 use super::bounds;
-use super::master::{
-    self, CostMode, Extra, Facts, Goal, Group, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm,
-};
+use super::master::{self, Extra, Facts, Goal, Group, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
 use super::realize::{realize, realize_with, Realized};
 use super::ExactPlanner;
 use crate::engines::finish;
@@ -180,11 +178,14 @@ impl<'a> Search<'a> {
             Levels::Done(outcome) => return Round::Done(outcome),
             Levels::Restart => return Round::Restart,
         };
-        let modes: &[CostMode] =
-            if facts.unpriced_possible { &[CostMode::Priced, CostMode::Units] } else { &[CostMode::Priced] };
+        let cost_units: &[CostUnit] = if facts.unpriced_possible {
+            &[CostUnit::UsdPerHour, CostUnit::Instances]
+        } else {
+            &[CostUnit::UsdPerHour]
+        };
         let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
         let CostLevel { cheapest, others, bound: cost_bound, stop: cost_stop } =
-            solve_cost_level(&model, self.hint, last.as_ref(), modes);
+            solve_cost_level(&model, self.hint, last.as_ref(), cost_units);
         if matches!(cost_stop, Some(StopReason::SolverError(_))) && !facts.pattern_prices.is_empty() {
             return Round::Restart;
         }
@@ -193,7 +194,7 @@ impl<'a> Search<'a> {
             let bound = lex_bound(facts, &fixed, None);
             return Round::Done(self.stopped(seen.into_iter().rev().collect(), stop, bound.or(best_bound.take())));
         };
-        let bound = lex_bound(facts, &fixed, Some((Goal::Cost(CostMode::Priced), cost_bound)));
+        let bound = lex_bound(facts, &fixed, Some((Goal::Cost(CostUnit::UsdPerHour), cost_bound)));
         if let Some(stop) = cost_stop {
             // The other regimes' and every level's solutions too: a master value is not the
             // plan's cost (regimes count in different units), and a search stopped later must
@@ -415,12 +416,12 @@ struct CostLevel {
     stop: Option<StopReason>,
 }
 
-/// L4 in each cost regime (`modes`); the cheaper answer wins.
+/// L4 in each cost unit (`cost_units`); the cheaper answer wins.
 fn solve_cost_level(
     model: &LevelModel<'_, '_>,
     hint: Option<&(Hint, Objective)>,
     last: Option<&MasterSolution>,
-    modes: &[CostMode],
+    cost_units: &[CostUnit],
 ) -> CostLevel {
     let (facts, fixed) = (model.facts, model.fixed);
     let mut cheapest: Option<(f64, MasterSolution)> = None;
@@ -429,24 +430,23 @@ fn solve_cost_level(
     let mut cost_stop: Option<StopReason> = None;
     // When the cost follows from the instance counts per priority (one price per
     // priority, no reservations, every type priced), L3 fixes L4: skip the solve.
-    let modes: &[CostMode] = match (last, facts.cost_follows_from_priorities()) {
+    let cost_units: &[CostUnit] = match (last, facts.cost_follows_from_priorities()) {
         (Some(solution), true) => {
             cheapest = Some((0.0, solution.clone()));
             &[]
         }
-        _ => modes,
+        _ => cost_units,
     };
     // The least cost of the fixed instance counts (`bounds::cost_floor`), as a cut: a
     // warm start that meets it is then proven at the root instead of searched.
     let floor = lex_bound(facts, fixed, None).and_then(|counts| bounds::cost_floor(facts.problem, &counts));
-    for &mode in modes {
-        let at_least = match (mode, floor) {
-            (CostMode::Priced, Some((micros, CostUnit::UsdPerHour)))
-            | (CostMode::Units, Some((micros, CostUnit::Instances))) => Some(crate::plan::from_micros(micros)),
+    for &cost_unit in cost_units {
+        let at_least = match floor {
+            Some((micros, floor_unit)) if floor_unit == cost_unit => Some(crate::plan::from_micros(micros)),
             _ => None,
         };
         let warm = warm_start(hint, fixed, last);
-        match model.solve(Goal::Cost(mode), model.limits, warm, Extra { at_least, ..Extra::default() }) {
+        match model.solve(Goal::Cost(cost_unit), model.limits, warm, Extra { at_least, ..Extra::default() }) {
             Solved::Solution { solution, proven, limit, best_bound: level_bound } => {
                 if !proven {
                     cost_stop = Some(stop_of(limit));
@@ -640,13 +640,10 @@ fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Op
                     bound.instances_by_priority.insert(priority, count);
                 }
             }
-            Goal::Cost(mode) => {
+            Goal::Cost(cost_unit) => {
                 // One micro below the solver's value: the bound must not exceed the optimum.
                 bound.cost_micros = (crate::plan::to_micros(value) - 1).max(0);
-                bound.cost_unit = match mode {
-                    CostMode::Priced => crate::plan::CostUnit::UsdPerHour,
-                    CostMode::Units => crate::plan::CostUnit::Instances,
-                };
+                bound.cost_unit = cost_unit;
             }
         }
     }

@@ -47,7 +47,7 @@ use std::time::Instant;
 
 use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::limits::{Limits, Stats};
-use crate::fleet::{objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
+use crate::fleet::{objective, solo_cost_micros, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
 use crate::problem::{Problem, Resources};
@@ -329,13 +329,10 @@ impl Instance {
     }
 }
 
-/// Cost of one more instance of `type_index` (reserved instances and launches cost nothing).
+/// Ranking heuristic, not the fleet's L4 rule: one instance of `type_index` costed on its own
+/// ([`solo_cost_micros`]), since greedy ranks candidates before the final fleet is known.
 fn instance_cost(problem: &Problem, type_index: usize, reserved: bool) -> i64 {
-    if reserved {
-        0
-    } else {
-        price_micros(problem, type_index).unwrap_or(UNIT_COST_MICROS)
-    }
+    solo_cost_micros(problem, type_index, reserved)
 }
 
 /// Rank of each item when sorted by name (an intrinsic tie-break independent of input order).

@@ -34,12 +34,13 @@ pub use summary::{
 
 use crate::engines::contract::{problem_engine, problem_output, Engine};
 use crate::engines::limits::{Limits, Stats};
+use crate::engines::spread::{has_room_for_copy, spread_offenders_among};
 pub use crate::engines::steps::Launch;
-use crate::engines::steps::{self, copy_resources, Move, Step};
+use crate::engines::steps::{self, copy_resources, Move, Step, StepInstance};
 use crate::engines::LaunchIds;
-use crate::fleet::{imbalance, objective, price_micros, FinalFleet, FinalInstance, UNIT_COST_MICROS};
+use crate::fleet::{cost_unit, imbalance, instance_cost_micros, objective, price_micros, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
-use crate::plan::{Objective, StopReason};
+use crate::plan::{CostUnit, Objective, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// One executable step: launches first, then moves (make-before-break), then releases.
@@ -292,7 +293,6 @@ impl Rebalancer {
         let limits = self.limits.armed(None);
         let mut stats = Stats::default();
         let max_steps = self.max_steps.unwrap_or(usize::MAX);
-        let mut best: Option<(RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet)> = None;
         // Target-directed first (the target takes a share of the time left), then the greedy
         // unit search with the rest; the best plan by `rebalance_score` wins.
         let target = if self.target_directed && problem.fleet().len() <= self.target_up_to {
@@ -301,75 +301,16 @@ impl Rebalancer {
             None
         };
         stats.phase("target", started);
-        if let Some(target) = &target {
-            stats.solves += 1;
-            let phase = Instant::now();
-            let (steps, stop_reason) = path::PathPlanner::new(problem, target).run(max_steps, &limits);
-            let fleet = replay(problem, &steps);
-            let score = fleet_score(problem, &fleet, &steps);
-            // With the self-check on, a path the checker rejects gives way to the greedy plan
-            // (instead of no steps at all); without it a broken path shows, as tests want.
-            let objective = objective(problem, &fleet);
-            let rejected = self.self_check
-                && !verify_rebalance(
-                    problem,
-                    &RebalancePlan {
-                        steps: steps.clone(),
-                        objective,
-                        stop_reason: stop_reason.clone(),
-                        target_objective: None,
-                        reached_objective: None,
-                    },
-                )
-                .is_empty();
-            if !rejected {
-                best = Some((score, steps, stop_reason, fleet));
-            }
-            stats.phase("target path", phase);
-        }
-        // Several greedy runs: the best unit for each candidate, or a release without a launch
-        // whenever one works (fewer launches, steps and moves when both reach the same fleet);
-        // small fleets also try launches that free instances within one step only (a unit
-        // spanning steps can be locally better and globally worse).
+        let mut best =
+            target.as_ref().and_then(|target| self.target_path(problem, target, max_steps, &limits, &mut stats));
         let phase = Instant::now();
-        let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
-        if !self.greedy_units {
-            variants.clear();
-        } else if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
-            variants.extend([(false, 1), (true, 1)]);
-        }
-        for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
-            if (run > 0 || best.is_some())
-                && (limits.stop_now().is_some() || limits.nodes().is_some_and(|n| stats.nodes >= n))
-            {
-                break;
-            }
-            let mut planner = Planner::new(problem);
-            planner.extra_victim_tries = self.extra_victim_tries;
-            planner.steps_per_launch = steps_per_launch;
-            planner.release_first = release_first;
-            let (steps, stop_reason) = planner.run(max_steps, &limits, &mut stats.nodes);
-            stats.solves += 1;
-            let (draining, counts, cost) = planner.key();
-            let moves = steps.iter().map(|step| step.moves.len()).sum();
-            let score = (draining, counts, cost, steps.len(), moves);
-            if best.as_ref().is_none_or(|(best_score, ..)| score < *best_score) {
-                best = Some((score, steps, stop_reason, planner.final_fleet()));
-            }
-        }
+        self.greedy_runs(problem, max_steps, &limits, &mut stats, &mut best);
         stats.phase("search", phase);
         let target_objective = target.map(|target| target.objective);
         // Without a plan (no greedy run, no target): no steps.
         let Some((_, steps, stop_reason, fleet)) = best else {
-            let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
-            let plan = RebalancePlan {
-                steps: Vec::new(),
-                reached_objective: target_objective.as_ref().map(|_| objective.clone()),
-                objective,
-                stop_reason: limits.stop_now().unwrap_or(StopReason::Completed),
-                target_objective,
-            };
-            return (plan, stats);
+            let stop_reason = limits.stop_now().unwrap_or(StopReason::Completed);
+            return (no_steps_plan(problem, stop_reason, target_objective), stats);
         };
         stats.rounds = steps.len() as u64;
         let reached = objective(problem, &fleet);
@@ -386,19 +327,100 @@ impl Rebalancer {
             stats.phase("verify", checked);
             if let Some(first) = faults.first() {
                 // Never hand out a plan the checker rejects: no steps is always valid.
-                let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
                 let stop_reason = StopReason::InternalError(format!("the rebalance plan failed its check: {first}"));
-                let plan = RebalancePlan {
-                    steps: Vec::new(),
-                    reached_objective: plan.target_objective.as_ref().map(|_| objective.clone()),
-                    objective,
-                    stop_reason,
-                    target_objective: plan.target_objective,
-                };
-                return (plan, stats);
+                return (no_steps_plan(problem, stop_reason, plan.target_objective), stats);
             }
         }
         (plan, stats)
+    }
+
+    /// The path from the fleet to the target, as a candidate plan; `None` when the self-check
+    /// rejects it.
+    fn target_path(
+        &self,
+        problem: &Problem,
+        target: &target::Target,
+        max_steps: usize,
+        limits: &Limits,
+        stats: &mut Stats,
+    ) -> Option<Candidate> {
+        stats.solves += 1;
+        let phase = Instant::now();
+        let (steps, stop_reason) = path::PathPlanner::new(problem, target).run(max_steps, limits);
+        let fleet = replay(problem, &steps);
+        let score = fleet_score(problem, &fleet, &steps);
+        // With the self-check on, a path the checker rejects gives way to the greedy plan
+        // (instead of no steps at all); without it a broken path shows, as tests want.
+        let objective = objective(problem, &fleet);
+        let rejected = self.self_check
+            && !verify_rebalance(
+                problem,
+                &RebalancePlan {
+                    steps: steps.clone(),
+                    objective,
+                    stop_reason: stop_reason.clone(),
+                    target_objective: None,
+                    reached_objective: None,
+                },
+            )
+            .is_empty();
+        stats.phase("target path", phase);
+        (!rejected).then_some((score, steps, stop_reason, fleet))
+    }
+
+    /// Several greedy runs, each replacing `best` when it scores better: the best unit for each
+    /// candidate, or a release without a launch whenever one works (fewer launches, steps and
+    /// moves when both reach the same fleet); small fleets also try launches that free
+    /// instances within one step only (a unit spanning steps can be locally better and
+    /// globally worse).
+    fn greedy_runs(
+        &self,
+        problem: &Problem,
+        max_steps: usize,
+        limits: &Limits,
+        stats: &mut Stats,
+        best: &mut Option<Candidate>,
+    ) {
+        let mut variants = vec![(false, self.steps_per_launch), (true, self.steps_per_launch)];
+        if !self.greedy_units {
+            variants.clear();
+        } else if problem.fleet().len() <= self.variants_up_to && self.steps_per_launch > 1 {
+            variants.extend([(false, 1), (true, 1)]);
+        }
+        for (run, (release_first, steps_per_launch)) in variants.into_iter().enumerate() {
+            if (run > 0 || best.is_some())
+                && (limits.stop_now().is_some() || limits.nodes().is_some_and(|n| stats.nodes >= n))
+            {
+                break;
+            }
+            let mut planner = Planner::new(problem);
+            planner.extra_victim_tries = self.extra_victim_tries;
+            planner.steps_per_launch = steps_per_launch;
+            planner.release_first = release_first;
+            let (steps, stop_reason) = planner.run(max_steps, limits, &mut stats.nodes);
+            stats.solves += 1;
+            let (draining, counts, cost) = planner.key();
+            let moves = steps.iter().map(|step| step.moves.len()).sum();
+            let score = (draining, counts, cost, steps.len(), moves);
+            if best.as_ref().is_none_or(|(best_score, ..)| score < *best_score) {
+                *best = Some((score, steps, stop_reason, planner.final_fleet()));
+            }
+        }
+    }
+}
+
+/// A candidate rebalance: its score, steps, why it stopped, and the fleet it reaches.
+type Candidate = (RebalanceScore, Vec<RebalanceStep>, StopReason, FinalFleet);
+
+/// The plan with no steps (always valid): the fleet as it is.
+fn no_steps_plan(problem: &Problem, stop_reason: StopReason, target_objective: Option<Objective>) -> RebalancePlan {
+    let objective = objective(problem, &FinalFleet::apply(problem, &[]).0);
+    RebalancePlan {
+        steps: Vec::new(),
+        reached_objective: target_objective.as_ref().map(|_| objective.clone()),
+        objective,
+        stop_reason,
+        target_objective,
     }
 }
 
@@ -454,8 +476,9 @@ struct FleetTally {
     /// Alive instances per priority (index 1–6).
     by_priority: [u32; 7],
     unpriced: usize,
-    paid: usize,
-    priced_cost: i128,
+    /// L4 cost of the alive instances in each unit, for whichever [`FleetTally::cost_unit`] is.
+    cost_in_dollars: i128,
+    cost_in_units: i128,
 }
 
 impl FleetTally {
@@ -464,12 +487,10 @@ impl FleetTally {
         self.alive += 1;
         self.draining += usize::from(draining);
         self.by_priority[Self::priority_slot(problem, type_index)] += 1;
-        let price = price_micros(problem, type_index);
-        self.unpriced += usize::from(price.is_none());
-        if !reserved {
-            self.paid += 1;
-            self.priced_cost += i128::from(price.unwrap_or(0));
-        }
+        self.unpriced += usize::from(price_micros(problem, type_index).is_none());
+        let [dollars, units] = Self::costs(problem, type_index, reserved);
+        self.cost_in_dollars += dollars;
+        self.cost_in_units += units;
     }
 
     /// Counts one instance of `type_index` out (it was counted in).
@@ -477,12 +498,21 @@ impl FleetTally {
         self.alive -= 1;
         self.draining -= usize::from(draining);
         self.by_priority[Self::priority_slot(problem, type_index)] -= 1;
-        let price = price_micros(problem, type_index);
-        self.unpriced -= usize::from(price.is_none());
-        if !reserved {
-            self.paid -= 1;
-            self.priced_cost -= i128::from(price.unwrap_or(0));
-        }
+        self.unpriced -= usize::from(price_micros(problem, type_index).is_none());
+        let [dollars, units] = Self::costs(problem, type_index, reserved);
+        self.cost_in_dollars -= dollars;
+        self.cost_in_units -= units;
+    }
+
+    /// One instance's cost in dollars and in units.
+    fn costs(problem: &Problem, type_index: usize, reserved: bool) -> [i128; 2] {
+        [CostUnit::UsdPerHour, CostUnit::Instances]
+            .map(|unit| i128::from(instance_cost_micros(problem, type_index, reserved, unit)))
+    }
+
+    /// The fleet's L4 cost unit now.
+    fn cost_unit(&self) -> CostUnit {
+        cost_unit(self.unpriced > 0)
     }
 
     fn priority_slot(problem: &Problem, type_index: usize) -> usize {
@@ -492,28 +522,11 @@ impl FleetTally {
     /// Draining instances alive, `(n6, …, n1)`, cost.
     fn key(&self) -> FleetKey {
         let counts = [6usize, 5, 4, 3, 2, 1].map(|priority| self.by_priority[priority]);
-        let unit = i128::from(UNIT_COST_MICROS);
-        let cost = if self.unpriced > 0 { self.paid as i128 * unit } else { self.priced_cost };
+        let cost = match self.cost_unit() {
+            CostUnit::UsdPerHour => self.cost_in_dollars,
+            CostUnit::Instances => self.cost_in_units,
+        };
         (self.draining, counts, cost)
-    }
-}
-
-/// The planner's view of one instance (existing or launched).
-#[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    type_index: usize,
-    az_index: usize,
-    reserved: bool,
-    draining: bool,
-    copies: BTreeMap<usize, u32>,
-    used: Resources,
-    alive: bool,
-}
-
-impl Node {
-    fn copies_of(&self, component: usize) -> u32 {
-        self.copies.get(&component).copied().unwrap_or(0)
     }
 }
 
@@ -555,7 +568,7 @@ type LaunchOption = Option<(TypeIndex, AzIndex)>;
 
 struct Planner<'p> {
     problem: &'p Problem,
-    nodes: Vec<Node>,
+    nodes: Vec<StepInstance>,
     /// Node indices per AZ (dead ones included; filter on `alive`).
     by_az: Vec<Vec<usize>>,
     /// Copies per `[component][az]`.
@@ -609,7 +622,7 @@ impl<'p> Planner<'p> {
                     }
                 }
             }
-            planner.nodes.push(Node {
+            planner.nodes.push(StepInstance {
                 id: existing.id.clone(),
                 type_index: existing.type_index,
                 az_index: existing.az_index,
@@ -652,14 +665,8 @@ impl<'p> Planner<'p> {
     }
 
     /// L4 cost of keeping a node, for the release order.
-    fn node_cost(&self, node: &Node) -> i128 {
-        if node.reserved {
-            0
-        } else if self.tally.unpriced > 0 {
-            i128::from(UNIT_COST_MICROS)
-        } else {
-            i128::from(price_micros(self.problem, node.type_index).unwrap_or(0))
-        }
+    fn node_cost(&self, node: &StepInstance) -> i128 {
+        i128::from(instance_cost_micros(self.problem, node.type_index, node.reserved, self.tally.cost_unit()))
     }
 
     /// Release order: draining first, then fallback (L3), most expensive (L4), fewest copies.
@@ -721,7 +728,7 @@ impl<'p> Planner<'p> {
         let reserved = self.launched[type_index][az_index] < slots;
         self.launched[type_index][az_index] += 1;
         let index = self.nodes.len();
-        self.nodes.push(Node {
+        self.nodes.push(StepInstance {
             id: String::new(),
             type_index,
             az_index,
@@ -837,26 +844,11 @@ impl<'p> Planner<'p> {
         if self.heavy[component][az] == 0 {
             return 0;
         }
-        let problem = self.problem;
-        let Some(info) = problem.components().get(component) else { return 0 };
-        let mut fewest_with_room: Option<u32> = None;
-        for &index in &self.by_az[az] {
-            let node = &self.nodes[index];
-            if !node.alive {
-                continue;
-            }
-            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
-            let Some(type_info) = problem.instance_types().get(node.type_index) else { continue };
-            if node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
-                let count = node.copies_of(component);
-                fewest_with_room = Some(fewest_with_room.map_or(count, |fewest| fewest.min(count)));
-            }
-        }
-        let Some(fewest) = fewest_with_room else { return 0 };
-        self.by_az[az]
-            .iter()
-            .filter(|&&index| self.nodes[index].alive && self.nodes[index].copies_of(component) >= fewest + 2)
-            .count() as u64
+        let alive = self.by_az[az].iter().map(|&index| &self.nodes[index]).filter(|node| node.alive);
+        spread_offenders_among(alive.map(|node| {
+            let room = has_room_for_copy(self.problem, component, node.type_index, &node.used);
+            (u64::from(node.copies_of(component)), room)
+        }))
     }
 
     /// Records the SPREAD measure of (component, az) before the unit first changes it.

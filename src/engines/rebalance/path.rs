@@ -27,11 +27,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::target::Target;
 use super::{FleetKey, FleetTally, Launch, RebalanceStep};
 use crate::engines::limits::Limits;
+use crate::engines::spread::{has_room_for_copy, spread_offenders_among};
 use crate::engines::steps::{copy_resources, Move};
 use crate::engines::LaunchIds;
-use crate::fleet::{imbalance, price_micros};
+use crate::fleet::{imbalance, instance_cost_micros};
 use crate::index::{ComponentIndex, TypeIndex};
-use crate::plan::StopReason;
+use crate::plan::{CostUnit, StopReason};
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
 /// An instance on the path: running, launched, or a pending launch of the target.
@@ -278,26 +279,11 @@ impl<'p> PathPlanner<'p> {
         if self.heavy[component][az] == 0 {
             return 0;
         }
-        let problem = self.problem;
-        let info = &problem.components()[component];
-        let mut fewest: Option<u32> = None;
-        for &index in &self.by_az[az] {
-            let node = &self.nodes[index];
-            if !node.alive {
-                continue;
-            }
-            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
-            let Some(type_info) = problem.instance_types().get(node.type_index) else { continue };
-            if node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
-                let count = node.copies_of(component);
-                fewest = Some(fewest.map_or(count, |least| least.min(count)));
-            }
-        }
-        let Some(fewest) = fewest else { return 0 };
-        self.by_az[az]
-            .iter()
-            .filter(|&&index| self.nodes[index].alive && self.nodes[index].copies_of(component) >= fewest + 2)
-            .count() as u64
+        let alive = self.by_az[az].iter().map(|&index| &self.nodes[index]).filter(|node| node.alive);
+        spread_offenders_among(alive.map(|node| {
+            let room = has_room_for_copy(self.problem, component, node.type_index, &node.used);
+            (u64::from(node.copies_of(component)), room)
+        }))
     }
 
     /// Records the SPREAD measure of `(component, az)` before the step first changes it.
@@ -718,11 +704,11 @@ impl<'p> PathPlanner<'p> {
             if !node.alive {
                 continue;
             }
-            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
-            let capacity = self.capacity(index);
-            if !node.used.plus(&requirement.resources).fits_in(&capacity) {
+            if !has_room_for_copy(problem, component, node.type_index, &node.used) {
                 continue;
             }
+            let Some(requirement) = info.placement_requirement(problem, node.type_index) else { continue };
+            let capacity = self.capacity(index);
             let count = node.copies_of(component);
             fewest_count = Some(fewest_count.map_or(count, |least| least.min(count)));
             let usable = !node.doomed() && !node.draining && node.peak.plus(&requirement.resources).fits_in(&capacity);
@@ -802,7 +788,7 @@ impl<'p> PathPlanner<'p> {
         order.sort_by_key(|&index| {
             let node = &self.nodes[index];
             let copies: u32 = node.copies.values().sum();
-            let price = if node.reserved { 0 } else { price_micros(self.problem, node.type_index).unwrap_or(0) };
+            let price = instance_cost_micros(self.problem, node.type_index, node.reserved, CostUnit::UsdPerHour);
             (Reverse(node.draining), Reverse(self.priority(node.type_index)), Reverse(price), copies, index)
         });
         order

@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engines::spread::{has_room_for_copy, spread_offenders_among};
 use crate::fleet::{FinalFleet, FinalInstance};
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::StopReason;
@@ -155,23 +156,16 @@ pub(crate) struct SpreadView {
 /// copies more than another eligible instance in the same AZ that has room for one more copy.
 /// (Counts the same pairs as [`crate::verify::spread_violations`], one per heavy instance.)
 pub(crate) fn spread_offenders(problem: &Problem, component: usize, instances: &[SpreadView]) -> u64 {
-    let Some(info) = problem.components().get(component) else { return 0 };
-    let mut fewest_with_room: Vec<Option<u64>> = vec![None; problem.azs().len()];
-    for view in instances {
-        let Some(requirement) = info.placement_requirement(problem, view.type_index) else { continue };
-        let Some(type_info) = problem.instance_types().get(view.type_index) else { continue };
-        if view.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
-            if let Some(slot) = fewest_with_room.get_mut(view.az_index) {
-                *slot = Some(slot.map_or(view.count, |fewest| fewest.min(view.count)));
-            }
-        }
-    }
-    instances
-        .iter()
-        .filter(|view| {
-            matches!(fewest_with_room.get(view.az_index), Some(Some(fewest)) if view.count >= fewest.saturating_add(2))
+    (0..problem.azs().len())
+        .map(|az_index| {
+            spread_offenders_among(
+                instances
+                    .iter()
+                    .filter(|view| view.az_index == az_index)
+                    .map(|view| (view.count, has_room_for_copy(problem, component, view.type_index, &view.used))),
+            )
         })
-        .count() as u64
+        .sum()
 }
 
 /// Total number of instances breaking the SPREAD rule in a fleet, over all SPREAD components:
@@ -194,6 +188,34 @@ pub fn spread_offender_total(problem: &Problem, fleet: &FinalFleet) -> u64 {
             spread_offenders(problem, component, &views)
         })
         .sum()
+}
+
+/// One instance as a step planner (consolidation, rebalance) tracks it from step to step.
+#[derive(Debug, Clone)]
+pub(crate) struct StepInstance {
+    /// Instance id (empty for a launch until the plan names it).
+    pub(crate) id: String,
+    pub(crate) type_index: usize,
+    pub(crate) az_index: usize,
+    pub(crate) reserved: bool,
+    /// `State: Draining` (contract §6): released first, never a move target.
+    pub(crate) draining: bool,
+    /// Copies per component now.
+    pub(crate) copies: BTreeMap<usize, u32>,
+    /// Resources the copies use.
+    pub(crate) used: Resources,
+    /// Not released (yet).
+    pub(crate) alive: bool,
+}
+
+impl StepInstance {
+    pub(crate) fn copies_of(&self, component: usize) -> u32 {
+        self.copies.get(&component).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn total_copies(&self) -> u64 {
+        self.copies.values().map(|&count| u64::from(count)).sum()
+    }
 }
 
 /// Resources one copy of `component` uses on `type_index` as the fleet measures it (zero when the
