@@ -15,6 +15,11 @@
 //! tried. First-fit decreasing ([`MixedOpening::FewestInstances`]) packs largest first, without
 //! seeds. With `capped`, a balanced component's copies per AZ stop at its even share (plus its
 //! MaxImbalance), so the balance the main pass would keep is not spent for density.
+//!
+//! Choosing one instance ahead can spend the MaxInstanceCount budget on the type that holds the
+//! most copies now and fewer over the whole budget, so rescue passes also lead with each pool
+//! type in turn ([`MixedOpening::TypeLed`]), and size copies by the resource the budget runs
+//! short of ([`MixedPacking::scarcity`], which also tries one copy of each component in turn).
 
 use std::cmp::Reverse;
 
@@ -46,6 +51,12 @@ pub(super) enum MixedOpening {
     /// Most preferred type first, copies packed largest first (first-fit decreasing): fewer
     /// instances when every copy fits (L3 and L4).
     FewestInstances,
+    /// The given type (a `problem.types` index) wherever it can be opened and holds a copy,
+    /// then as [`MixedOpening::CopiesFirst`]. One instance ahead, the type holding the most
+    /// copies now can be the one that holds fewer over the whole MaxInstanceCount budget (it
+    /// takes the small copies first); a pass led by each type tries every type's share of the
+    /// budget as a whole.
+    TypeLed(usize),
 }
 
 /// One mixed pass's choices (a [`super::Mode`] field).
@@ -58,6 +69,12 @@ pub(super) struct MixedPacking {
     /// A copy's size is the sum of its shares of the instance's accelerators, CPU and memory
     /// (instead of the largest one): copies heavy in one resource only rank smaller.
     pub(super) summed: bool,
+    /// A copy's size is the sum of its shares weighted by how scarce each resource is over the
+    /// openings left: what the missing copies that fit the type need of it against what the
+    /// rest of the MaxInstanceCount budget of that type offers (instead of the largest share).
+    /// Copies heavy in the resource the budget runs out of go last, so each instance takes its
+    /// part of that resource and fills the rest with what is plentiful.
+    pub(super) scarcity: bool,
 }
 
 /// What the packing of one instance works with: needs per `[component][type]` (`None` where a
@@ -111,7 +128,7 @@ impl Greedy<'_> {
             }
         }
         while demand.missing.iter().any(|&m| m > 0) && self.budget() > 0 && demand.work < MIXED_WORK {
-            type Key = (Reverse<u64>, u8, Reverse<u64>, i64, usize, usize);
+            type Key = (bool, Reverse<u64>, u8, Reverse<u64>, i64, usize, usize);
             let mut best: Option<(Key, usize, usize, Packing)> = None;
             for t in problem.pool_types() {
                 let Some(info) = problem.types.get(t) else {
@@ -131,12 +148,16 @@ impl Greedy<'_> {
                     let free =
                         idle.iter().any(|&i| self.instances[i].reserved) || self.reserved_left(type_index, az) > 0;
                     let cost = if free { 0 } else { instance_cost(problem, t, false) };
+                    let (type_rank, az_rank) = (self.type_rank[t], self.az_rank[z]);
                     let key = match opening {
                         MixedOpening::CopiesFirst => {
-                            (Reverse(copies), info.priority, Reverse(0), cost, self.type_rank[t], self.az_rank[z])
+                            (false, Reverse(copies), info.priority, Reverse(0), cost, type_rank, az_rank)
+                        }
+                        MixedOpening::TypeLed(led) => {
+                            (t != led, Reverse(copies), info.priority, Reverse(0), cost, type_rank, az_rank)
                         }
                         MixedOpening::PriorityFirst | MixedOpening::FewestInstances => {
-                            (Reverse(0), info.priority, Reverse(copies), cost, self.type_rank[t], self.az_rank[z])
+                            (false, Reverse(0), info.priority, Reverse(copies), cost, type_rank, az_rank)
                         }
                     };
                     if best.as_ref().is_none_or(|(current, ..)| key < *current) {
@@ -190,11 +211,12 @@ impl Greedy<'_> {
         t: usize,
         z: usize,
         room: Resources,
-        MixedPacking { opening, capped, summed }: MixedPacking,
+        MixedPacking { opening, capped, summed, scarcity }: MixedPacking,
     ) -> Packing {
         let Some(capacity) = self.problem.types.get(t).map(|info| info.capacity) else {
             return Vec::new();
         };
+        let weights = if scarcity { self.scarcity_weights(demand, t) } else { [1.0; 3] };
         // (size, rank, component, need, copies allowed), smallest first.
         let mut items: Vec<(f64, usize, usize, Resources, u64)> = demand
             .needs
@@ -205,7 +227,11 @@ impl Greedy<'_> {
                 let allowed = self.az_allowance(demand, c, z, capped);
                 (allowed > 0 && need.fits_in(&room)).then(|| {
                     (
-                        if summed { summed_share(&need, &capacity) } else { need.dominant_share(&capacity) },
+                        if summed || scarcity {
+                            weighted_share(&need, &capacity, weights)
+                        } else {
+                            need.dominant_share(&capacity)
+                        },
                         demand.component_rank.get(c).copied().unwrap_or(c),
                         c,
                         need,
@@ -219,15 +245,18 @@ impl Greedy<'_> {
         if decreasing {
             items.reverse();
         }
-        let fill = |seed: Option<usize>| -> (u64, f64, Packing) {
+        // `interleaved`: a copy of each component in turn, round after round, instead of each
+        // component as many as fit: copies of similar size but different shapes (memory-heavy
+        // beside accelerator-heavy) share the instance instead of one shape filling one resource.
+        let fill = |seed: Option<usize>, interleaved: bool| -> (u64, f64, Packing) {
             let mut left = room;
             let mut packing: Packing = Vec::new();
             let (mut copies, mut size) = (0u64, 0.0);
-            let mut take = |item: &(f64, usize, usize, Resources, u64), most: u64, left: &mut Resources| {
+            let mut take = |item: &(f64, usize, usize, Resources, u64), most: u64, left: &mut Resources| -> u64 {
                 let already = packing.iter().find(|(c, _)| *c == item.2).map_or(0, |&(_, n)| n);
                 let count = left.copies_of(&item.3).min(most).min(item.4.saturating_sub(already));
                 if count == 0 {
-                    return;
+                    return 0;
                 }
                 *left = left.minus(&item.3.times(count)).unwrap_or(Resources::ZERO);
                 match packing.iter_mut().find(|(c, _)| *c == item.2) {
@@ -236,24 +265,34 @@ impl Greedy<'_> {
                 }
                 copies += count;
                 size += item.0 * count as f64;
+                count
             };
             if let Some(item) = seed.and_then(|s| items.get(s)) {
                 take(item, 1, &mut left);
             }
-            for item in &items {
-                take(item, u64::MAX, &mut left);
-            }
+            let most = if interleaved { 1 } else { u64::MAX };
+            while items.iter().map(|item| take(item, most, &mut left)).sum::<u64>() > 0 && interleaved {}
             (copies, size, packing)
         };
-        let mut best = fill(None);
+        let better = |candidate: &(u64, f64, Packing), best: &(u64, f64, Packing)| {
+            candidate.0 > best.0 || (candidate.0 == best.0 && candidate.1 > best.1 + 1e-9)
+        };
+        let mut best = fill(None, false);
+        if scarcity {
+            let candidate = fill(None, true);
+            demand.work = demand.work.saturating_add((items.len() as u64).saturating_mul(candidate.0 + 1));
+            if better(&candidate, &best) {
+                best = candidate;
+            }
+        }
         let first_seed = items.len().saturating_sub(SEEDS).max(1);
         let seeded_work = ((items.len() - first_seed.min(items.len())) as u64).saturating_mul(items.len() as u64);
         demand.work = demand.work.saturating_add(items.len() as u64);
         if !decreasing && demand.work.saturating_add(seeded_work) <= SEEDED_WORK {
             demand.work += seeded_work;
             for seed in first_seed..items.len() {
-                let candidate = fill(Some(seed));
-                if candidate.0 > best.0 || (candidate.0 == best.0 && candidate.1 > best.1 + 1e-9) {
+                let candidate = fill(Some(seed), false);
+                if better(&candidate, &best) {
                     best = candidate;
                 }
             }
@@ -262,12 +301,36 @@ impl Greedy<'_> {
     }
 }
 
-/// The sum of `need`'s shares of `capacity` over accelerators, CPU and memory.
-fn summed_share(need: &Resources, capacity: &Resources) -> f64 {
+/// The sum of `need`'s shares of `capacity` over accelerators, CPU and memory, each times its
+/// weight.
+fn weighted_share(need: &Resources, capacity: &Resources, [accelerators, cpu, memory]: [f64; 3]) -> f64 {
     let share = |want: u64, have: u64| if want == 0 { 0.0 } else { want as f64 / have.max(1) as f64 };
-    share(need.accelerators, capacity.accelerators)
-        + share(need.milli_cpus, capacity.milli_cpus)
-        + share(need.memory_mib, capacity.memory_mib)
+    accelerators * share(need.accelerators, capacity.accelerators)
+        + cpu * share(need.milli_cpus, capacity.milli_cpus)
+        + memory * share(need.memory_mib, capacity.memory_mib)
+}
+
+impl Greedy<'_> {
+    /// Per resource (accelerators, CPU, memory): the missing copies that fit type `t` need of it,
+    /// in instances of `t`, over the instances the budget still allows (at least one). Above 1
+    /// the budget cannot hold every copy in that resource.
+    fn scarcity_weights(&self, demand: &Demand, t: usize) -> [f64; 3] {
+        let Some(capacity) = self.problem.types.get(t).map(|info| info.capacity) else {
+            return [1.0; 3];
+        };
+        let mut wanted = [0.0; 3];
+        for (row, &missing) in demand.needs.iter().zip(&demand.missing) {
+            let Some(Some(need)) = row.get(t) else {
+                continue;
+            };
+            let copies = missing as f64;
+            wanted[0] += copies * need.accelerators as f64 / capacity.accelerators.max(1) as f64;
+            wanted[1] += copies * need.milli_cpus as f64 / capacity.milli_cpus.max(1) as f64;
+            wanted[2] += copies * need.memory_mib as f64 / capacity.memory_mib.max(1) as f64;
+        }
+        let instances = self.budget().clamp(1, 1 << 40) as f64;
+        wanted.map(|w| w / instances)
+    }
 }
 
 #[cfg(test)]
@@ -292,7 +355,12 @@ mod tests {
         let mut planner = Greedy::new(&problem);
         planner.scale_in();
         planner.index_fleet();
-        planner.pack_mixed(MixedPacking { opening: MixedOpening::CopiesFirst, capped: false, summed: false });
+        planner.pack_mixed(MixedPacking {
+            opening: MixedOpening::CopiesFirst,
+            capped: false,
+            summed: false,
+            scarcity: false,
+        });
         let opened = &planner.instances[planner.launch_order[0]];
         let copies = |name: &str| {
             let c = problem.components.iter().position(|c| c.name == name).unwrap();
@@ -300,5 +368,32 @@ mod tests {
         };
         assert_eq!((copies("memory-heavy"), copies("accelerator-heavy")), (3, 1));
         assert_eq!(planner.launch_order.len(), 1, "MaxInstanceCount 1");
+    }
+
+    /// One p5en holds eight 256 GiB copies, one inf2 three: by copies the pass opens p5en, led
+    /// by inf2 it opens inf2 while inf2 holds a copy.
+    #[test]
+    fn a_type_led_pass_opens_its_type_first() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.inf2.48xlarge", 1)
+            .pool("ml.p5en.48xlarge", 2)
+            .instance_limits(0, Some(1))
+            .component("memory-heavy", 8, 1, 1.0, 262_144)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let inf2 = problem.types.iter().position(|t| t.name == "ml.inf2.48xlarge").unwrap();
+        let opened_type = |opening: MixedOpening, scarcity: bool| {
+            let mut planner = Greedy::new(&problem);
+            planner.scale_in();
+            planner.index_fleet();
+            planner.pack_mixed(MixedPacking { opening, capped: false, summed: false, scarcity });
+            let opened = &planner.instances[planner.launch_order[0]];
+            (problem.types[opened.type_index].name.clone(), opened.total_copies())
+        };
+        assert_eq!(opened_type(MixedOpening::CopiesFirst, false), ("ml.p5en.48xlarge".to_string(), 8));
+        for scarcity in [false, true] {
+            assert_eq!(opened_type(MixedOpening::TypeLed(inf2), scarcity), ("ml.inf2.48xlarge".to_string(), 3));
+        }
     }
 }

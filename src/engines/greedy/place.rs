@@ -139,7 +139,8 @@ pub(super) fn candidate_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     if passes > 1 && pass_work(problem) <= MIXED_CANDIDATE_WORK {
         // First-fit decreasing over all components at once, once (its packing does not depend on
         // the order): fewer instances where one component at a time leaves room on each.
-        let packing = MixedPacking { opening: MixedOpening::FewestInstances, capped: true, summed: false };
+        let packing =
+            MixedPacking { opening: MixedOpening::FewestInstances, capped: true, summed: false, scarcity: false };
         let ffd = Mode { mixed: Some(packing), ..Mode::DEFAULT };
         // Last, beyond the budget: the passes above run as before and a later pass wins only
         // when strictly better.
@@ -159,7 +160,8 @@ const MIXED_CANDIDATE_WORK: u64 = 2_000;
 /// copies each instance holds, at the expense of balance (L2) and preference (L3). Also the
 /// default modes with AZ turns (`az_turns`), where a short budget is shared between the AZs, and
 /// (when some component scales in) trimming the fullest holders (`trim_fullest`).
-/// Hardest and easiest first, permissive and strict balance, within the work budget.
+/// Hardest and easiest first, permissive and strict balance, within the work budget. Last, the
+/// mixed packing passes (`mixed.rs`), including one led by each pool type.
 pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     let passes = (WORK_BUDGET / pass_work(problem).max(1)).max(1);
     let dense = Mode { largest_first: true, dense_azs: true, az_turns: true, ..Mode::DEFAULT };
@@ -193,8 +195,37 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
         (MixedOpening::PriorityFirst, false, true),
     ] {
         if (out.len() as u64) < passes {
-            let mode = Mode { mixed: Some(MixedPacking { opening, capped, summed }), ..Mode::DEFAULT };
+            let packing = MixedPacking { opening, capped, summed, scarcity: false };
+            let mode = Mode { mixed: Some(packing), ..Mode::DEFAULT };
             out.push((orders.first().cloned().unwrap_or_default(), mode));
+        }
+    }
+    // Then one pass led by each pool type that holds some missing copy (by name, so input order
+    // does not matter): the budget spent on the type that holds most over all of it.
+    let mut led: Vec<usize> = problem
+        .pool_types()
+        .filter(|&t| {
+            problem.components.iter().any(|component| {
+                component.placement_requirement(problem, t).is_some_and(|requirement| {
+                    problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
+                })
+            })
+        })
+        .collect();
+    led.sort_by(|&a, &b| problem.types[a].name.cmp(&problem.types[b].name));
+    // Each also with copies sized by the budget's scarce resource (`MixedPacking::scarcity`).
+    let openings = std::iter::once(MixedOpening::CopiesFirst).chain(led.iter().map(|&t| MixedOpening::TypeLed(t)));
+    let packings = openings
+        .map(|opening| MixedPacking { opening, capped: false, summed: false, scarcity: true })
+        .chain(led.iter().map(|&t| MixedPacking {
+            opening: MixedOpening::TypeLed(t),
+            capped: false,
+            summed: false,
+            scarcity: false,
+        }));
+    for packing in packings {
+        if (out.len() as u64) < passes {
+            out.push((orders.first().cloned().unwrap_or_default(), Mode { mixed: Some(packing), ..Mode::DEFAULT }));
         }
     }
     out
