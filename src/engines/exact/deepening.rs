@@ -7,9 +7,11 @@
 //! worse than). The runs of a smaller limit are a prefix of a larger limit's, so the larger
 //! limit's plan is never worse, by construction. The node budget of the last run is at most `n`
 //! (the limit stays an upper bound per solver call), and the runs together spend at most about
-//! twice the last one's nodes.
+//! twice the last one's nodes. Each run has its own warm start and large-neighbourhood phase
+//! (up to 16 windows without a deadline), so those are repeated once per rung. Inputs whose master
+//! is over the size cap (`TooLarge`, no search) run once, without this guarantee.
 
-use super::ExactPlanner;
+use super::{master, ExactPlanner};
 use crate::engines::limits::Stats;
 use crate::plan::{Plan, Status};
 use crate::problem::Problem;
@@ -21,6 +23,12 @@ impl ExactPlanner {
         let limits = self.effective_limits();
         let nodes = limits.nodes()?;
         if !self.deepening || limits.deadline_at().is_some() || nodes < 2 {
+            return None;
+        }
+        // A master over the size cap is never searched (`TooLarge`): no run would depend on the
+        // node limit but the large-neighbourhood phase, which each run would repeat.
+        let facts = master::Facts::new(problem, self.backend.as_ref());
+        if master::master_size_estimate(&facts) > self.max_master_variables {
             return None;
         }
         let mut stats = Stats::default();
