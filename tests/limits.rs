@@ -115,7 +115,10 @@ fn the_exact_planner_shortcuts_equal_limits() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// Deterministic (node limits, no deadline): a larger node limit never gives a worse plan.
+    /// Deterministic (node limits, no deadline): a larger node limit never gives a worse plan,
+    /// by construction (a node-limited run deepens through 1, 2, 4, … nodes, and a smaller
+    /// limit's ladder is a prefix of a larger one's). Random cases cannot make it flaky; a
+    /// failure means the construction broke.
     #[test]
     fn a_larger_node_limit_never_gives_a_worse_plan(problem in common::problem(Config::MEDIUM)) {
         let mut previous: Option<fleetplan::Plan> = None;
@@ -161,4 +164,55 @@ fn a_search_in_time_slices_that_is_never_cancelled_reaches_the_same_optimum() {
     assert_eq!(plain.status, fleetplan::Status::Optimal);
     assert!(verify(&problem, &sliced).is_empty());
     assert_eq!((sliced.status, sliced.objective), (plain.status, plain.objective));
+}
+
+/// Node limits of the monotonicity checks, increasing.
+const NODE_LIMITS: [u64; 4] = [1, 10, 100, 1_000];
+
+/// Whether some node limit of [`NODE_LIMITS`] gives a worse plan than a smaller one, with
+/// deepening on or off: the objectives in order when it does.
+fn worse_with_more_nodes(problem: &Problem, deepening: bool) -> Option<Vec<fleetplan::Objective>> {
+    let plans: Vec<fleetplan::Plan> = NODE_LIMITS
+        .iter()
+        .map(|&nodes| ExactPlanner::new().node_limit(nodes).deepening(deepening).plan(problem))
+        .collect();
+    let worse = plans.windows(2).any(|pair| {
+        pair[0].status != fleetplan::Status::Infeasible && pair[0].objective.better_than(&pair[1].objective)
+    });
+    worse.then(|| plans.into_iter().map(|plan| plan.objective).collect())
+}
+
+/// A measurement, not run by default (minutes in a debug build): over the first `N` (default
+/// 200, `FLEETPLAN_MONOTONE_CASES`) seeded MEDIUM scenarios, how many give a worse plan under a
+/// larger node limit, with the single run of each limit (deepening off) and with deepening
+/// (the default). Fails if any does with deepening.
+/// `cargo test --release --features cli --test all limits::monotone_in_node_limits -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement over 200 scenarios; run it by name"]
+fn monotone_in_node_limits_over_generated_medium_scenarios() {
+    let cases: u64 = std::env::var("FLEETPLAN_MONOTONE_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    let medium = Config::MEDIUM;
+    let (mut single, mut deepened) = (Vec::new(), Vec::new());
+    for case in 0..cases {
+        let mut rng = common::generator::Rng::new(0x6d6f_6e6f, case);
+        let azs = rng.range(medium.azs.0, medium.azs.1);
+        let components = rng.range(medium.components.0, medium.components.1);
+        let fleet = rng.range(medium.fleet.0, medium.fleet.1);
+        let scenario = common::generator::generate(rng.next(), &medium.sized(azs, components, fleet));
+        let problem = Problem::new(&scenario).expect("the generator makes valid scenarios");
+        if let Some(objectives) = worse_with_more_nodes(&problem, false) {
+            single.push((case, objectives));
+        }
+        if let Some(objectives) = worse_with_more_nodes(&problem, true) {
+            deepened.push((case, objectives));
+        }
+    }
+    println!("node limits {NODE_LIMITS:?}, {cases} MEDIUM scenarios: a larger limit gave a worse plan on");
+    println!(
+        "  {} with one run per limit: cases {:?}",
+        single.len(),
+        single.iter().map(|(c, _)| c).collect::<Vec<_>>()
+    );
+    println!("  {} with deepening", deepened.len());
+    assert!(deepened.is_empty(), "worse with more nodes despite deepening: {deepened:#?}");
 }

@@ -79,7 +79,7 @@ struct Window {
     members: Vec<usize>,
 }
 
-/// Improves `incumbent` (a verified plan without removals or terminations) window by window
+/// Improves `incumbent` (a verified plan) window by window
 /// until the limits stop it or a whole round of windows brings nothing. Returns the best plan.
 pub(super) fn improve(
     planner: &ExactPlanner,
@@ -89,11 +89,7 @@ pub(super) fn improve(
     stats: &mut Stats,
 ) -> (Plan, Progress) {
     let mut progress = Progress::default();
-    let removes = incumbent
-        .actions
-        .iter()
-        .any(|action| matches!(action, Action::RemoveCopy { .. } | Action::TerminateInstance { .. }));
-    if removes || !verify(problem, &incumbent).is_empty() {
+    if !verify(problem, &incumbent).is_empty() {
         return (incumbent, progress);
     }
     let mut best = incumbent;
@@ -174,6 +170,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
         large_neighbourhood: false,
         max_master_variables: MAX_MASTER_VARIABLES,
         seed: Some(sub.baseline_actions.clone()),
+        deepening: false,
     }
 }
 
@@ -510,8 +507,8 @@ fn base(
     Some(sub)
 }
 
-/// Launches (total, reserved-flagged) per (type, AZ) of the plan outside `members` (all of
-/// them are `FinalFleet::launches`: the phase only sees plans without terminations).
+/// Launches (total, reserved-flagged) per (type, AZ) of the plan outside `members` (a plan
+/// never terminates what it launches, so all of them are `FinalFleet::launches`).
 fn kept_launches(fleet: &FinalFleet, members: &[usize]) -> BTreeMap<(TypeIndex, AzIndex), (u32, u32)> {
     let members: BTreeSet<usize> = members.iter().copied().collect();
     let mut kept: BTreeMap<(TypeIndex, AzIndex), (u32, u32)> = BTreeMap::new();

@@ -19,6 +19,7 @@
 
 pub mod backend;
 mod bounds;
+mod deepening;
 mod lns;
 mod master;
 mod packing;
@@ -92,6 +93,9 @@ pub struct ExactPlanner {
     /// A plan to start from instead of greedy's when it is at least as good (the
     /// large-neighbourhood phase seeds each window with the window as it is).
     seed: Option<Vec<Action>>,
+    /// Whether a node-limited run without a deadline deepens (`deepening.rs`); off for its own
+    /// runs and for the large-neighbourhood phase's windows.
+    deepening: bool,
 }
 
 impl Default for ExactPlanner {
@@ -105,6 +109,7 @@ impl Default for ExactPlanner {
             large_neighbourhood: true,
             max_master_variables: MAX_MASTER_VARIABLES,
             seed: None,
+            deepening: true,
         }
     }
 }
@@ -147,6 +152,10 @@ impl ExactPlanner {
     /// Exactly `.limits(Limits::new().node_limit(nodes))`: stops a solver call after this many
     /// branch-and-bound nodes; the result then says `NodeLimit`. Deterministic, unlike the time
     /// limit; with a node limit and no time limit the default time limit does not apply.
+    ///
+    /// Without a deadline the run deepens: it plans under 1, 2, 4, … nodes up to the largest
+    /// power of two not above `nodes`, each run starting from the best plan of the one before,
+    /// so a larger node limit never gives a worse plan.
     pub fn node_limit(mut self, nodes: u64) -> Self {
         self.limits = self.limits.clone().node_limit(nodes);
         self
@@ -184,9 +193,8 @@ impl ExactPlanner {
     }
 
     /// Whether a plan the search could not prove is improved window by window while time is
-    /// left (default on): the large-neighbourhood phase of `docs/formulation.md`. It runs only on
-    /// plans without removals (scale-out or an empty start); the result stays `Feasible` unless
-    /// it meets the proven bound. On inputs of 1,000 copies or more the search gets at most 60 %
+    /// left (default on): the large-neighbourhood phase of `docs/formulation.md`; the result
+    /// stays `Feasible` unless it meets the proven bound. On inputs of 1,000 copies or more the search gets at most 60 %
     /// of the time left after the warm start, so that the phase has time to run.
     pub fn large_neighbourhood(mut self, on: bool) -> Self {
         self.large_neighbourhood = on;
@@ -199,6 +207,15 @@ impl ExactPlanner {
     #[doc(hidden)]
     pub fn max_master_variables(mut self, variables: u64) -> Self {
         self.max_master_variables = variables;
+        self
+    }
+
+    /// Whether a node-limited run without a deadline deepens (default on; see
+    /// [`node_limit`](Self::node_limit)). Only for measurements: off, a larger node limit can
+    /// give a worse plan.
+    #[doc(hidden)]
+    pub fn deepening(mut self, on: bool) -> Self {
+        self.deepening = on;
         self
     }
 
@@ -227,6 +244,9 @@ impl ExactPlanner {
 
     /// [`plan`](Self::plan), with what the search did.
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
+        if let Some(deepened) = self.plan_by_deepening(problem) {
+            return deepened;
+        }
         let limits = self.effective_limits();
         let mut stats = Stats::default();
         let quick = match self.quick_proof(problem, &limits, &mut stats) {
