@@ -23,7 +23,7 @@
 
 use std::cmp::Reverse;
 
-use super::{instance_cost, name_ranks, Greedy};
+use super::{fitting_need, instance_cost, name_ranks, Greedy};
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
@@ -96,15 +96,7 @@ impl Greedy<'_> {
         let needs: Vec<Vec<Option<Resources>>> = problem
             .components
             .iter()
-            .map(|component| {
-                (0..problem.types.len())
-                    .map(|t| {
-                        let need = component.placement_requirement(problem, t)?.resources;
-                        let capacity = problem.types.get(t)?.capacity;
-                        (capacity.copies_of(&need) > 0).then_some(need)
-                    })
-                    .collect()
-            })
+            .map(|component| (0..problem.types.len()).map(|t| fitting_need(problem, component, t)).collect())
             .collect();
         let missing = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
         let component_rank = name_ranks(problem.components.iter().map(|c| c.name.as_str()));

@@ -50,7 +50,7 @@ use crate::engines::limits::{Limits, Stats};
 use crate::fleet::{objective, solo_cost_micros, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, ObjectiveKey, Plan, SolverKind, Status, StopReason};
-use crate::problem::{Problem, Resources};
+use crate::problem::{Component, Problem, Resources};
 
 /// Plans with the greedy fast path and no limits: [`GreedyPlanner::new`]`().plan(problem)`.
 /// Every hard constraint holds; `Status::Infeasible` only when MinInstanceCount cannot be
@@ -329,6 +329,13 @@ impl Instance {
     }
 }
 
+/// What one new copy of `component` needs on pool type `t`, when new copies may go there and one
+/// fits an empty instance of it (`None`: greedy never places the component on `t`).
+fn fitting_need(problem: &Problem, component: &Component, t: usize) -> Option<Resources> {
+    let need = component.placement_requirement(problem, t)?.resources;
+    (problem.types.get(t)?.capacity.copies_of(&need) > 0).then_some(need)
+}
+
 /// Ranking heuristic, not the fleet's L4 rule: one instance of `type_index` costed on its own
 /// ([`solo_cost_micros`]), since greedy ranks candidates before the final fleet is known.
 fn instance_cost(problem: &Problem, type_index: usize, reserved: bool) -> i64 {
@@ -527,13 +534,7 @@ impl<'a> Greedy<'a> {
             .components
             .iter()
             .enumerate()
-            .filter(|&(_, component)| {
-                problem.pool_types().any(|t| {
-                    component.placement_requirement(problem, t).is_some_and(|requirement| {
-                        problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
-                    })
-                })
-            })
+            .filter(|&(_, component)| problem.pool_types().any(|t| fitting_need(problem, component, t).is_some()))
             .map(|(c, _)| self.missing_new_copies(c))
             .sum()
     }

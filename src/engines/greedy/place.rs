@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 use itertools::Itertools;
 
 use super::mixed::{MixedOpening, MixedPacking};
-use super::{instance_cost, Greedy, Mode};
+use super::{fitting_need, instance_cost, Greedy, Mode};
 use crate::fleet::balance_excess;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::{PlacementStrategy, Problem, Resources};
@@ -60,14 +60,9 @@ pub(super) fn component_order(problem: &Problem) -> Vec<usize> {
             let reference = problem
                 .pool_types()
                 .filter_map(|t| {
-                    let need = component.placement_requirement(problem, t)?.resources;
+                    let need = fitting_need(problem, component, t)?;
                     let info = problem.types.get(t)?;
-                    (info.capacity.copies_of(&need) > 0).then_some((
-                        info.priority,
-                        info.name.as_str(),
-                        need,
-                        info.capacity,
-                    ))
+                    Some((info.priority, info.name.as_str(), need, info.capacity))
                 })
                 .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
             reference.map_or((0.0, Resources::ZERO), |(_, _, need, capacity)| (need.dominant_share(&capacity), need))
@@ -204,13 +199,7 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
     // does not matter): the budget spent on the type that holds most over all of it.
     let mut led: Vec<usize> = problem
         .pool_types()
-        .filter(|&t| {
-            problem.components.iter().any(|component| {
-                component.placement_requirement(problem, t).is_some_and(|requirement| {
-                    problem.types.get(t).is_some_and(|info| info.capacity.copies_of(&requirement.resources) > 0)
-                })
-            })
-        })
+        .filter(|&t| problem.components.iter().any(|component| fitting_need(problem, component, t).is_some()))
         .collect();
     led.sort_by(|&a, &b| problem.types[a].name.cmp(&problem.types[b].name));
     // Each also with copies sized by the budget's scarce resource (`MixedPacking::scarcity`).
