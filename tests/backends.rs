@@ -21,6 +21,8 @@ fn backends() -> Vec<(&'static str, ExactPlanner)> {
     ];
     #[cfg(feature = "cbc")]
     list.push(("good_lp/cbc", ExactPlanner::new().backend(GoodLp::new(fleetplan::backend::quiet_cbc))));
+    #[cfg(feature = "cbc")]
+    list.push(("microlp + cbc", ExactPlanner::new().beside(GoodLp::new(fleetplan::backend::quiet_cbc))));
     list
 }
 
@@ -63,6 +65,29 @@ fn backend_names_say_which_solver_ran() {
     assert_eq!(names[0], "microlp");
     assert_eq!(names[1], "good_lp/Microlp");
     assert_eq!(Microlp.name(), "microlp");
+    let portfolio = ExactPlanner::new().beside(GoodLp::new(good_lp::microlp));
+    assert_eq!(portfolio.backend_name(), "microlp + good_lp/Microlp");
+}
+
+proptest! {
+    // Three planner runs per case: a few cases keep the suite fast.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// A portfolio keeps the better of its two runs: its plan is exactly as good as the better of
+    /// the two planners run alone (node limits, no deadline: every run is deterministic), and it
+    /// verifies.
+    #[test]
+    fn a_portfolio_keeps_the_better_plan_of_its_two_backends(problem in common::problem(common::Config::SMALL)) {
+        let first = ExactPlanner::new().node_limit(8);
+        let second = || GoodLp::new(good_lp::microlp);
+        let alone = [first.clone().plan(&problem), first.clone().backend(second()).plan(&problem)];
+        let both = first.beside(second()).plan(&problem);
+        let best = alone.iter().map(|plan| plan.objective.key()).min();
+        prop_assert_eq!(Some(both.objective.key()), best);
+        if both.status != Status::Infeasible {
+            prop_assert!(verify(&problem, &both).is_empty());
+        }
+    }
 }
 
 proptest! {
@@ -98,7 +123,7 @@ fn backends_agree_on_an_unreachable_minimum() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// The same on medium scenarios (8 components, 5 pool types, 8 existing instances).
     #[test]

@@ -234,6 +234,10 @@ enum Backend {
     /// CBC through good_lp (needs the `cbc` feature and the system CBC library).
     #[cfg(feature = "cbc")]
     Cbc,
+    /// microlp and CBC side by side on two threads, the better verified plan kept (needs the
+    /// `cbc` feature).
+    #[cfg(feature = "cbc")]
+    Portfolio,
 }
 
 /// A failure that ends the run with exit code 2; the message goes to standard error.
@@ -424,6 +428,8 @@ fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput
                 Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),
                 #[cfg(feature = "cbc")]
                 Backend::Cbc => planner = planner.backend(GoodLp::new(fleetplan::backend::quiet_cbc)),
+                #[cfg(feature = "cbc")]
+                Backend::Portfolio => planner = planner.beside(GoodLp::new(fleetplan::backend::quiet_cbc)),
             }
             // Counted from the start of the process, like an explicit `--time-limit-ms`.
             let limit = out.time_limit_ms.unwrap_or(DEFAULT_EXACT_TIME_LIMIT_MS);

@@ -725,6 +725,9 @@ where
 pub fn quiet_cbc(problem: good_lp::variable::UnsolvedProblem) -> good_lp::solvers::coin_cbc::CoinCbcProblem {
     let mut model = good_lp::coin_cbc(problem);
     model.set_parameter("slogLevel", "0");
+    // CBC counts its time limit in CPU seconds by default: under load (or beside another
+    // solver's thread) a limit then ends long after the caller's deadline.
+    model.set_parameter("timeMode", "elapsed");
     model
 }
 

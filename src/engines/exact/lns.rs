@@ -171,6 +171,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
         max_master_variables: MAX_MASTER_VARIABLES,
         seed: Some(sub.baseline_actions.clone()),
         deepening: false,
+        beside: None,
     }
 }
 

@@ -24,6 +24,7 @@ mod lns;
 mod master;
 mod packing;
 mod patterns;
+mod portfolio;
 mod realize;
 mod search;
 
@@ -96,6 +97,9 @@ pub struct ExactPlanner {
     /// Whether a node-limited run without a deadline deepens (`deepening.rs`); off for its own
     /// runs and for the large-neighbourhood phase's windows.
     deepening: bool,
+    /// A second backend run beside `backend` on a second thread (`portfolio.rs`); the better
+    /// verified plan wins.
+    beside: Option<Arc<dyn MipBackend>>,
 }
 
 impl Default for ExactPlanner {
@@ -110,6 +114,7 @@ impl Default for ExactPlanner {
             max_master_variables: MAX_MASTER_VARIABLES,
             seed: None,
             deepening: true,
+            beside: None,
         }
     }
 }
@@ -187,9 +192,33 @@ impl ExactPlanner {
         self
     }
 
-    /// The name of the solver backend, e.g. `"microlp"`.
+    /// Also runs the planner with `backend` on a second thread, under the same limits and
+    /// cancellation check, and keeps the better verified plan (ties: a proof, then this
+    /// planner's own backend). No backend dominates another on every input — CBC proves
+    /// endpoints microlp cannot reach within a limit, and microlp finds better plans than CBC on
+    /// others — so a portfolio takes the best of both for the price of a second core. With node
+    /// limits and no deadline both runs are deterministic, and so is the result.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use fleetplan::{backend::{good_lp, GoodLp}, plan_greedy, ExactPlanner, Problem};
+    /// # let problem = Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json")).unwrap();
+    /// let planner = ExactPlanner::new().node_limit(1_000).beside(GoodLp::new(good_lp::microlp));
+    /// let plan = planner.plan(&problem);
+    /// assert!(!plan_greedy(&problem).objective.better_than(&plan.objective));
+    /// ```
+    pub fn beside(mut self, backend: impl MipBackend + 'static) -> Self {
+        self.beside = Some(Arc::new(backend));
+        self
+    }
+
+    /// The name of the solver backend, e.g. `"microlp"`, or of both in a portfolio
+    /// (`"microlp + cbc"`, see [`beside`](Self::beside)).
     pub fn backend_name(&self) -> String {
-        self.backend.name()
+        match &self.beside {
+            Some(beside) => format!("{} + {}", self.backend.name(), beside.name()),
+            None => self.backend.name(),
+        }
     }
 
     /// Whether a plan the search could not prove is improved window by window while time is
@@ -244,6 +273,9 @@ impl ExactPlanner {
 
     /// [`plan`](Self::plan), with what the search did.
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
+        if let Some(portfolio) = self.plan_by_portfolio(problem) {
+            return portfolio;
+        }
         if let Some(deepened) = self.plan_by_deepening(problem) {
             return deepened;
         }
