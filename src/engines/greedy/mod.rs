@@ -121,11 +121,14 @@ impl GreedyPlanner {
             let rescue = place::rescue_passes(problem);
             Self::run_passes(&limits, problem, &rescue, &mut best, &mut stats, &mut stop);
         }
-        let planner = match best {
+        let mut planner = match best {
             Some((planner, _)) => planner,
             None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
         };
         stats.phase("passes", started);
+        let phase = Instant::now();
+        planner.lower_excess_by_chains();
+        stats.phase("balance moves", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         #[cfg(debug_assertions)]
         let fleet_before_spread = planner.final_fleet();
