@@ -170,10 +170,7 @@ impl Chains<'_> {
     }
 
     fn new_count(&self, c: usize, holder: usize) -> u32 {
-        self.holders
-            .get(holder)
-            .and_then(|h| h.new_copies.iter().find(|&&(d, _)| d == c))
-            .map_or(0, |&(_, n)| n)
+        self.holders.get(holder).and_then(|h| h.new_copies.iter().find(|&&(d, _)| d == c)).map_or(0, |&(_, n)| n)
     }
 
     /// Applies (`undo` false) or takes back one move to holders and counts.
@@ -213,6 +210,26 @@ impl Chains<'_> {
         self.holders.get(y).is_some_and(|h| self.capacity.get(h.type_index).is_some_and(|cap| h.used.fits_in(cap)))
     }
 
+    /// `candidates` less those alike (type, load and new copies) to one before them: alike
+    /// instances are alike as sources and targets, so one of them is tried.
+    fn distinct(&self, candidates: Vec<usize>) -> Vec<usize> {
+        let mut seen: Vec<&Holder> = Vec::new();
+        let mut kept = Vec::new();
+        for index in candidates {
+            let Some(holder) = self.holders.get(index) else { continue };
+            let alike = |other: &&Holder| {
+                other.type_index == holder.type_index
+                    && other.used == holder.used
+                    && other.new_copies == holder.new_copies
+            };
+            if !seen.iter().any(alike) {
+                seen.push(holder);
+                kept.push(index);
+            }
+        }
+        kept
+    }
+
     /// Counts one instance check; false when the pass's work or the chain's budget is spent.
     fn tick(&mut self) -> bool {
         if self.exhausted() {
@@ -244,17 +261,9 @@ impl Chains<'_> {
                 if gain >= (0, 0) {
                     continue;
                 }
-                let mut sources: Vec<usize> = Vec::new();
-                let mut seen: Vec<(usize, Resources, &[(usize, u32)])> = Vec::new();
-                for &x in &self.by_az[a] {
-                    let Some(holder) = self.holders.get(x).filter(|_| self.new_count(c, x) > 0) else { continue };
-                    let key = (holder.type_index, holder.used, holder.new_copies.as_slice());
-                    if !seen.contains(&key) {
-                        seen.push(key);
-                        sources.push(x);
-                    }
-                }
-                drop(seen);
+                let holding: Vec<usize> =
+                    self.by_az.get(a).into_iter().flatten().copied().filter(|&x| self.new_count(c, x) > 0).collect();
+                let sources = self.distinct(holding);
                 for x in sources {
                     if self.exhausted() {
                         return None;
@@ -277,21 +286,19 @@ impl Chains<'_> {
     /// ejections deep). `gain`: the chain's gain including this move. The chain's gain when it
     /// closed (left applied, in `self.chain`); `None` with everything taken back.
     fn land(&mut self, c: usize, x: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
-        let mut seen: Vec<(usize, Resources, &[(usize, u32)])> = Vec::new();
-        let mut targets: Vec<usize> = Vec::new();
-        for &y in self.by_az.get(b)? {
-            let Some(holder) = self.holders.get(y) else { continue };
-            if y == x || !holder.open || self.need(c, y).is_none() || self.chain.iter().any(|step| step.to == y) {
-                continue;
-            }
-            // Instances alike in type, load and new copies are alike as targets: one is tried.
-            let key = (holder.type_index, holder.used, holder.new_copies.as_slice());
-            if !seen.contains(&key) {
-                seen.push(key);
-                targets.push(y);
-            }
-        }
-        drop(seen);
+        let eligible: Vec<usize> = self
+            .by_az
+            .get(b)?
+            .iter()
+            .copied()
+            .filter(|&y| {
+                y != x
+                    && self.holders.get(y).is_some_and(|holder| holder.open)
+                    && self.need(c, y).is_some()
+                    && !self.chain.iter().any(|step| step.to == y)
+            })
+            .collect();
+        let targets = self.distinct(eligible);
         // Onto free room first.
         for &y in &targets {
             if !self.tick() {

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use super::realize::{actions_of, spread_balance, Draft};
 use super::{ExactPlanner, MAX_MASTER_VARIABLES};
+use crate::engines::balance::{self, Holder};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
-use crate::engines::balance::{self, Holder};
 use crate::fleet::{balance_excess, objective_of_actions, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
@@ -722,7 +722,7 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
     }
     for step in moves {
         for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
-            let Some(draft) = drafts.get_mut(position) else { return None };
+            let draft = drafts.get_mut(position)?;
             for map in [&mut draft.copies, &mut draft.new_copies] {
                 let entry = map.entry(step.component).or_insert(0);
                 *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);

@@ -13,10 +13,13 @@
 //!    or more missing ones that fit the room it frees; then instances the plan opened whose
 //!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2); last,
 //!    new copies of components over their MaxImbalance move to emptier AZs, onto free room or
-//!    in exchange for another component's new copy (same instances and copies, lower L2).
+//!    by ejection chains through other components' new copies (`engines::balance`; same
+//!    instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
+//! 5. **Balance moves** (`engines::balance`, shared with the exact planner): ejection chains of
+//!    new copies between AZs that lower the balance excess while every instance stays.
+//! 6. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Small problems run phases 1–4 several times (component orders × modes, within a work
@@ -27,8 +30,8 @@
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
 //! copy at once, so copies of different shapes share it. Plans that place every copy pay
-//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phase 5 runs on the
-//! kept result only (it does not change L1–L4).
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phases 5 and 6
+//! run on the kept result only (they do not change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -127,7 +130,7 @@ impl GreedyPlanner {
         };
         stats.phase("passes", started);
         let phase = Instant::now();
-        planner.lower_excess_by_chains();
+        planner.lower_excess_by_chains(repair::KEPT_BALANCE_WORK);
         stats.phase("balance moves", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         #[cfg(debug_assertions)]
@@ -270,7 +273,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         planner.place_all(order);
     }
     planner.eliminate();
-    planner.rebalance_by_moves();
+    planner.lower_excess_by_chains(repair::BALANCE_WORK);
     planner.min_reached = planner.release_and_meet_min();
     planner
 }
