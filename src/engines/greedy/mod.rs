@@ -13,12 +13,12 @@
 //!    or more missing ones that fit the room it frees; then instances the plan opened whose
 //!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2); last,
 //!    new copies of components over their MaxImbalance move to emptier AZs, onto free room or
-//!    by ejection chains through other components' new copies (`engines::balance`; same
-//!    instances and copies, lower L2).
+//!    in exchange for another component's new copy (same instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 5. **Balance moves** (`engines::balance`, shared with the exact planner): ejection chains of
-//!    new copies between AZs that lower the balance excess while every instance stays.
+//! 5. **Balance moves** (`engines::balance`, shared with the exact planner; on the kept plan):
+//!    ejection chains of new copies between AZs that lower the balance excess further while
+//!    every instance stays.
 //! 6. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
@@ -130,7 +130,7 @@ impl GreedyPlanner {
         };
         stats.phase("passes", started);
         let phase = Instant::now();
-        planner.lower_excess_by_chains(repair::KEPT_BALANCE_WORK);
+        planner.lower_excess_by_chains();
         stats.phase("balance moves", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         #[cfg(debug_assertions)]
@@ -273,7 +273,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         planner.place_all(order);
     }
     planner.eliminate();
-    planner.lower_excess_by_chains(repair::BALANCE_WORK);
+    planner.rebalance_by_moves();
     planner.min_reached = planner.release_and_meet_min();
     planner
 }

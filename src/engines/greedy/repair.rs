@@ -19,6 +19,8 @@
 //! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`] instance checks per pass), so large
 //! inputs stay linear.
 
+use std::cmp::Reverse;
+
 use smallvec::SmallVec;
 
 use super::place::as_count;
@@ -31,11 +33,11 @@ use crate::problem::Resources;
 /// Most instance checks one repair pass may do (a check: one room test for one instance).
 const REPAIR_WORK: u64 = 20_000;
 
-/// Most instance checks of one pass's balance moves ([`Greedy::lower_excess_by_chains`]).
-pub(super) const BALANCE_WORK: u64 = 20_000;
+/// Most instance checks one balance pass ([`Greedy::rebalance_by_moves`]) may do.
+const BALANCE_WORK: u64 = 20_000;
 
-/// Most instance checks of the balance moves on the kept plan (once).
-pub(super) const KEPT_BALANCE_WORK: u64 = 1_000_000;
+/// Most instance checks of [`Greedy::lower_excess_by_chains`] (once, on the kept plan).
+const CHAIN_WORK: u64 = 1_000_000;
 
 /// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
 /// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
@@ -99,14 +101,47 @@ impl Greedy<'_> {
         new_copies
     }
 
-    /// Lowers balance excess (L2) on the fleet the plan already has by the shared ejection
-    /// chains ([`balance::lower_excess`], at most `work` instance checks): new copies move
-    /// between AZs, onto free room or in exchange for other new copies whose components' balance
-    /// does not get worse than the chain wins; every instance and copy count stays (L1, L3 and
-    /// L4 unchanged). Placing components one after another leaves this behind when the room in
-    /// the emptier AZs went to components placed earlier that did not need it there. Returns
-    /// the copies moved.
-    pub(super) fn lower_excess_by_chains(&mut self, work: u64) -> usize {
+    /// Lowers balance excess (L2) on the fleet the plan already has: a new copy of a component
+    /// over its MaxImbalance moves from a fuller AZ to an emptier one, onto free room there or in
+    /// exchange for a new copy of another component whose own balance excess does not grow by
+    /// the opposite move. The instances and the copies placed stay as they are (L1, L3 and L4
+    /// unchanged); every move lowers the total excess, so the pass ends. Placing components one
+    /// after another leaves this behind when the room in the emptier AZs went to components
+    /// placed earlier that did not need it there. Returns the moves made.
+    pub(super) fn rebalance_by_moves(&mut self) -> u64 {
+        let problem = self.problem;
+        if problem.azs.len() < 2 {
+            return 0;
+        }
+        let mut order: Vec<usize> = (0..problem.components.len())
+            .filter(|&c| problem.components[c].max_imbalance.is_some())
+            .filter(|&c| self.excess_of(c) > 0)
+            .collect();
+        if order.is_empty() {
+            return 0;
+        }
+        order.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
+        let mut new_copies = self.new_copies_by_instance();
+        let by_rank: Vec<Vec<usize>> = (0..problem.azs.len()).map(|z| self.instances_by_rank(z)).collect();
+        let mut work = BALANCE_WORK;
+        let mut moves = 0;
+        let mut moved = true;
+        while moved && work > 0 {
+            moved = false;
+            for &c in &order {
+                while work > 0 && self.balance_move(c, &by_rank, &mut new_copies, &mut work) {
+                    moves += 1;
+                    moved = true;
+                }
+            }
+        }
+        moves
+    }
+
+    /// Lowers balance excess on the final fleet by the shared ejection chains
+    /// ([`balance::lower_excess`]): new copies move between AZs, every instance stays (L1, L3
+    /// and L4 unchanged). Runs on the kept plan only. Returns the copies moved.
+    pub(super) fn lower_excess_by_chains(&mut self) -> usize {
         let problem = self.problem;
         if problem.azs.len() < 2 {
             return 0;
@@ -141,7 +176,7 @@ impl Greedy<'_> {
             })
             .collect();
         let mut counts = self.az_copies.clone();
-        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, work);
+        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, CHAIN_WORK);
         for step in &moves {
             let (Some(&from), Some(&to)) = (positions.get(step.from), positions.get(step.to)) else { continue };
             self.relocate(step.component, from, Target::Instance(to), &mut None, &mut new_copies);
@@ -153,6 +188,101 @@ impl Greedy<'_> {
     fn excess_of(&self, c: usize) -> u64 {
         let limit = self.problem.components.get(c).and_then(|component| component.max_imbalance);
         self.az_copies.get(c).map_or(0, |totals| balance_excess(totals, limit))
+    }
+
+    /// Component `e`'s balance excess after one of its copies moves from AZ `from` to AZ `to`.
+    fn excess_after_move(&self, e: usize, from: usize, to: usize) -> u64 {
+        let limit = self.problem.components.get(e).and_then(|component| component.max_imbalance);
+        let mut totals = self.az_copies.get(e).cloned().unwrap_or_default();
+        if let Some(cell) = totals.get_mut(from) {
+            *cell = cell.saturating_sub(1);
+        }
+        if let Some(cell) = totals.get_mut(to) {
+            *cell += 1;
+        }
+        balance_excess(&totals, limit)
+    }
+
+    /// One move of [`Self::rebalance_by_moves`] for component `c` (fullest AZ first, to the
+    /// emptiest); false when none lowers its excess (or the work budget ran out).
+    fn balance_move(
+        &mut self,
+        c: usize,
+        by_rank: &[Vec<usize>],
+        new_copies: &mut Vec<NewCopies>,
+        work: &mut u64,
+    ) -> bool {
+        let before = self.excess_of(c);
+        if before == 0 {
+            return false;
+        }
+        let totals = self.az_copies.get(c).cloned().unwrap_or_default();
+        let mut fullest: Vec<usize> = (0..totals.len()).collect();
+        fullest.sort_by_key(|&z| (Reverse(totals[z]), self.az_rank[z]));
+        let emptiest: Vec<usize> = fullest.iter().rev().copied().collect();
+        for &from in &fullest {
+            for &to in &emptiest {
+                if from == to || self.excess_after_move(c, from, to) >= before {
+                    continue;
+                }
+                for &x in by_rank.get(from).map_or(&[][..], Vec::as_slice) {
+                    if !new_copies.get(x).is_some_and(|list| list.iter().any(|&(d, _)| d == c)) {
+                        continue;
+                    }
+                    let Some(need_cx) = self.need_on(c, x) else { continue };
+                    for &y in by_rank.get(to).map_or(&[][..], Vec::as_slice) {
+                        if *work == 0 {
+                            return false;
+                        }
+                        *work -= 1;
+                        if let Some(partner) = self.move_partner(c, (x, need_cx), y, (from, to), new_copies) {
+                            self.relocate(c, x, Target::Instance(y), &mut None, new_copies);
+                            if let Some(d) = partner {
+                                self.relocate(d, y, Target::Instance(x), &mut None, new_copies);
+                            }
+                            self.readmit_accelerated(y);
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a copy of `c` on instance `x` (AZ `from`) can go to instance `y` (AZ `to`):
+    /// `Some(None)` onto free room, `Some(Some(d))` in exchange for a new copy of `d` on `y` that
+    /// fits on `x` once `c` left it and whose component's balance excess does not grow.
+    fn move_partner(
+        &self,
+        c: usize,
+        (x, need_cx): (usize, Resources),
+        y: usize,
+        (from, to): (usize, usize),
+        new_copies: &[NewCopies],
+    ) -> Option<Option<usize>> {
+        let problem = self.problem;
+        let target = self.instances.get(y).filter(|instance| !instance.draining)?;
+        let need_cy = self.need_on(c, y)?;
+        let capacity_y = problem.types.get(target.type_index)?.capacity;
+        if target.used.plus(&need_cy).fits_in(&capacity_y) {
+            return Some(None);
+        }
+        let source = self.instances.get(x)?;
+        let capacity_x = problem.types.get(source.type_index)?.capacity;
+        let left_x = source.used.minus(&need_cx)?;
+        new_copies
+            .get(y)?
+            .iter()
+            .map(|&(d, _)| d)
+            .filter(|&d| d != c)
+            .find(|&d| {
+                let (Some(need_dy), Some(need_dx)) = (self.need_on(d, y), self.need_on(d, x)) else { return false };
+                target.used.minus(&need_dy).is_some_and(|left_y| left_y.plus(&need_cy).fits_in(&capacity_y))
+                    && left_x.plus(&need_dx).fits_in(&capacity_x)
+                    && self.excess_after_move(d, to, from) <= self.excess_of(d)
+            })
+            .map(Some)
     }
 
     /// AZs best for component `c`'s balance with one more copy first (then fewest copies, then name).
