@@ -6,6 +6,7 @@
 //! The placement planners return actions; `finish` turns them into a [`Plan`] with the objective and
 //! `Unplaced` computed by the shared definitions, so no engine reports its own numbers.
 
+pub(crate) mod balance;
 pub mod consolidate;
 pub mod contract;
 pub mod exact;

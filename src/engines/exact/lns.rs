@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use super::realize::{actions_of, spread_balance, Draft};
 use super::{ExactPlanner, MAX_MASTER_VARIABLES};
+use crate::engines::balance::{self, Holder};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
-use crate::fleet::{objective_of_actions, FinalFleet};
+use crate::fleet::{balance_excess, objective_of_actions, FinalFleet, FinalInstance};
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{Action, Plan, SolverKind, Status, StopReason};
 use crate::problem::{LaunchLimit, Problem};
@@ -134,6 +135,8 @@ pub(super) fn improve(
             continue;
         }
         let Some(candidate) = put_back(problem, &fleet, &window, &sub, &sub_plan, &best) else { continue };
+        // A window may leave copies where moves between AZs now lower the balance excess.
+        let candidate = lower_plan_excess(problem, &candidate).unwrap_or(candidate);
         progress.improvements += 1;
         fleet = FinalFleet::apply(problem, &candidate.actions).0;
         best = candidate;
@@ -206,6 +209,10 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
                 holders.entry(c).or_default().push(position);
             }
         }
+        // Aimed at balance first: a component with excess and those sharing its instances.
+        let aimed: Vec<Window> =
+            excess_groups(problem, fleet, cap).iter().map(|group| spanning_window(&holders, group)).collect();
+        per_az.insert(0, aimed);
         per_az.push(spanning_groups(problem, cap).iter().map(|group| spanning_window(&holders, group)).collect());
     }
     let longest = per_az.iter().map(Vec::len).max().unwrap_or(0);
@@ -280,6 +287,49 @@ fn spanning_groups(problem: &Problem, cap: u64) -> Vec<Vec<usize>> {
                 copies = count;
             }
         }
+    }
+    groups
+}
+
+/// Windows across AZs aimed at balance excess: per component with excess (largest first), the
+/// component and those with most copies on the launched instances of the AZs where it has
+/// fewest copies (what must make room there), up to `cap` copies a group.
+fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Vec<usize>> {
+    let components = problem.components();
+    let per_az = fleet.copies_per_az(problem);
+    let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
+    let mut seeds: Vec<(u64, usize)> = (0..components.len())
+        .filter_map(|c| {
+            let excess = balance_excess(per_az.get(c)?, components.get(c)?.max_imbalance);
+            (excess > 0).then_some((excess, c))
+        })
+        .collect();
+    seeds.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
+    let mut groups = Vec::new();
+    for &(_, c) in seeds.iter().take(GROUP_SIZE * 4) {
+        let Some(counts) = per_az.get(c) else { continue };
+        let fewest = counts.iter().copied().min().unwrap_or(0);
+        let mut neighbours: BTreeMap<usize, u64> = BTreeMap::new();
+        for instance in fleet.instances.iter().filter(|instance| instance.existing.is_none()) {
+            if counts.get(instance.az_index).copied().unwrap_or(0) > fewest + 1 {
+                continue;
+            }
+            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c) {
+                *neighbours.entry(d).or_insert(0) += u64::from(n);
+            }
+        }
+        let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
+        let mut group = vec![c];
+        let mut copies = copies_of(c);
+        for (_, d) in ranked {
+            if copies + copies_of(d) <= cap {
+                group.push(d);
+                copies += copies_of(d);
+            }
+        }
+        group.sort_unstable();
+        groups.push(group);
     }
     groups
 }
@@ -591,14 +641,7 @@ fn put_back(
         .iter()
         .enumerate()
         .filter(|(position, _)| !members.contains(position))
-        .map(|(_, instance)| Draft {
-            type_index: instance.type_index,
-            az_index: instance.az_index,
-            existing: instance.existing,
-            reserved: instance.reserved,
-            copies: instance.copies.clone(),
-            new_copies: instance.new_copies.clone(),
-        })
+        .map(|(_, instance)| draft_of(instance))
         .collect();
     let (sub_fleet, _) = FinalFleet::apply(&sub.problem, &sub_plan.actions);
     for instance in sub_fleet.instances {
@@ -629,6 +672,70 @@ fn put_back(
     let actions = actions_of(problem, &drafts);
     let plan = finish(problem, SolverKind::Exact, best.status, best.stop_reason.clone(), actions, best.bound.clone());
     (plan.objective.better_than(&best.objective) && verify(problem, &plan).is_empty()).then_some(plan)
+}
+
+/// A final-fleet instance as a draft of the plan being rebuilt.
+fn draft_of(instance: &FinalInstance) -> Draft {
+    Draft {
+        type_index: instance.type_index,
+        az_index: instance.az_index,
+        existing: instance.existing,
+        reserved: instance.reserved,
+        copies: instance.copies.clone(),
+        new_copies: instance.new_copies.clone(),
+    }
+}
+
+/// Instance checks one run of [`lower_plan_excess`] may do.
+const BALANCE_WORK: u64 = 1_000_000;
+
+/// `plan` with its balance excess lowered by moving new copies between AZs
+/// ([`balance::lower_excess`]: every instance stays, so L1, L3 and L4 do not change), the SPREAD
+/// rule restored within each AZ; `None` unless the result verifies and is strictly better.
+pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
+    if plan.objective.balance_excess == 0 || problem.azs().len() < 2 {
+        return None;
+    }
+    let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
+    if !violations.is_empty() {
+        return None;
+    }
+    let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
+    let mut holders: Vec<Holder> = fleet
+        .instances
+        .iter()
+        .map(|instance| Holder {
+            type_index: instance.type_index,
+            az: instance.az_index,
+            open: !instance.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining),
+            used: instance.used(problem),
+            new_copies: instance.new_copies.iter().map(|(&c, &n)| (c, n)).filter(|&(_, n)| n > 0).collect(),
+        })
+        .collect();
+    let mut counts = fleet.copies_per_az(problem);
+    let mut order: Vec<usize> = (0..problem.components().len())
+        .filter(|&c| problem.components().get(c).is_some_and(|component| component.max_imbalance.is_some()))
+        .collect();
+    order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
+    let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, BALANCE_WORK);
+    if moves.is_empty() {
+        return None;
+    }
+    for step in moves {
+        for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
+            let draft = drafts.get_mut(position)?;
+            for map in [&mut draft.copies, &mut draft.new_copies] {
+                let entry = map.entry(step.component).or_insert(0);
+                *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);
+                map.retain(|_, n| *n > 0);
+            }
+        }
+    }
+    let azs: Vec<usize> = (0..problem.azs().len()).collect();
+    spread_balance(problem, &mut drafts, &azs);
+    let actions = actions_of(problem, &drafts);
+    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
+    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
 }
 
 #[cfg(test)]

@@ -16,7 +16,10 @@
 //!    in exchange for another component's new copy (same instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
-//! 5. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
+//! 5. **Balance moves** (`engines::balance`, shared with the exact planner; on the kept plan):
+//!    ejection chains of new copies between AZs that lower the balance excess further while
+//!    every instance stays.
+//! 6. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
 //! Small problems run phases 1–4 several times (component orders × modes, within a work
@@ -27,8 +30,8 @@
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
 //! copy at once, so copies of different shapes share it. Plans that place every copy pay
-//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phase 5 runs on the
-//! kept result only (it does not change L1–L4).
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phases 5 and 6
+//! run on the kept result only (they do not change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -121,11 +124,14 @@ impl GreedyPlanner {
             let rescue = place::rescue_passes(problem);
             Self::run_passes(&limits, problem, &rescue, &mut best, &mut stats, &mut stop);
         }
-        let planner = match best {
+        let mut planner = match best {
             Some((planner, _)) => planner,
             None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
         };
         stats.phase("passes", started);
+        let phase = Instant::now();
+        planner.lower_excess_by_chains();
+        stats.phase("balance moves", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         #[cfg(debug_assertions)]
         let fleet_before_spread = planner.final_fleet();

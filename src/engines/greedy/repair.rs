@@ -25,6 +25,7 @@ use smallvec::SmallVec;
 
 use super::place::as_count;
 use super::Greedy;
+use crate::engines::balance::{self, Holder};
 use crate::fleet::balance_excess;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
@@ -34,6 +35,9 @@ const REPAIR_WORK: u64 = 20_000;
 
 /// Most instance checks one balance pass ([`Greedy::rebalance_by_moves`]) may do.
 const BALANCE_WORK: u64 = 20_000;
+
+/// Most instance checks of [`Greedy::lower_excess_by_chains`] (once, on the kept plan).
+const CHAIN_WORK: u64 = 1_000_000;
 
 /// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
 /// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
@@ -132,6 +136,52 @@ impl Greedy<'_> {
             }
         }
         moves
+    }
+
+    /// Lowers balance excess on the final fleet by the shared ejection chains
+    /// ([`balance::lower_excess`]): new copies move between AZs, every instance stays (L1, L3
+    /// and L4 unchanged). Runs on the kept plan only. Returns the copies moved.
+    pub(super) fn lower_excess_by_chains(&mut self) -> usize {
+        let problem = self.problem;
+        if problem.azs.len() < 2 {
+            return 0;
+        }
+        let mut order: Vec<usize> =
+            (0..problem.components.len()).filter(|&c| problem.components[c].max_imbalance.is_some()).collect();
+        if order.iter().all(|&c| self.excess_of(c) == 0) {
+            return 0;
+        }
+        order.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
+        let mut new_copies = self.new_copies_by_instance();
+        let positions: Vec<usize> = (0..problem.azs.len())
+            .flat_map(|z| self.instances_by_rank(z))
+            .filter(|&i| self.instances.get(i).is_some_and(|instance| instance.in_fleet && !instance.released))
+            .collect();
+        let mut holders: Vec<Holder> = positions
+            .iter()
+            .map(|&i| {
+                let instance = &self.instances[i];
+                let mut copies: SmallVec<[(usize, u32); 4]> = new_copies
+                    .get(i)
+                    .map(|list| list.iter().copied().filter(|&(_, n)| n > 0).collect())
+                    .unwrap_or_default();
+                copies.sort_unstable();
+                Holder {
+                    type_index: instance.type_index,
+                    az: instance.az,
+                    open: !instance.draining,
+                    used: instance.used,
+                    new_copies: copies,
+                }
+            })
+            .collect();
+        let mut counts = self.az_copies.clone();
+        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, CHAIN_WORK);
+        for step in &moves {
+            let (Some(&from), Some(&to)) = (positions.get(step.from), positions.get(step.to)) else { continue };
+            self.relocate(step.component, from, Target::Instance(to), &mut None, &mut new_copies);
+        }
+        moves.len()
     }
 
     /// Component `c`'s balance excess now.

@@ -1,0 +1,619 @@
+//! Lowering balance excess (L2 of docs/contract.md §2.2) on a final fleet whose instances are
+//! fixed: new copies move between AZs, every instance stays, so L1, L3 and L4 do not change.
+//! One pass shared by the planners (greedy on its own state, exact on its plan).
+//!
+//! A move is an **ejection chain**: a new copy of a component `c₀` over its MaxImbalance leaves
+//! an instance in one of its fullest AZs for an instance `y₁` in an emptier AZ; when `y₁` has no
+//! room, a new copy of another component `c₁` leaves `y₁` (making room) for an instance `y₂` in
+//! any other AZ, and so on, until a copy lands on free room (the room `c₀` left behind counts,
+//! which makes a two-way swap a chain of length two). A chain is taken when it lowers
+//! (total excess, Σ over balanced components and AZs of copies²) lexicographically, and every
+//! prefix of it would too: a displaced copy may only move where its own component's excess
+//! does not grow more than the chain has already won. The second term, the sum of squares,
+//! falls with a move from a fuller to an emptier AZ; it steers the pass (and lets it go on) when
+//! one move of a component with several fullest AZs cannot lower its excess yet. Every chain
+//! lowers the pair, so the pass ends; its work is bounded (`work`: instance checks).
+
+use std::cmp::Reverse;
+
+use smallvec::SmallVec;
+
+use crate::fleet::balance_excess;
+use crate::problem::{Problem, Resources};
+
+/// Most copies one chain displaces after the first (a chain moves at most this many + 1).
+const MAX_DISPLACED: usize = 3;
+
+/// Most instance checks the search for one chain may do.
+const CHAIN_WORK: u64 = 4_000;
+
+/// One instance of the final fleet as the pass sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Holder {
+    /// Instance type.
+    pub(crate) type_index: usize,
+    /// AZ.
+    pub(crate) az: usize,
+    /// May receive new copies (not draining).
+    pub(crate) open: bool,
+    /// Resources its copies use now.
+    pub(crate) used: Resources,
+    /// New copies on it per component (the only copies that may move), sorted by component.
+    pub(crate) new_copies: SmallVec<[(usize, u32); 4]>,
+}
+
+/// One new copy of `component` moved from holder `from` to holder `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Move {
+    pub(crate) component: usize,
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+}
+
+/// Lowers the total balance excess of `holders` by ejection chains (see the module text).
+/// `counts[c][z]`: every copy of component `c` in AZ `z` in the final fleet (existing ones too);
+/// `holders` and `counts` are updated. `order`: the balanced components in the order they are
+/// tried (the caller's intrinsic order, so input positions do not decide). Returns the moves
+/// made, in an order in which each lands on room (a chain closing on the instance its first
+/// copy left is the exception: that copy leaves first). At most `work` instance checks.
+pub(crate) fn lower_excess(
+    problem: &Problem,
+    holders: &mut [Holder],
+    counts: &mut [Vec<u64>],
+    order: &[usize],
+    work: u64,
+) -> Vec<Move> {
+    let az_count = problem.azs().len();
+    if az_count < 2 || holders.is_empty() {
+        return Vec::new();
+    }
+    let need_on: Vec<Vec<Option<Resources>>> = (0..problem.instance_types().len())
+        .map(|t| {
+            problem
+                .components()
+                .iter()
+                .map(|component| component.placement_requirement(problem, t).map(|r| r.resources))
+                .collect()
+        })
+        .collect();
+    let capacity: Vec<Resources> = problem.instance_types().iter().map(|info| info.capacity).collect();
+    let mut by_az: Vec<Vec<usize>> = vec![Vec::new(); az_count];
+    for (index, holder) in holders.iter().enumerate() {
+        if let Some(list) = by_az.get_mut(holder.az) {
+            list.push(index);
+        }
+    }
+    let mut pass = Chains { problem, holders, counts, need_on, capacity, by_az, work, budget: 0, chain: Vec::new() };
+    let mut moves = Vec::new();
+    // Shallow chains first: they are cheap, and a deeper search only runs when none is left.
+    let mut depth = 0;
+    while depth <= MAX_DISPLACED && pass.work > 0 {
+        let mut moved = false;
+        for &c in order {
+            while pass.work > 0 && pass.standing(c) > (0, 0) {
+                match pass.chain_for(c, depth) {
+                    Some(chain) => {
+                        moves.extend(chain);
+                        moved = true;
+                    }
+                    None => break,
+                }
+            }
+        }
+        depth = if moved { 0 } else { depth + 1 };
+    }
+    moves
+}
+
+/// Change of (total excess, copies still to move to reach the best balance) a chain makes;
+/// lexicographic.
+type Gain = (i64, i64);
+
+/// The pass's state: the holders and counts it updates, and the chain being built.
+struct Chains<'a> {
+    problem: &'a Problem,
+    holders: &'a mut [Holder],
+    counts: &'a mut [Vec<u64>],
+    /// `[type][component]`: what one new copy needs there, where it may be placed.
+    need_on: Vec<Vec<Option<Resources>>>,
+    capacity: Vec<Resources>,
+    by_az: Vec<Vec<usize>>,
+    work: u64,
+    /// Instance checks left for the chain being searched (a search that finds nothing must not
+    /// spend the whole pass's work).
+    budget: u64,
+    /// The moves of the chain being built (applied to `holders`/`counts` as it grows).
+    chain: Vec<Move>,
+}
+
+impl Chains<'_> {
+    fn max_imbalance(&self, c: usize) -> Option<u32> {
+        self.problem.components().get(c).and_then(|component| component.max_imbalance)
+    }
+
+    fn count(&self, c: usize, z: usize) -> u64 {
+        self.counts.get(c).and_then(|row| row.get(z)).copied().unwrap_or(0)
+    }
+
+    /// (excess, copies still to move to reach its best balance) of component `c` now.
+    fn standing(&self, c: usize) -> Gain {
+        let Some(limit) = self.max_imbalance(c) else { return (0, 0) };
+        let row = self.counts.get(c).map_or(&[][..], Vec::as_slice);
+        (balance_excess(row, Some(limit)) as i64, moves_to_balance(row, limit) as i64)
+    }
+
+    /// What moving one copy of `c` from AZ `a` to AZ `b` changes in [`Self::standing`].
+    fn gain_of(&mut self, c: usize, a: usize, b: usize) -> Gain {
+        if self.max_imbalance(c).is_none() {
+            return (0, 0);
+        }
+        let before = self.standing(c);
+        self.shift_count(c, a, b);
+        let after = self.standing(c);
+        self.shift_count(c, b, a);
+        (after.0 - before.0, after.1 - before.1)
+    }
+
+    fn shift_count(&mut self, c: usize, a: usize, b: usize) {
+        let Some(row) = self.counts.get_mut(c) else { return };
+        if let Some(cell) = row.get_mut(a) {
+            *cell = cell.saturating_sub(1);
+        }
+        if let Some(cell) = row.get_mut(b) {
+            *cell += 1;
+        }
+    }
+
+    fn need(&self, c: usize, holder: usize) -> Option<Resources> {
+        let type_index = self.holders.get(holder)?.type_index;
+        self.need_on.get(type_index)?.get(c).copied().flatten()
+    }
+
+    fn new_count(&self, c: usize, holder: usize) -> u32 {
+        self.holders.get(holder).and_then(|h| h.new_copies.iter().find(|&&(d, _)| d == c)).map_or(0, |&(_, n)| n)
+    }
+
+    /// Applies (`undo` false) or takes back one move to holders and counts.
+    fn apply(&mut self, step: Move, undo: bool) {
+        let (from, to) = if undo { (step.to, step.from) } else { (step.from, step.to) };
+        let (Some(need_from), Some(need_to)) = (self.need(step.component, from), self.need(step.component, to)) else {
+            return;
+        };
+        let (Some(az_from), Some(az_to)) = (self.holders.get(from).map(|h| h.az), self.holders.get(to).map(|h| h.az))
+        else {
+            return;
+        };
+        if let Some(holder) = self.holders.get_mut(from) {
+            holder.used = holder.used.minus(&need_from).unwrap_or(Resources::ZERO);
+            change(&mut holder.new_copies, step.component, -1);
+        }
+        if let Some(holder) = self.holders.get_mut(to) {
+            holder.used = holder.used.plus(&need_to);
+            change(&mut holder.new_copies, step.component, 1);
+        }
+        self.shift_count(step.component, az_from, az_to);
+    }
+
+    fn push(&mut self, step: Move) {
+        self.apply(step, false);
+        self.chain.push(step);
+    }
+
+    fn pop(&mut self) {
+        if let Some(step) = self.chain.pop() {
+            self.apply(step, true);
+        }
+    }
+
+    /// Whether holder `y` (after the chain so far) fits what it holds.
+    fn fits(&self, y: usize) -> bool {
+        self.holders.get(y).is_some_and(|h| self.capacity.get(h.type_index).is_some_and(|cap| h.used.fits_in(cap)))
+    }
+
+    /// `candidates` less those alike (type, load and new copies) to one before them: alike
+    /// instances are alike as sources and targets, so one of them is tried.
+    fn distinct(&self, candidates: Vec<usize>) -> Vec<usize> {
+        let mut seen: Vec<&Holder> = Vec::new();
+        let mut kept = Vec::new();
+        for index in candidates {
+            let Some(holder) = self.holders.get(index) else { continue };
+            let alike = |other: &&Holder| {
+                other.type_index == holder.type_index
+                    && other.used == holder.used
+                    && other.new_copies == holder.new_copies
+            };
+            if !seen.iter().any(alike) {
+                seen.push(holder);
+                kept.push(index);
+            }
+        }
+        kept
+    }
+
+    /// Counts one instance check; false when the pass's work or the chain's budget is spent.
+    fn tick(&mut self) -> bool {
+        if self.exhausted() {
+            return false;
+        }
+        self.work -= 1;
+        self.budget -= 1;
+        true
+    }
+
+    fn exhausted(&self) -> bool {
+        self.work == 0 || self.budget == 0
+    }
+
+    /// A chain lowering `c`'s excess (or the pair), applied; `None` when none is found.
+    fn chain_for(&mut self, c: usize, depth: usize) -> Option<Vec<Move>> {
+        self.budget = CHAIN_WORK;
+        let az_count = self.by_az.len();
+        let mut fullest: Vec<usize> = (0..az_count).collect();
+        fullest.sort_by_key(|&z| (Reverse(self.count(c, z)), z));
+        let mut emptiest = fullest.clone();
+        emptiest.reverse();
+        for &a in &fullest {
+            for &b in &emptiest {
+                if a == b || self.count(c, a) < self.count(c, b) + 2 {
+                    continue;
+                }
+                let gain = self.gain_of(c, a, b);
+                if gain >= (0, 0) {
+                    continue;
+                }
+                let holding: Vec<usize> =
+                    self.by_az.get(a).into_iter().flatten().copied().filter(|&x| self.new_count(c, x) > 0).collect();
+                let sources = self.distinct(holding);
+                for x in sources {
+                    if self.exhausted() {
+                        return None;
+                    }
+                    if self.land(c, x, b, gain, depth).is_some() {
+                        let mut chain = std::mem::take(&mut self.chain);
+                        // The last copy displaced lands on room: executing the moves from the end
+                        // of the chain keeps every instance within its capacity on the way.
+                        chain.reverse();
+                        return Some(chain);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Moves a copy of `c` from holder `x` into AZ `b`, onto room or making room by ejecting
+    /// one or two other new copies there, each of which moves on the same way (at most `depth`
+    /// ejections deep). `gain`: the chain's gain including this move. The chain's gain when it
+    /// closed (left applied, in `self.chain`); `None` with everything taken back.
+    fn land(&mut self, c: usize, x: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
+        let eligible: Vec<usize> = self
+            .by_az
+            .get(b)?
+            .iter()
+            .copied()
+            .filter(|&y| {
+                y != x
+                    && self.holders.get(y).is_some_and(|holder| holder.open)
+                    && self.need(c, y).is_some()
+                    && !self.chain.iter().any(|step| step.to == y)
+            })
+            .collect();
+        let targets = self.distinct(eligible);
+        // Onto free room first.
+        for &y in &targets {
+            if !self.tick() {
+                return None;
+            }
+            self.push(Move { component: c, from: x, to: y });
+            if self.fits(y) {
+                return Some(gain);
+            }
+            self.pop();
+        }
+        if depth == 0 {
+            return None;
+        }
+        for &y in &targets {
+            self.push(Move { component: c, from: x, to: y });
+            for set in self.ejections(c, y) {
+                if !self.tick() {
+                    self.pop();
+                    return None;
+                }
+                let mark = self.chain.len();
+                let mut total = Some(gain);
+                for &d in &set {
+                    total = total.and_then(|so_far| self.eject(d, y, b, so_far, depth - 1));
+                }
+                if total.is_some() {
+                    return total;
+                }
+                while self.chain.len() > mark {
+                    self.pop();
+                }
+            }
+            self.pop();
+        }
+        None
+    }
+
+    /// Sets of one or two new copies on holder `y` (overfull with a copy of `c` that just
+    /// arrived) whose leaving makes it fit: single copies first, pairs only of copies that do
+    /// not make room alone.
+    fn ejections(&self, c: usize, y: usize) -> SmallVec<[SmallVec<[usize; 2]>; 8]> {
+        let mut sets: SmallVec<[SmallVec<[usize; 2]>; 8]> = SmallVec::new();
+        let Some(holder) = self.holders.get(y) else { return sets };
+        let Some(capacity) = self.capacity.get(holder.type_index) else { return sets };
+        let residents: SmallVec<[(usize, u32); 4]> =
+            holder.new_copies.iter().copied().filter(|&(d, _)| d != c).collect();
+        let fits_without = |set: &[usize]| {
+            let freed = set.iter().filter_map(|&d| self.need(d, y)).fold(Resources::ZERO, |a, r| a.plus(&r));
+            holder.used.minus(&freed).is_some_and(|left| left.fits_in(capacity))
+        };
+        let mut alone: SmallVec<[usize; 4]> = SmallVec::new();
+        for &(d, _) in &residents {
+            if fits_without(&[d]) {
+                sets.push(SmallVec::from_slice(&[d]));
+                alone.push(d);
+            }
+        }
+        for (i, &(d, n)) in residents.iter().enumerate() {
+            if alone.contains(&d) {
+                continue;
+            }
+            if n >= 2 && fits_without(&[d, d]) {
+                sets.push(SmallVec::from_slice(&[d, d]));
+            }
+            for &(e, _) in residents.iter().skip(i + 1) {
+                if !alone.contains(&e) && fits_without(&[d, e]) {
+                    sets.push(SmallVec::from_slice(&[d, e]));
+                }
+            }
+        }
+        sets
+    }
+
+    /// Moves a new copy of `d` off holder `y` (AZ `b`) to another AZ, emptiest for `d` first,
+    /// where the chain's gain stays below zero. The chain's gain when it closed.
+    fn eject(&mut self, d: usize, y: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
+        let mut next: Vec<usize> = (0..self.by_az.len()).filter(|&z| z != b).collect();
+        next.sort_by_key(|&z| (self.count(d, z), z));
+        for z in next {
+            let step = self.gain_of(d, b, z);
+            let total = (gain.0 + step.0, gain.1 + step.1);
+            // Every prefix of a chain improves: a displaced copy may only spend what the chain
+            // has won so far.
+            if total >= (0, 0) {
+                continue;
+            }
+            if let Some(closed) = self.land(d, y, z, total, depth) {
+                return Some(closed);
+            }
+        }
+        None
+    }
+}
+
+/// Adds `delta` to `component`'s entry of a sorted count list (dropping it at zero).
+fn change(list: &mut SmallVec<[(usize, u32); 4]>, component: usize, delta: i64) {
+    match list.binary_search_by_key(&component, |&(c, _)| c) {
+        Ok(pos) => {
+            let count = list.get(pos).map_or(0, |&(_, n)| i64::from(n)) + delta;
+            if count <= 0 {
+                list.remove(pos);
+            } else if let Some(entry) = list.get_mut(pos) {
+                entry.1 = u32::try_from(count).unwrap_or(u32::MAX);
+            }
+        }
+        Err(pos) if delta > 0 => list.insert(pos, (component, u32::try_from(delta).unwrap_or(u32::MAX))),
+        Err(_) => {}
+    }
+}
+
+/// Fewest copies of a component that must move between AZs (its total fixed) before its
+/// balance excess is as low as the total allows: with `n` copies over the AZs, the most even
+/// split has spread `s = max(limit, [AZs ∤ n])`, and the copies to move are the fewest over the
+/// target levels `[L, L + s]` that hold `n`. Zero when the excess is already the least possible.
+pub(crate) fn moves_to_balance(counts: &[u64], limit: u32) -> u64 {
+    let zones = counts.len() as u64;
+    if zones < 2 {
+        return 0;
+    }
+    let total: u64 = counts.iter().sum();
+    let spread = u64::from(limit).max(u64::from(total % zones != 0));
+    // Levels L with zones·L ≤ total ≤ zones·(L + spread).
+    let lowest = total.saturating_sub(zones * spread).div_ceil(zones);
+    let highest = total / zones;
+    (lowest..=highest)
+        .map(|level| {
+            let over: u64 = counts.iter().map(|&n| n.saturating_sub(level + spread)).sum();
+            let under: u64 = counts.iter().map(|&n| level.saturating_sub(n)).sum();
+            over.max(under)
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ScenarioBuilder;
+
+    /// Two AZs, three 4-accelerator types; every copy takes 2 accelerators. `bal` (MaxImbalance 0)
+    /// runs on g6 and g5, `b` only on g5, `c` on g5 and g6e.
+    fn three_types() -> Problem {
+        let mut builder = ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g5.12xlarge", 1)
+            .pool("ml.g6e.12xlarge", 1)
+            .component_per_type("bal", 2)
+            .specification("bal", "ml.g6.12xlarge", 2, 1.0, 1024)
+            .specification("bal", "ml.g5.12xlarge", 2, 1.0, 1024)
+            .component_per_type("b", 2)
+            .specification("b", "ml.g5.12xlarge", 2, 1.0, 1024)
+            .component_per_type("c", 2)
+            .specification("c", "ml.g5.12xlarge", 2, 1.0, 1024)
+            .specification("c", "ml.g6e.12xlarge", 2, 1.0, 1024);
+        builder = builder.max_imbalance("bal", 0);
+        Problem::new(&builder.build().unwrap()).unwrap()
+    }
+
+    fn holder(problem: &Problem, type_name: &str, az: usize, copies: &[(usize, u32)]) -> Holder {
+        let type_index = problem.type_index(type_name).unwrap();
+        let map = copies.iter().copied().collect();
+        Holder {
+            type_index,
+            az,
+            open: true,
+            used: problem.copies_footprint(type_index, &map),
+            new_copies: copies.iter().copied().collect(),
+        }
+    }
+
+    fn counts_of(problem: &Problem, holders: &[Holder]) -> Vec<Vec<u64>> {
+        let mut counts = vec![vec![0u64; problem.azs().len()]; problem.components().len()];
+        for h in holders {
+            for &(c, n) in &h.new_copies {
+                counts[c][h.az] += u64::from(n);
+            }
+        }
+        counts
+    }
+
+    #[test]
+    fn a_three_move_chain_balances_where_no_move_or_swap_does() {
+        let problem = three_types();
+        let (bal, b, c) = (0, 1, 2);
+        // AZ a: X (g6) holds bal, bal; Z (g5) holds c, c. AZ b: Y (g5) holds b, b; W (g6e) is empty.
+        // bal can only go to Y; b leaving Y can only go to Z (g5); c leaving Z can go to W.
+        let mut holders = vec![
+            holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
+            holder(&problem, "ml.g6e.12xlarge", 1, &[]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        assert_eq!(balance_excess(&counts[bal], Some(0)), 2);
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], 10_000);
+        assert_eq!(balance_excess(&counts[bal], Some(0)), 0, "{moves:?}");
+        assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
+        assert_eq!(
+            moves,
+            vec![
+                Move { component: c, from: 1, to: 3 },
+                Move { component: b, from: 2, to: 1 },
+                Move { component: bal, from: 0, to: 2 },
+            ]
+        );
+        for h in &holders {
+            assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
+        }
+        // Without the chain's depth (no ejections) nothing moves.
+        let mut shallow = vec![
+            holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
+        ];
+        let mut counts = counts_of(&problem, &shallow);
+        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], 10_000).is_empty());
+    }
+
+    #[test]
+    fn a_displaced_copy_never_costs_more_balance_than_the_chain_wins() {
+        let mut problem = three_types();
+        let (bal, c) = (0, 2);
+        problem.components[c].max_imbalance = Some(0);
+        problem.components[c].copy_count = 4;
+        // bal (2, 0): excess 2. c (2, 2): balanced. bal's only way into AZ b ejects a c, which
+        // can only go to AZ a: bal balanced, c at (3, 1), excess 2 — no gain, so no move.
+        let mut holders = vec![
+            holder(&problem, "ml.g5.12xlarge", 0, &[(bal, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 1, &[(c, 2)]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        let before = counts.clone();
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], 10_000);
+        assert!(moves.is_empty(), "{moves:?}");
+        assert_eq!(counts, before);
+        // With one c fewer in a, c moving there costs nothing (three copies over two AZs have
+        // excess 1 at best): the swap is made.
+        let mut holders = vec![
+            holder(&problem, "ml.g5.12xlarge", 0, &[(bal, 2)]),
+            holder(&problem, "ml.g5.12xlarge", 0, &[(c, 1)]),
+            holder(&problem, "ml.g5.12xlarge", 1, &[(c, 2)]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], 10_000);
+        assert_eq!((balance_excess(&counts[bal], Some(0)), balance_excess(&counts[c], Some(0))), (0, 1));
+    }
+
+    #[test]
+    fn nothing_moves_when_no_move_can_lower_the_excess() {
+        let problem = three_types();
+        // One copy in a, none in b: excess 1 with MaxImbalance 0, and no split of 1 does better.
+        let mut holders =
+            vec![holder(&problem, "ml.g5.12xlarge", 0, &[(0, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[])];
+        let mut counts = counts_of(&problem, &holders);
+        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], 10_000).is_empty());
+    }
+
+    /// Fewest single-copy moves to the least excess, by breadth-first search.
+    fn moves_by_search(counts: &[u64], limit: u32) -> u64 {
+        let least = {
+            let total: u64 = counts.iter().sum();
+            let zones = counts.len() as u64;
+            u64::from(total % zones != 0).saturating_sub(u64::from(limit))
+        };
+        let mut frontier = vec![counts.to_vec()];
+        let mut seen = vec![counts.to_vec()];
+        for steps in 0.. {
+            if frontier.iter().any(|state| balance_excess(state, Some(limit)) == least) {
+                return steps;
+            }
+            let mut next = Vec::new();
+            for state in &frontier {
+                for a in 0..state.len() {
+                    for b in 0..state.len() {
+                        if a != b && state[a] > 0 {
+                            let mut moved = state.clone();
+                            moved[a] -= 1;
+                            moved[b] += 1;
+                            if !seen.contains(&moved) {
+                                seen.push(moved.clone());
+                                next.push(moved);
+                            }
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn moves_to_balance_is_the_fewest_moves_to_the_least_excess() {
+        for zones in 2..=4usize {
+            for limit in 0..=2u32 {
+                let mut counts = vec![0u64; zones];
+                // Every vector of counts 0..=5 per AZ.
+                loop {
+                    assert_eq!(
+                        moves_to_balance(&counts, limit),
+                        moves_by_search(&counts, limit),
+                        "counts {counts:?}, MaxImbalance {limit}"
+                    );
+                    let Some(position) = counts.iter().position(|&n| n < 5) else { break };
+                    counts[position] += 1;
+                    for earlier in counts.iter_mut().take(position) {
+                        *earlier = 0;
+                    }
+                }
+            }
+        }
+        assert_eq!(moves_to_balance(&[5, 1], 0), 2);
+        assert_eq!(moves_to_balance(&[4, 0, 0], 1), 2);
+        assert_eq!(moves_to_balance(&[3, 3, 2, 2], 0), 0);
+    }
+}
