@@ -35,6 +35,7 @@
 
 mod mixed;
 mod place;
+mod repack;
 mod repair;
 mod scale_in;
 
@@ -114,12 +115,31 @@ impl GreedyPlanner {
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
         let mut best: Option<(Greedy<'_>, Option<PassRank>)> = None;
-        Self::run_passes(&limits, problem, &passes, &mut best, &mut stats, &mut stop);
+        // Every ranked pass, to repack the best few (below).
+        let mut ranked: Vec<(PassRank, Vec<usize>, Mode)> = Vec::new();
+        Self::run_passes(&limits, problem, &passes, &mut best, &mut ranked, &mut stats, &mut stop);
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             // Copies left behind: the passes that trade balance and preference for copies per
             // instance run only now, so plans that place everything pay nothing for them.
             let rescue = place::rescue_passes(problem);
-            Self::run_passes(&limits, problem, &rescue, &mut best, &mut stats, &mut stop);
+            Self::run_passes(&limits, problem, &rescue, &mut best, &mut ranked, &mut stats, &mut stop);
+        }
+        if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
+            // Still copies left: the best few distinct passes again, each with pairs of
+            // instances repacked at the end (a later pass wins only when strictly better).
+            if ranked.is_empty() {
+                if let Some((planner, _)) = best.as_ref() {
+                    ranked.push((pass_rank(problem, planner), planner.order.clone(), planner.mode));
+                }
+            }
+            ranked.sort_by(|a, b| a.0.cmp(&b.0));
+            ranked.dedup_by(|later, earlier| later.0 == earlier.0);
+            let repack: Vec<(Vec<usize>, Mode)> = ranked
+                .iter()
+                .take(REPACKED_PASSES)
+                .map(|(_, order, mode)| (order.clone(), Mode { repack: true, ..*mode }))
+                .collect();
+            Self::run_passes(&limits, problem, &repack, &mut best, &mut Vec::new(), &mut stats, &mut stop);
         }
         let planner = match best {
             Some((planner, _)) => planner,
@@ -152,6 +172,7 @@ impl GreedyPlanner {
         problem: &'a Problem,
         passes: &[(Vec<usize>, Mode)],
         best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+        ranked: &mut Vec<(PassRank, Vec<usize>, Mode)>,
         stats: &mut Stats,
         stop: &mut StopReason,
     ) {
@@ -173,14 +194,26 @@ impl GreedyPlanner {
                 *best = Some((planner, None));
                 continue;
             };
-            let current_rank = current_rank.get_or_insert_with(|| pass_rank(problem, current));
+            let current_rank = match current_rank {
+                Some(rank) => rank,
+                None => {
+                    let rank = pass_rank(problem, current);
+                    ranked.push((rank, current.order.clone(), current.mode));
+                    current_rank.insert(rank)
+                }
+            };
             let rank = pass_rank(problem, &planner);
+            ranked.push((rank, order.clone(), *mode));
             if rank < *current_rank {
                 *best = Some((planner, Some(rank)));
             }
         }
     }
 }
+
+/// Passes (the best distinct ones) run again with pairs of instances repacked when copies stay
+/// unplaced.
+const REPACKED_PASSES: usize = 6;
 
 /// How passes compare, smaller first: reaching MinInstanceCount, then the objective.
 type PassRank = (bool, ObjectiveKey);
@@ -224,6 +257,9 @@ struct Mode {
     /// Before the main pass, fill the fleet's free room and open instances packed with copies
     /// of several components at once (`mixed.rs`), this way.
     mixed: Option<mixed::MixedPacking>,
+    /// After repair, place missing copies by repacking pairs of instances together
+    /// (`repack.rs`). Run once, on the best pass's order and mode, when copies stay unplaced.
+    repack: bool,
 }
 
 impl Mode {
@@ -238,12 +274,15 @@ impl Mode {
         az_turns: false,
         trim_fullest: false,
         mixed: None,
+        repack: false,
     };
 }
 
 /// One greedy pass placing components in `order` (without the SPREAD pass).
 fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
+    planner.order = order.to_vec();
+    planner.mode = mode;
     planner.coverage_first = mode.coverage_first;
     planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
@@ -264,6 +303,9 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.place_all(order);
     if planner.repair(order) > 0 {
         // A relocation may have opened an instance with room to spare.
+        planner.place_all(order);
+    }
+    if mode.repack && planner.repack_pairs(repack::REPACK_WORK) > 0 {
         planner.place_all(order);
     }
     planner.eliminate();
@@ -409,6 +451,10 @@ struct Greedy<'a> {
     releases: Vec<usize>,
     /// MinInstanceCount was reached (set by the pass once it is done).
     min_reached: bool,
+    /// The component order of the pass that built this plan.
+    order: Vec<usize>,
+    /// The mode of the pass that built this plan.
+    mode: Mode,
 }
 
 impl<'a> Greedy<'a> {
@@ -475,6 +521,8 @@ impl<'a> Greedy<'a> {
             had_removals: vec![false; problem.components.len()],
             releases: Vec::new(),
             min_reached: true,
+            order: Vec::new(),
+            mode: Mode::DEFAULT,
         }
     }
 
