@@ -27,8 +27,11 @@
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
 //! copy at once, so copies of different shapes share it. Plans that place every copy pay
-//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phase 5 runs on the
-//! kept result only (it does not change L1–L4).
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
+//! When copies still stay unplaced, the best plan and the next best distinct ones are
+//! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
+//! again, a launch possibly retyped; a runner-up wins only when strictly better. Phase 5 runs on
+//! the kept result only (it does not change L1–L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -115,31 +118,17 @@ impl GreedyPlanner {
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
         let mut best: Option<(Greedy<'_>, Option<PassRank>)> = None;
-        // Every ranked pass, to repack the best few (below).
-        let mut ranked: Vec<(PassRank, Vec<usize>, Mode)> = Vec::new();
-        Self::run_passes(&limits, problem, &passes, &mut best, &mut ranked, &mut stats, &mut stop);
+        // The next best distinct plans, to repack them too (below).
+        let mut runners_up: Vec<(PassRank, Greedy<'_>)> = Vec::new();
+        Self::run_passes(&limits, problem, &passes, &mut best, &mut runners_up, &mut stats, &mut stop);
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             // Copies left behind: the passes that trade balance and preference for copies per
             // instance run only now, so plans that place everything pay nothing for them.
             let rescue = place::rescue_passes(problem);
-            Self::run_passes(&limits, problem, &rescue, &mut best, &mut ranked, &mut stats, &mut stop);
+            Self::run_passes(&limits, problem, &rescue, &mut best, &mut runners_up, &mut stats, &mut stop);
         }
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
-            // Still copies left: the best few distinct passes again, each with pairs of
-            // instances repacked at the end (a later pass wins only when strictly better).
-            if ranked.is_empty() {
-                if let Some((planner, _)) = best.as_ref() {
-                    ranked.push((pass_rank(problem, planner), planner.order.clone(), planner.mode));
-                }
-            }
-            ranked.sort_by(|a, b| a.0.cmp(&b.0));
-            ranked.dedup_by(|later, earlier| later.0 == earlier.0);
-            let repack: Vec<(Vec<usize>, Mode)> = ranked
-                .iter()
-                .take(REPACKED_PASSES)
-                .map(|(_, order, mode)| (order.clone(), Mode { repack: true, ..*mode }))
-                .collect();
-            Self::run_passes(&limits, problem, &repack, &mut best, &mut Vec::new(), &mut stats, &mut stop);
+            Self::repack_best_plans(&limits, problem, &mut best, runners_up, &mut stats, &mut stop);
         }
         let planner = match best {
             Some((planner, _)) => planner,
@@ -172,7 +161,7 @@ impl GreedyPlanner {
         problem: &'a Problem,
         passes: &[(Vec<usize>, Mode)],
         best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
-        ranked: &mut Vec<(PassRank, Vec<usize>, Mode)>,
+        runners_up: &mut Vec<(PassRank, Greedy<'a>)>,
         stats: &mut Stats,
         stop: &mut StopReason,
     ) {
@@ -194,25 +183,75 @@ impl GreedyPlanner {
                 *best = Some((planner, None));
                 continue;
             };
-            let current_rank = match current_rank {
-                Some(rank) => rank,
-                None => {
-                    let rank = pass_rank(problem, current);
-                    ranked.push((rank, current.order.clone(), current.mode));
-                    current_rank.insert(rank)
-                }
-            };
+            let current_rank = *current_rank.get_or_insert_with(|| pass_rank(problem, current));
             let rank = pass_rank(problem, &planner);
-            ranked.push((rank, order.clone(), *mode));
-            if rank < *current_rank {
+            if rank < current_rank {
+                if let Some((previous, _)) = best.replace((planner, Some(rank))) {
+                    keep_runner_up(runners_up, current_rank, previous);
+                }
+            } else {
+                keep_runner_up(runners_up, rank, planner);
+            }
+        }
+    }
+
+    /// Places more copies in the best plan and the runners-up by repacking pairs of their
+    /// instances (`repack.rs`); a repacked plan replaces the best one only when strictly better.
+    /// The repack ends each plan as it is (it opens nothing, so releases and MinInstanceCount
+    /// stay as they were); the balance pass then lowers the excess its moves may have added.
+    fn repack_best_plans<'a>(
+        limits: &Limits,
+        problem: &'a Problem,
+        best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+        runners_up: Vec<(PassRank, Greedy<'a>)>,
+        stats: &mut Stats,
+        stop: &mut StopReason,
+    ) {
+        let Some((planner, rank)) = best.as_mut() else { return };
+        stats.solves += 1;
+        if planner.repack_pairs(repack::REPACK_WORK) > 0 {
+            // One copy more at least: better than before whatever the levels below.
+            planner.rebalance_by_moves();
+            *rank = None;
+        }
+        for (_, mut planner) in runners_up {
+            if let Some(reason) = limits.stop_now() {
+                *stop = reason;
+                return;
+            }
+            if limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+                *stop = StopReason::NodeLimit;
+                return;
+            }
+            stats.solves += 1;
+            if planner.repack_pairs(repack::REPACK_WORK) == 0 {
+                continue;
+            }
+            planner.rebalance_by_moves();
+            let Some((current, current_rank)) = best.as_mut() else { return };
+            let current_rank = *current_rank.get_or_insert_with(|| pass_rank(problem, current));
+            let rank = pass_rank(problem, &planner);
+            if rank < current_rank {
                 *best = Some((planner, Some(rank)));
             }
         }
     }
 }
 
-/// Passes (the best distinct ones) run again with pairs of instances repacked when copies stay
-/// unplaced.
+/// Keeps `planner` among the runners-up when its rank is new and among the best
+/// [`REPACKED_PASSES`] − 1 (an earlier plan wins ties).
+fn keep_runner_up<'a>(runners_up: &mut Vec<(PassRank, Greedy<'a>)>, rank: PassRank, planner: Greedy<'a>) {
+    if runners_up.iter().any(|(kept, _)| *kept == rank) {
+        return;
+    }
+    let position = runners_up.partition_point(|(kept, _)| *kept < rank);
+    if position < REPACKED_PASSES - 1 {
+        runners_up.insert(position, (rank, planner));
+        runners_up.truncate(REPACKED_PASSES - 1);
+    }
+}
+
+/// Plans (the best and the next best distinct ones) repacked when copies stay unplaced.
 const REPACKED_PASSES: usize = 6;
 
 /// How passes compare, smaller first: reaching MinInstanceCount, then the objective.
@@ -257,9 +296,6 @@ struct Mode {
     /// Before the main pass, fill the fleet's free room and open instances packed with copies
     /// of several components at once (`mixed.rs`), this way.
     mixed: Option<mixed::MixedPacking>,
-    /// After repair, place missing copies by repacking pairs of instances together
-    /// (`repack.rs`). Run once, on the best pass's order and mode, when copies stay unplaced.
-    repack: bool,
 }
 
 impl Mode {
@@ -274,15 +310,12 @@ impl Mode {
         az_turns: false,
         trim_fullest: false,
         mixed: None,
-        repack: false,
     };
 }
 
 /// One greedy pass placing components in `order` (without the SPREAD pass).
 fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
-    planner.order = order.to_vec();
-    planner.mode = mode;
     planner.coverage_first = mode.coverage_first;
     planner.largest_first = mode.largest_first;
     planner.az_by_opening = mode.az_by_opening;
@@ -303,9 +336,6 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.place_all(order);
     if planner.repair(order) > 0 {
         // A relocation may have opened an instance with room to spare.
-        planner.place_all(order);
-    }
-    if mode.repack && planner.repack_pairs(repack::REPACK_WORK) > 0 {
         planner.place_all(order);
     }
     planner.eliminate();
@@ -451,10 +481,6 @@ struct Greedy<'a> {
     releases: Vec<usize>,
     /// MinInstanceCount was reached (set by the pass once it is done).
     min_reached: bool,
-    /// The component order of the pass that built this plan.
-    order: Vec<usize>,
-    /// The mode of the pass that built this plan.
-    mode: Mode,
 }
 
 impl<'a> Greedy<'a> {
@@ -521,8 +547,6 @@ impl<'a> Greedy<'a> {
             had_removals: vec![false; problem.components.len()],
             releases: Vec::new(),
             min_reached: true,
-            order: Vec::new(),
-            mode: Mode::DEFAULT,
         }
     }
 
