@@ -408,6 +408,15 @@ fn fitting_need(problem: &Problem, component: &Component, t: usize) -> Option<Re
     (problem.types.get(t)?.capacity.copies_of(&need) > 0).then_some(need)
 }
 
+/// [`fitting_need`] per `[component][type]`.
+fn fitting_needs(problem: &Problem) -> Vec<Vec<Option<Resources>>> {
+    problem
+        .components
+        .iter()
+        .map(|component| (0..problem.types.len()).map(|t| fitting_need(problem, component, t)).collect())
+        .collect()
+}
+
 /// Ranking heuristic, not the fleet's L4 rule: one instance of `type_index` costed on its own
 /// ([`solo_cost_micros`]), since greedy ranks candidates before the final fleet is known.
 fn instance_cost(problem: &Problem, type_index: usize, reserved: bool) -> i64 {

@@ -18,7 +18,7 @@
 //! Work is bounded ([`REPACK_WORK`] item placements per plan).
 
 use super::repair::NewCopies;
-use super::{fitting_need, name_ranks, Greedy};
+use super::{fitting_needs, name_ranks, Greedy};
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
@@ -208,11 +208,7 @@ impl Greedy<'_> {
     /// placements. Returns the copies placed.
     pub(super) fn repack_pairs(&mut self, work: u64) -> u64 {
         let problem = self.problem;
-        let needs: Vec<Vec<Option<Resources>>> = problem
-            .components
-            .iter()
-            .map(|component| (0..problem.types.len()).map(|t| fitting_need(problem, component, t)).collect())
-            .collect();
+        let needs = fitting_needs(problem);
         let mut input = RepackInput {
             needs,
             capacities: problem.types.iter().map(|info| info.capacity).collect(),
