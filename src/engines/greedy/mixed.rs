@@ -23,7 +23,7 @@
 
 use std::cmp::Reverse;
 
-use super::{fitting_need, instance_cost, name_ranks, Greedy};
+use super::{fitting_needs, instance_cost, name_ranks, Greedy};
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
@@ -93,11 +93,7 @@ impl Greedy<'_> {
     pub(super) fn pack_mixed(&mut self, packing: MixedPacking) {
         let opening = packing.opening;
         let problem = self.problem;
-        let needs: Vec<Vec<Option<Resources>>> = problem
-            .components
-            .iter()
-            .map(|component| (0..problem.types.len()).map(|t| fitting_need(problem, component, t)).collect())
-            .collect();
+        let needs = fitting_needs(problem);
         let missing = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
         let component_rank = name_ranks(problem.components.iter().map(|c| c.name.as_str()));
         let mut demand = Demand { needs, missing, component_rank, work: 0 };

@@ -30,7 +30,10 @@
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
 //! copy at once, so copies of different shapes share it. Plans that place every copy pay
-//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances). Phases 5 and 6
+//! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
+//! When copies still stay unplaced, the best plan and the next best distinct ones are
+//! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
+//! again, a launch possibly retyped; a runner-up wins only when strictly better. Phases 5 and 6
 //! run on the kept result only (they do not change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -38,6 +41,7 @@
 
 mod mixed;
 mod place;
+mod repack;
 mod repair;
 mod scale_in;
 
@@ -117,12 +121,17 @@ impl GreedyPlanner {
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
         let mut best: Option<(Greedy<'_>, Option<PassRank>)> = None;
-        Self::run_passes(&limits, problem, &passes, &mut best, &mut stats, &mut stop);
+        // The next best distinct plans, to repack them too (below).
+        let mut runners_up: Vec<(PassRank, Greedy<'_>)> = Vec::new();
+        Self::run_passes(&limits, problem, &passes, &mut best, &mut runners_up, &mut stats, &mut stop);
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             // Copies left behind: the passes that trade balance and preference for copies per
             // instance run only now, so plans that place everything pay nothing for them.
             let rescue = place::rescue_passes(problem);
-            Self::run_passes(&limits, problem, &rescue, &mut best, &mut stats, &mut stop);
+            Self::run_passes(&limits, problem, &rescue, &mut best, &mut runners_up, &mut stats, &mut stop);
+        }
+        if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
+            Self::repack_best_plans(&limits, problem, &mut best, runners_up, &mut stats, &mut stop);
         }
         let mut planner = match best {
             Some((planner, _)) => planner,
@@ -158,6 +167,7 @@ impl GreedyPlanner {
         problem: &'a Problem,
         passes: &[(Vec<usize>, Mode)],
         best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+        runners_up: &mut Vec<(PassRank, Greedy<'a>)>,
         stats: &mut Stats,
         stop: &mut StopReason,
     ) {
@@ -179,14 +189,76 @@ impl GreedyPlanner {
                 *best = Some((planner, None));
                 continue;
             };
-            let current_rank = current_rank.get_or_insert_with(|| pass_rank(problem, current));
+            let current_rank = *current_rank.get_or_insert_with(|| pass_rank(problem, current));
             let rank = pass_rank(problem, &planner);
-            if rank < *current_rank {
+            if rank < current_rank {
+                if let Some((previous, _)) = best.replace((planner, Some(rank))) {
+                    keep_runner_up(runners_up, current_rank, previous);
+                }
+            } else {
+                keep_runner_up(runners_up, rank, planner);
+            }
+        }
+    }
+
+    /// Places more copies in the best plan and the runners-up by repacking pairs of their
+    /// instances (`repack.rs`); a repacked plan replaces the best one only when strictly better.
+    /// The repack ends each plan as it is (it opens nothing, so releases and MinInstanceCount
+    /// stay as they were); the balance pass then lowers the excess its moves may have added.
+    fn repack_best_plans<'a>(
+        limits: &Limits,
+        problem: &'a Problem,
+        best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+        runners_up: Vec<(PassRank, Greedy<'a>)>,
+        stats: &mut Stats,
+        stop: &mut StopReason,
+    ) {
+        let Some((planner, rank)) = best.as_mut() else { return };
+        stats.solves += 1;
+        if planner.repack_pairs(repack::REPACK_WORK) > 0 {
+            // One copy more at least: better than before whatever the levels below.
+            planner.rebalance_by_moves();
+            *rank = None;
+        }
+        for (_, mut planner) in runners_up {
+            if let Some(reason) = limits.stop_now() {
+                *stop = reason;
+                return;
+            }
+            if limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+                *stop = StopReason::NodeLimit;
+                return;
+            }
+            stats.solves += 1;
+            if planner.repack_pairs(repack::REPACK_WORK) == 0 {
+                continue;
+            }
+            planner.rebalance_by_moves();
+            let Some((current, current_rank)) = best.as_mut() else { return };
+            let current_rank = *current_rank.get_or_insert_with(|| pass_rank(problem, current));
+            let rank = pass_rank(problem, &planner);
+            if rank < current_rank {
                 *best = Some((planner, Some(rank)));
             }
         }
     }
 }
+
+/// Keeps `planner` among the runners-up when its rank is new and among the best
+/// [`REPACKED_PASSES`] − 1 (an earlier plan wins ties).
+fn keep_runner_up<'a>(runners_up: &mut Vec<(PassRank, Greedy<'a>)>, rank: PassRank, planner: Greedy<'a>) {
+    if runners_up.iter().any(|(kept, _)| *kept == rank) {
+        return;
+    }
+    let position = runners_up.partition_point(|(kept, _)| *kept < rank);
+    if position < REPACKED_PASSES - 1 {
+        runners_up.insert(position, (rank, planner));
+        runners_up.truncate(REPACKED_PASSES - 1);
+    }
+}
+
+/// Plans (the best and the next best distinct ones) repacked when copies stay unplaced.
+const REPACKED_PASSES: usize = 6;
 
 /// How passes compare, smaller first: reaching MinInstanceCount, then the objective.
 type PassRank = (bool, ObjectiveKey);
@@ -340,6 +412,15 @@ impl Instance {
 fn fitting_need(problem: &Problem, component: &Component, t: usize) -> Option<Resources> {
     let need = component.placement_requirement(problem, t)?.resources;
     (problem.types.get(t)?.capacity.copies_of(&need) > 0).then_some(need)
+}
+
+/// [`fitting_need`] per `[component][type]`.
+fn fitting_needs(problem: &Problem) -> Vec<Vec<Option<Resources>>> {
+    problem
+        .components
+        .iter()
+        .map(|component| (0..problem.types.len()).map(|t| fitting_need(problem, component, t)).collect())
+        .collect()
 }
 
 /// Ranking heuristic, not the fleet's L4 rule: one instance of `type_index` costed on its own

@@ -45,7 +45,7 @@ const CHAIN_WORK: u64 = 1_000_000;
 const ELIMINATE_WORK: u64 = 4_000;
 
 /// New copies on one instance that may be relocated: (component, count).
-type NewCopies = SmallVec<[(usize, u32); 4]>;
+pub(super) type NewCopies = SmallVec<[(usize, u32); 4]>;
 
 /// Where a relocated copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +91,7 @@ impl Greedy<'_> {
     }
 
     /// This plan's new copies per instance (the copies a repair may move).
-    fn new_copies_by_instance(&self) -> Vec<NewCopies> {
+    pub(super) fn new_copies_by_instance(&self) -> Vec<NewCopies> {
         let mut new_copies: Vec<NewCopies> = vec![SmallVec::new(); self.instances.len()];
         for &(component, index, count) in &self.placements {
             if let Some(list) = new_copies.get_mut(index) {
@@ -318,7 +318,7 @@ impl Greedy<'_> {
     }
 
     /// The need of one copy of `c` on instance `index`, if `c` may run there.
-    fn need_on(&self, c: usize, index: usize) -> Option<Resources> {
+    pub(super) fn need_on(&self, c: usize, index: usize) -> Option<Resources> {
         let instance = self.instances.get(index)?;
         let problem = self.problem;
         problem.components.get(c)?.placement_requirement(problem, instance.type_index).map(|r| r.resources)
@@ -446,12 +446,7 @@ impl Greedy<'_> {
                     if extras.is_empty() {
                         continue;
                     }
-                    self.instances[x].remove_one(d, &need_d);
-                    self.az_copies[d][z] = self.az_copies[d][z].saturating_sub(1);
-                    if let Some(entry) = self.placements.iter_mut().rev().find(|(e, i, n)| *e == d && *i == x && *n > 0)
-                    {
-                        entry.2 -= 1;
-                    }
+                    self.unplace_one(d, x);
                     add_count(&mut new_copies[x], d, -1);
                     self.place(c, x, 1, &need_c);
                     add_count(&mut new_copies[x], c, 1);
@@ -469,7 +464,7 @@ impl Greedy<'_> {
 
     /// Missing copies (`missing` per component) that fit `room` on instance `x`, smallest share
     /// of the instance first (L1 counts copies), then component name: (component, copies, need).
-    fn fill_freed_room(&self, x: usize, room: Resources, missing: &[u64]) -> Vec<(usize, u64, Resources)> {
+    pub(super) fn fill_freed_room(&self, x: usize, room: Resources, missing: &[u64]) -> Vec<(usize, u64, Resources)> {
         let problem = self.problem;
         let Some(instance) = self.instances.get(x).filter(|instance| !instance.draining) else { return Vec::new() };
         let Some(capacity) = problem.types.get(instance.type_index).map(|t| t.capacity) else { return Vec::new() };
@@ -640,7 +635,7 @@ impl Greedy<'_> {
     }
 
     /// Takes an instance the plan opened and then emptied out of the final fleet again.
-    fn close(&mut self, index: usize) {
+    pub(super) fn close(&mut self, index: usize) {
         let Some(instance) = self.instances.get_mut(index) else { return };
         let (type_index, az, existing) = (instance.type_index, instance.az, instance.existing);
         instance.in_fleet = false;
@@ -679,7 +674,7 @@ impl Greedy<'_> {
 
     /// Gives the launches consecutive ids again (`new-1`, `new-2`, … skipping ids the fleet
     /// uses) after some were taken back.
-    fn renumber_launches(&mut self) {
+    pub(super) fn renumber_launches(&mut self) {
         let mut number = 1u64;
         for position in 0..self.launch_order.len() {
             let id = loop {
@@ -720,26 +715,31 @@ impl Greedy<'_> {
         if new_copies.len() < self.instances.len() {
             new_copies.resize(self.instances.len(), SmallVec::new());
         }
-        let (Some(need_from), Some(need_to)) = (self.need_on(d, from), self.need_on(d, to)) else { return };
-        let Some(source) = self.instances.get_mut(from) else { return };
-        source.remove_one(d, &need_from);
-        let from_az = source.az;
-        if let Some(cell) = self.az_copies.get_mut(d).and_then(|row| row.get_mut(from_az)) {
-            *cell = cell.saturating_sub(1);
-        }
-        // The placement record loses one copy (the last record on that instance).
-        if let Some(entry) = self.placements.iter_mut().rev().find(|(c, i, n)| *c == d && *i == from && *n > 0) {
-            entry.2 -= 1;
-        }
+        let (Some(_), Some(need_to)) = (self.need_on(d, from), self.need_on(d, to)) else { return };
+        self.unplace_one(d, from);
         add_count(&mut new_copies[from], d, -1);
         self.place(d, to, 1, &need_to);
         add_count(&mut new_copies[to], d, 1);
         self.readmit_accelerated(from);
     }
 
+    /// Takes one new copy of `d` off instance `from` (the last placement record there loses it).
+    pub(super) fn unplace_one(&mut self, d: usize, from: usize) {
+        let Some(need) = self.need_on(d, from) else { return };
+        let Some(source) = self.instances.get_mut(from) else { return };
+        source.remove_one(d, &need);
+        let from_az = source.az;
+        if let Some(cell) = self.az_copies.get_mut(d).and_then(|row| row.get_mut(from_az)) {
+            *cell = cell.saturating_sub(1);
+        }
+        if let Some(entry) = self.placements.iter_mut().rev().find(|(c, i, n)| *c == d && *i == from && *n > 0) {
+            entry.2 -= 1;
+        }
+    }
+
     /// Puts an instance whose accelerators were freed back on its AZ's list of instances that
     /// may have a free accelerator (placement scans drop instances found full).
-    fn readmit_accelerated(&mut self, index: usize) {
+    pub(super) fn readmit_accelerated(&mut self, index: usize) {
         if self.free_accelerators(index) == 0 {
             return;
         }
