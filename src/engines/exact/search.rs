@@ -532,13 +532,17 @@ fn probe_level(
 }
 
 /// The level's value when `objective` (the warm start's, which meets every `fixed` level)
-/// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed; L2, once
-/// every copy is placed, at the sum of each balanced component's most even split (each then
-/// holds exactly its copy count; `master::least_balance_excess`); an L3 level at no instance of
+/// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed that any
+/// plan can place ([`bounds::most_final_copies`]: a copy no pool type fits stays unplaced); L2,
+/// once L1 is there, at the sum of each balanced component's most even split of its most final
+/// copies (each then holds exactly those; `master::least_balance_excess`); an L3 level at no instance of
 /// its priority. On large inputs these are the most expensive solves (10,000 copies: 3.5 s for
 /// L1's alone).
 fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goal, f64)]) -> Option<f64> {
-    let wanted: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
+    // Each component's most final copies: a plan placing their sum places every copy that can
+    // be placed, and then each component holds exactly its most.
+    let most = bounds::most_final_copies(problem);
+    let wanted: u64 = most.iter().sum();
     let all_placed = objective.placed_copies == wanted;
     match goal {
         Goal::Unplaced if all_placed && fixed.is_empty() => Some(-(wanted as f64)),
@@ -547,7 +551,8 @@ fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goa
             let floor: u64 = problem
                 .components()
                 .iter()
-                .filter_map(|component| master::least_excess_of(component, u64::from(component.copy_count), zones))
+                .zip(&most)
+                .filter_map(|(component, &total)| master::least_excess_of(component, total, zones))
                 .sum();
             (objective.balance_excess == floor).then_some(floor as f64)
         }
