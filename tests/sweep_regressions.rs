@@ -344,7 +344,8 @@ fn a_quick_attempt_that_proves_nothing_leaves_the_result_no_worse_than_greedy() 
 /// same way (`docs/formulation.md`, "The ladder"). Node-limited, so deterministic.
 #[test]
 fn the_relax_and_fix_ladder_reaches_an_l3_optimum_above_the_lp_bound() {
-    let (_, problem) = load("hard-22-014.json");
+    // In `tests/fixtures/`, not `tests/data/`: the harness would run every engine on it.
+    let problem = Problem::from_json(include_str!("fixtures/hard-22-014.json")).expect("valid scenario");
     let greedy = plan_greedy(&problem);
     assert_eq!(greedy.objective.instances_of_priority(3), 94);
     let exact = ExactPlanner::new().node_limit(300).deepening(false).large_neighbourhood(false).plan(&problem);
