@@ -150,6 +150,43 @@ fn smallest_share(shares: &[(Resources, Resources)], r: usize) -> Option<(u64, u
         .min_by(|a, b| (u128::from(a.0) * u128::from(b.1)).cmp(&(u128::from(b.0) * u128::from(a.1))))
 }
 
+/// The most copies each component can end with in any plan (an upper bound, per component):
+/// its `CopyCount`, or, when no pool type takes a copy of it (no requirement there, or one copy
+/// needs more than a whole instance), the existing copies it keeps. New copies go on pool types
+/// only, so such a component never gains one. A plan placing the sum of these places the most
+/// copies any plan can: L1 is then at its optimum without a solve.
+pub(crate) fn most_final_copies(problem: &Problem) -> Vec<u64> {
+    let types = problem.instance_types();
+    let mut existing = vec![0u64; problem.components().len()];
+    for instance in problem.fleet() {
+        for &(c, count) in &instance.copies {
+            if let Some(held) = existing.get_mut(c) {
+                *held += u64::from(count);
+            }
+        }
+    }
+    problem
+        .components()
+        .iter()
+        .zip(existing)
+        .map(|(component, held)| {
+            let placeable = problem.pool_types().any(|t| {
+                let (Some(info), Some(requirement)) = (types.get(t), component.placement_requirement(problem, t))
+                else {
+                    return false;
+                };
+                info.capacity.copies_of(&requirement.resources) >= 1
+            });
+            let most = u64::from(component.copy_count);
+            if placeable {
+                most
+            } else {
+                held.min(most)
+            }
+        })
+        .collect()
+}
+
 /// A lower bound on `|F|` for every plan that places `placed` copies (existing ones included),
 /// with sizes taken over the types `allowed` admits.
 pub(crate) fn fleet_size_bound(problem: &Problem, placed: u64, allowed: impl Fn(usize) -> bool) -> u64 {
@@ -308,6 +345,25 @@ mod tests {
 
     fn items(sizes: &[(u64, u64, u64)]) -> Vec<Item> {
         sizes.iter().map(|&(numerator, denominator, count)| Item { numerator, denominator, count }).collect()
+    }
+
+    #[test]
+    fn most_final_copies_leave_out_copies_no_pool_type_fits() {
+        // `huge` needs 8 accelerators and the pool type has 4: it keeps its one existing copy
+        // (on a fleet-only type) and gains none; `fits` can reach its copy count.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("fits", 3, 1, 1.0, 1024)
+            .component("huge", 4, 8, 1.0, 1024)
+            .fleet_instance("i-1", "ml.p5.48xlarge", "us-east-1a", false)
+            .fleet_copies("huge", "i-1", 1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(most_final_copies(&problem), vec![3, 1]);
+        // Greedy places exactly that much here: the most any plan can.
+        let placed = crate::plan_greedy(&problem).objective.placed_copies;
+        assert_eq!(placed, 4);
     }
 
     #[test]

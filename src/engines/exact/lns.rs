@@ -201,8 +201,10 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
         per_az.push(az_windows(fleet, az, &order, &groups, &missing, cap));
     }
     // Windows across AZs move copies between AZs (balance kept exact: each frees all copies
-    // of its components), only from an empty fleet (no copies on instances that stay put).
-    if problem.fleet().is_empty() {
+    // of its components), so only of components with no copy on an existing instance, which
+    // stays put.
+    let movable = movable_components(problem, fleet);
+    if !movable.is_empty() {
         let mut holders: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (position, instance) in fleet.instances.iter().enumerate().filter(|(_, i)| i.existing.is_none()) {
             for &c in instance.copies.keys() {
@@ -211,9 +213,10 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
         }
         // Aimed at balance first: a component with excess and those sharing its instances.
         let aimed: Vec<Window> =
-            excess_groups(problem, fleet, cap).iter().map(|group| spanning_window(&holders, group)).collect();
+            excess_groups(problem, fleet, cap, &movable).iter().map(|group| spanning_window(&holders, group)).collect();
         per_az.insert(0, aimed);
-        per_az.push(spanning_groups(problem, cap).iter().map(|group| spanning_window(&holders, group)).collect());
+        let groups = spanning_groups(problem, cap, &movable);
+        per_az.push(groups.iter().map(|group| spanning_window(&holders, group)).collect());
     }
     let longest = per_az.iter().map(Vec::len).max().unwrap_or(0);
     let mut seen = BTreeSet::new();
@@ -270,12 +273,24 @@ fn spanning_window(holders: &BTreeMap<usize, Vec<usize>>, group: &[usize]) -> Wi
     Window { scope: Scope::Components(group.to_vec()), members }
 }
 
-/// Components in runs of at most `cap` copies (at least one component a run), components that
-/// may use the same types next to each other: the windows across AZs.
-fn spanning_groups(problem: &Problem, cap: u64) -> Vec<Vec<usize>> {
+/// Components without a copy on an existing instance of the plan (all of them from an empty
+/// fleet): every copy of theirs is on a launched instance, which a window may free.
+fn movable_components(problem: &Problem, fleet: &FinalFleet) -> BTreeSet<usize> {
+    let mut movable: BTreeSet<usize> = (0..problem.components().len()).collect();
+    for instance in fleet.instances.iter().filter(|instance| instance.existing.is_some()) {
+        for c in instance.copies.keys() {
+            movable.remove(c);
+        }
+    }
+    movable
+}
+
+/// The `movable` components in runs of at most `cap` copies (at least one component a run),
+/// components that may use the same types next to each other: the windows across AZs.
+fn spanning_groups(problem: &Problem, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut copies = 0u64;
-    for c in component_groups(problem).into_iter().flatten() {
+    for c in component_groups(problem).into_iter().flatten().filter(|c| movable.contains(c)) {
         let count = problem.components().get(c).map_or(0, |component| u64::from(component.copy_count));
         match groups.last_mut() {
             Some(group) if copies + count <= cap => {
@@ -291,15 +306,18 @@ fn spanning_groups(problem: &Problem, cap: u64) -> Vec<Vec<usize>> {
     groups
 }
 
-/// Windows across AZs aimed at balance excess: per component with excess (largest first), the
+/// Windows across AZs aimed at balance excess: per `movable` component with excess (largest first), the
 /// component and those with most copies on the launched instances of the AZs where it has
 /// fewest copies (what must make room there), up to `cap` copies a group.
-fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Vec<usize>> {
+fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
     let components = problem.components();
     let per_az = fleet.copies_per_az(problem);
     let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
     let mut seeds: Vec<(u64, usize)> = (0..components.len())
         .filter_map(|c| {
+            if !movable.contains(&c) {
+                return None;
+            }
             let excess = balance_excess(per_az.get(c)?, components.get(c)?.max_imbalance);
             (excess > 0).then_some((excess, c))
         })
@@ -314,7 +332,7 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Vec<usi
             if counts.get(instance.az_index).copied().unwrap_or(0) > fewest + 1 {
                 continue;
             }
-            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c) {
+            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c && movable.contains(&d)) {
                 *neighbours.entry(d).or_insert(0) += u64::from(n);
             }
         }
@@ -741,6 +759,54 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_across_azs_leave_out_components_on_existing_instances() {
+        // `kept` has a copy on an existing instance, which no window frees: moving its other
+        // copies between AZs would change its balance outside the window's sight. `free` and
+        // `other` sit on launched instances only, so windows across AZs cover them.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("kept", 2, 1, 1.0, 1024)
+            .component("free", 4, 1, 1.0, 1024)
+            .component("other", 2, 4, 1.0, 1024)
+            .max_imbalance("free", 0)
+            .fleet_instance("i-1", "ml.g6.12xlarge", "us-east-1a", false)
+            .fleet_copies("kept", "i-1", 1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let plan = crate::plan_greedy(&problem);
+        let fleet = FinalFleet::apply(&problem, &plan.actions).0;
+        let movable = movable_components(&problem, &fleet);
+        let on_existing: BTreeSet<usize> = fleet
+            .instances
+            .iter()
+            .filter(|instance| instance.existing.is_some())
+            .flat_map(|instance| instance.copies.keys().copied())
+            .collect();
+        assert!(on_existing.contains(&0), "{on_existing:?}");
+        assert_eq!(movable, (0..3).filter(|c| !on_existing.contains(c)).collect());
+        assert!(movable.contains(&2), "{movable:?}");
+        let spanning: Vec<Window> = windows(&problem, &fleet, FIRST_WINDOW_COPIES)
+            .into_iter()
+            .filter(|window| matches!(window.scope, Scope::Components(_)))
+            .collect();
+        assert!(!spanning.is_empty());
+        for window in &spanning {
+            let Scope::Components(components) = &window.scope else { continue };
+            assert!(components.iter().all(|c| movable.contains(c)), "{components:?}");
+        }
+        // With the existing copy gone (an empty fleet), every component may move.
+        let empty = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("kept", 2, 1, 1.0, 1024)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&empty).unwrap_or_else(|e| panic!("{e}"));
+        let fleet = FinalFleet::apply(&problem, &crate::plan_greedy(&problem).actions).0;
+        assert_eq!(movable_components(&problem, &fleet), BTreeSet::from([0]));
+    }
 
     #[test]
     fn launch_limits_left_over_subtract_the_kept_launches() {

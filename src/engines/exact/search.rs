@@ -23,6 +23,10 @@ const PROBE_NODES: u64 = 100;
 /// Branch-and-bound nodes for each stage of the relax-and-fix heuristic.
 const HEURISTIC_NODES: u64 = 300;
 
+/// Most relax-and-fix steps above a level's LP bound, each after the step before proved its
+/// bound unreachable.
+const LADDER_STEPS: u32 = 16;
+
 /// Most variables the slot groups of a refinement round may add.
 const MAX_SLOT_VARIABLES: u64 = 50_000;
 
@@ -253,7 +257,8 @@ impl<'a> Search<'a> {
             let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
             let mut at_least = None;
             if goal != Goal::Unplaced {
-                match probe_level(&model, goal, warm, last.as_ref(), probes) {
+                let ceiling = known_value(problem, goal, warm, hint, last.as_ref());
+                match probe_level(&model, goal, warm, last.as_ref(), probes, ceiling) {
                     Probe::Fixed(value, solution) => {
                         fixed.push((goal, value));
                         if let Some(solution) = solution {
@@ -480,16 +485,35 @@ enum Probe {
     Search(Option<f64>),
 }
 
+/// The value of an L3 level the warm start already reaches (`None` for other levels, or without
+/// a warm start): no bound at or above it needs probing.
+fn known_value(
+    problem: &Problem,
+    goal: Goal,
+    warm: Warm<'_>,
+    hint: Option<&(Hint, Objective)>,
+    last: Option<&MasterSolution>,
+) -> Option<f64> {
+    let Goal::Priority(priority) = goal else { return None };
+    match warm {
+        Warm::Plan(_) => hint.map(|(_, objective)| f64::from(objective.instances_of_priority(priority))),
+        Warm::Previous(_) => last.map(|solution| instances_of_priority(problem, solution, priority) as f64),
+        Warm::None => None,
+    }
+}
+
 /// Probes a level (not L1) at its LP bound: any plan reaching the bound is optimal, no proof
 /// needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
-/// relax-and-fix at the bound, and once more at the bound plus one when the first attempt
-/// proved the bound unreachable.
+/// relax-and-fix at the bound; while a step proves its bound unreachable (the probe or stage 1
+/// infeasible), relax-and-fix again at the bound plus one, up to [`LADDER_STEPS`] steps and
+/// below `ceiling` (the value the warm start already reaches).
 fn probe_level(
     model: &LevelModel<'_, '_>,
     goal: Goal,
     warm: Warm<'_>,
     last: Option<&MasterSolution>,
     probes: bool,
+    ceiling: Option<f64>,
 ) -> Probe {
     let limits = model.limits;
     let relaxed = Extra { relax: true, ..Extra::default() };
@@ -520,25 +544,37 @@ fn probe_level(
             Heuristic::Unknown => {}
         },
     }
-    // The bound moved up by one: relax-and-fix once more at the new bound.
-    if at_least == Some(lower + 1.0) {
-        match relax_and_fix(model, goal, warm, lower + 1.0) {
-            Heuristic::Found(solution) => return Probe::Fixed(lower + 1.0, Some(solution)),
-            Heuristic::Impossible => at_least = Some(lower + 2.0),
-            Heuristic::Unknown => {}
+    // Each step that moved the bound up by one: relax-and-fix at the new bound. Stage 1 is
+    // cheap next to the full search, and on L3 levels whose LP bound is a few instances below
+    // the optimum (instances that must each hold a large copy, per-AZ counts) this climbs to
+    // the optimum and finds a plan there, which the full search from a loose bound did not.
+    let mut steps = 0;
+    while let Some(bound) = at_least.filter(|&bound| bound > lower && ceiling.is_none_or(|known| bound < known)) {
+        if steps == LADDER_STEPS || model.limits.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            break;
+        }
+        steps += 1;
+        match relax_and_fix(model, goal, warm, bound) {
+            Heuristic::Found(solution) => return Probe::Fixed(bound, Some(solution)),
+            Heuristic::Impossible => at_least = Some(bound + 1.0),
+            Heuristic::Unknown => break,
         }
     }
     Probe::Search(at_least)
 }
 
 /// The level's value when `objective` (the warm start's, which meets every `fixed` level)
-/// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed; L2, once
-/// every copy is placed, at the sum of each balanced component's most even split (each then
-/// holds exactly its copy count; `master::least_balance_excess`); an L3 level at no instance of
+/// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed that any
+/// plan can place ([`bounds::most_final_copies`]: a copy no pool type fits stays unplaced); L2,
+/// once L1 is there, at the sum of each balanced component's most even split of its most final
+/// copies (each then holds exactly those; `master::least_balance_excess`); an L3 level at no instance of
 /// its priority. On large inputs these are the most expensive solves (10,000 copies: 3.5 s for
 /// L1's alone).
 fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goal, f64)]) -> Option<f64> {
-    let wanted: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
+    // Each component's most final copies: a plan placing their sum places every copy that can
+    // be placed, and then each component holds exactly its most.
+    let most = bounds::most_final_copies(problem);
+    let wanted: u64 = most.iter().sum();
     let all_placed = objective.placed_copies == wanted;
     match goal {
         Goal::Unplaced if all_placed && fixed.is_empty() => Some(-(wanted as f64)),
@@ -547,7 +583,8 @@ fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goa
             let floor: u64 = problem
                 .components()
                 .iter()
-                .filter_map(|component| master::least_excess_of(component, u64::from(component.copy_count), zones))
+                .zip(&most)
+                .filter_map(|(component, &total)| master::least_excess_of(component, total, zones))
                 .sum();
             (objective.balance_excess == floor).then_some(floor as f64)
         }
