@@ -199,6 +199,11 @@ impl ExactPlanner {
     /// others — so a portfolio takes the best of both for the price of a second core. With node
     /// limits and no deadline both runs are deterministic, and so is the result.
     ///
+    /// The call returns when both runs have ended (no thread outlives it), so a cancellation
+    /// takes as long as the slower backend needs to see it: microlp within about 10 ms, a
+    /// good_lp backend such as CBC only between its solver calls (after the level it is
+    /// solving ends or hits its time limit).
+    ///
     /// ```
     /// # use std::time::Duration;
     /// use fleetplan::{backend::{good_lp, GoodLp}, plan_greedy, ExactPlanner, Problem};
