@@ -325,6 +325,27 @@ fn limits_stop_the_run_between_ticks() {
     assert_eq!((simulation.ticks.len(), simulation.stop_reason), (0, StopReason::Cancelled));
 }
 
+/// A cancellation after the last tick stops the search for the summary's reference optimum (it
+/// used to run to its node limit, seconds on a large scenario): the run says `Cancelled` and has
+/// no optimum, and its ticks are those of the run without limits.
+#[test]
+fn a_cancellation_after_the_ticks_stops_the_reference_search() {
+    let script = Script::from_json(&script_text("ice-fallback-recovery.json")).expect("valid");
+    let full = shipped("ice-fallback-recovery.json");
+    assert!(full.summary.optimum_placed_copies > 0);
+    // One check per tick passes; every later check (the reference search's) asks to stop.
+    let checks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticks = script.ticks;
+    let counter = Arc::clone(&checks);
+    let limits = Limits::new().cancel_when(move || counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > ticks);
+    let simulation = Simulator::new().limits(limits).run(&script).expect("valid");
+    assert_eq!(simulation.stop_reason, StopReason::Cancelled);
+    assert_eq!(simulation.ticks, full.ticks);
+    assert_eq!((simulation.summary.optimum_placed_copies, simulation.summary.preferred_tick), (0, None));
+    assert!(simulation.summary.optimum_by_priority.is_empty());
+    assert!(checks.load(std::sync::atomic::Ordering::Relaxed) > ticks + 1, "the reference search never checked");
+}
+
 #[test]
 fn the_exact_planner_runs_ticks_under_a_node_limit() {
     let mut script = Script::from_json(&script_text("ice-fallback-recovery.json")).expect("valid");

@@ -171,7 +171,9 @@ pub struct SimulationSummary {
     /// The tick capacity last came back ([`Script::recovery_tick`]).
     pub recovery_tick: u32,
     /// Instances per priority tier of the optimum: the exact planner's plan for the final
-    /// desired copy counts from an empty fleet, in the cloud as it is at the end.
+    /// desired copy counts from an empty fleet, in the cloud as it is at the end. Empty (and
+    /// `optimum_placed_copies` 0, `preferred_tick` `None`) when the simulator's deadline or
+    /// cancellation stopped the run before that reference was found.
     pub optimum_by_priority: BTreeMap<u8, u32>,
     /// Copies the optimum places.
     pub optimum_placed_copies: u64,
@@ -195,7 +197,8 @@ pub struct SimulationSummary {
 }
 
 /// Runs [`Script`]s. Configured like the engines: [`Limits`] (a node limit caps the ticks run;
-/// a deadline or cancellation is checked between ticks), a result with a [`StopReason`], and
+/// a deadline or cancellation is checked between ticks and during the search for the reference
+/// optimum), a result with a [`StopReason`], and
 /// [`Stats`] from [`run_with_stats`](Self::run_with_stats).
 #[derive(Debug, Clone, Default)]
 pub struct Simulator {
@@ -211,7 +214,9 @@ impl Simulator {
     /// Limits: the node limit is the number of ticks to run at most (`NodeLimit` when it cuts
     /// the script short); a time limit (per call) or deadline (`TimeLimit`) or cancellation
     /// (`Cancelled`) is checked
-    /// before every tick. Planners inside a tick are bounded by node limits only.
+    /// before every tick and while the reference optimum of the summary is searched (stopped
+    /// there, the summary has no optimum). Planners inside a tick are bounded by node limits
+    /// only, so a tick's outcome never depends on the clock.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.set_limits(limits);
         self
@@ -246,7 +251,11 @@ impl Simulator {
             }
         }
         run.stats.rounds = run.records.len() as u64;
-        let summary = run.summary(&problem);
+        let (summary, reference_stopped) = run.summary(&problem, &limits);
+        // The reference optimum is searched last: a stop during it is the run's stop too.
+        if let (StopReason::Completed, Some(reason)) = (&stop_reason, reference_stopped) {
+            stop_reason = reason;
+        }
         let simulation = Simulation {
             endpoint_name: problem.endpoint_name().to_string(),
             planner: match script.planner {
@@ -488,8 +497,13 @@ impl<'s> Run<'s> {
     /// The optimum: the exact planner's plan for the desired copy counts at the end, from an
     /// empty fleet, in the cloud as it is at the end (a (type, AZ) the script limits offers
     /// what is left plus what the fleet runs there; an AZ still down offers nothing). `None`
-    /// when that scenario does not validate.
-    fn optimum(&self, base: &Problem) -> Option<crate::plan::Objective> {
+    /// when that scenario does not validate, or when the simulator's deadline or cancellation
+    /// stops the search (a stopped run returns at once, not after the reference search).
+    /// `Err` says why it was stopped.
+    fn optimum(&self, base: &Problem, limits: &Limits) -> Result<Option<crate::plan::Objective>, StopReason> {
+        if let Some(reason) = limits.stop_now() {
+            return Err(reason);
+        }
         let mut scenario = self.scenario.clone();
         scenario.now = None;
         scenario.capacity_events.clear();
@@ -528,18 +542,31 @@ impl<'s> Run<'s> {
                 }),
             }
         }
-        let problem = Problem::new(&scenario).ok()?;
+        let Ok(problem) = Problem::new(&scenario) else { return Ok(None) };
         let node_limit = match self.script.planner {
             PlannerChoice::Exact { node_limit } => node_limit,
             PlannerChoice::Greedy => script::DEFAULT_EXACT_NODE_LIMIT,
         };
-        Some(ExactPlanner::new().node_limit(node_limit).plan(&problem).objective)
+        // The deadline reaches the planner as a cancellation check, not as a deadline: a planner
+        // with a deadline does not deepen its node limit, and the reference would then depend on
+        // whether a deadline was set at all.
+        let stop = limits.clone();
+        let planner_limits = Limits::new().node_limit(node_limit).cancel_when(move || stop.stop_now().is_some());
+        let plan = ExactPlanner::new().limits(planner_limits).plan(&problem);
+        match plan.stop_reason {
+            StopReason::Cancelled => Err(limits.stop_now().unwrap_or(StopReason::Cancelled)),
+            _ => Ok(Some(plan.objective)),
+        }
     }
 
-    /// What the run measured (see [`SimulationSummary`]).
-    fn summary(&self, base: &Problem) -> SimulationSummary {
+    /// What the run measured (see [`SimulationSummary`]), and why the search for its reference
+    /// optimum was stopped, if it was.
+    fn summary(&self, base: &Problem, limits: &Limits) -> (SimulationSummary, Option<StopReason>) {
         let recovery_tick = self.script.recovery_tick();
-        let optimum = self.optimum(base);
+        let (optimum, stopped) = match self.optimum(base, limits) {
+            Ok(optimum) => (optimum, None),
+            Err(reason) => (None, Some(reason)),
+        };
         let optimum_by_priority =
             optimum.as_ref().map(|optimum| optimum.instances_by_priority.clone()).unwrap_or_default();
         let optimum_placed_copies = optimum.as_ref().map_or(0, |optimum| optimum.placed_copies);
@@ -562,7 +589,7 @@ impl<'s> Run<'s> {
                 .map(|record| record.tick)
         });
         let tick_seconds = i128::from(self.script.tick_seconds);
-        SimulationSummary {
+        let summary = SimulationSummary {
             recovery_tick,
             optimum_by_priority,
             optimum_placed_copies,
@@ -576,7 +603,8 @@ impl<'s> Run<'s> {
             cost_hours_micros: self.records.iter().map(|record| record.cost_micros * tick_seconds).sum::<i128>() / 3600,
             moves: self.moves,
             launches: self.launches,
-        }
+        };
+        (summary, stopped)
     }
 
     /// A launch went out: Pending for `LaunchTicks` ticks (none: InService at once).

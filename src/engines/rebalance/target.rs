@@ -22,7 +22,7 @@ use crate::problem::Problem;
 /// deterministic.
 const EXACT_COPIES_WITHOUT_DEADLINE: u64 = 1_000;
 /// Node limit of each exact solver call when there is no deadline (deterministic).
-const EXACT_NODES_WITHOUT_DEADLINE: u64 = 2_000;
+const EXACT_NODES_WITHOUT_DEADLINE: u64 = 512;
 /// Share of the time left that the target may take (the path and the greedy search share the rest).
 const TARGET_TIME_SHARE: f64 = 0.35;
 
