@@ -62,3 +62,48 @@ proptest! {
         check_monotone_in_nodes(&problem)?;
     }
 }
+
+/// The time ladder (`ExactPlanner::time_ladder`) under a deadline: its plan verifies and is never
+/// worse than greedy's, and it stops for the reason the caller gave. (That a later deadline
+/// never gives a worse plan depends on the machine's timing, so it is measured in
+/// docs/sweep.md, not asserted here.)
+#[test]
+fn a_time_ladder_run_verifies_and_stops_for_the_callers_reason() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use fleetplan::{plan_greedy, Limits, StopReason};
+
+    for name in ["seed-az-balance.json", "fifty-models.json", "fragmented-fleet.json"] {
+        let problem = common::bundled_problem(name);
+        let greedy = plan_greedy(&problem);
+        let plan = ExactPlanner::new().time_ladder(true).time_limit(Duration::from_millis(400)).plan(&problem);
+        assert!(verify(&problem, &plan).is_empty(), "{name}: {:?}", verify(&problem, &plan));
+        assert!(!greedy.objective.better_than(&plan.objective), "{name}: worse than greedy");
+        match plan.status {
+            Status::Optimal => assert_eq!(plan.stop_reason, StopReason::Completed, "{name}"),
+            _ => assert_eq!(plan.stop_reason, StopReason::TimeLimit, "{name}"),
+        }
+        let cancelled = Arc::new(AtomicBool::new(true));
+        let limits = Limits::new().time_limit(Duration::from_secs(5)).cancel_flag(cancelled);
+        let stopped = ExactPlanner::new().time_ladder(true).limits(limits).plan(&problem);
+        assert!(verify(&problem, &stopped).is_empty(), "{name}");
+        assert!(
+            stopped.status == Status::Optimal || stopped.stop_reason == StopReason::Cancelled,
+            "{name}: {:?} {:?}",
+            stopped.status,
+            stopped.stop_reason
+        );
+    }
+}
+
+/// With a node limit and no deadline the time ladder does not apply: the run deepens and is
+/// exactly the run without it.
+#[test]
+fn a_node_limited_run_ignores_the_time_ladder() {
+    let problem = common::bundled_problem("fifty-models.json");
+    let with = ExactPlanner::new().time_ladder(true).node_limit(64).plan(&problem);
+    let without = ExactPlanner::new().node_limit(64).plan(&problem);
+    assert_eq!(with, without);
+}

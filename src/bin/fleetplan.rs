@@ -1,7 +1,7 @@
 //! The `fleetplan` command line (docs/contract.md §5).
 //!
 //! ```text
-//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--json] [--stats]
+//! fleetplan plan SCENARIO [--solver greedy|exact] [--time-limit-ms N] [--backend B] [--time-ladder] [--json] [--stats]
 //! fleetplan consolidate SCENARIO [--time-limit-ms N] [--json] [--stats]
 //! fleetplan report SCENARIO [--plan PLAN] [--json] [--svg FILE]
 //! fleetplan verify SCENARIO PLAN [--json]
@@ -81,6 +81,11 @@ enum Command {
         /// Integer-programming backend of the exact solver.
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
+        /// Exact solver: plan in stages of doubling length (100 ms, 200 ms, …), each from the best
+        /// plan so far, so that a longer time limit never gives a worse plan (up to the
+        /// machine's timing); at a given limit the plan can be worse than a single run's.
+        #[arg(long)]
+        time_ladder: bool,
         /// Print the plan as JSON (docs/contract.md §4) instead of a table.
         #[arg(long)]
         json: bool,
@@ -299,9 +304,10 @@ impl Output {
 
 fn run(command: Command, output: Output, options: &ReadOptions, started: Instant) -> Result<u8, BadInput> {
     match command {
-        Command::Plan { scenario, solver, time_limit_ms, backend, json, stats } => {
+        Command::Plan { scenario, solver, time_limit_ms, backend, time_ladder, json, stats } => {
             let problem = load_problem(&scenario, output, options)?;
-            run_plan(&problem, solver, backend, PlanOutput { started, time_limit_ms, json, stats, output })
+            let out = PlanOutput { started, time_limit_ms, json, stats, output };
+            run_plan(&problem, solver, (backend, time_ladder), out)
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
             let problem = load_problem(&scenario, output, options)?;
@@ -411,18 +417,26 @@ struct PlanOutput {
 }
 
 /// `fleetplan plan`: the chosen engine under the command's deadline, then the plan as JSON or a table.
-fn run_plan(problem: &Problem, solver: Solver, backend: Backend, out: PlanOutput) -> Result<u8, BadInput> {
+fn run_plan(
+    problem: &Problem,
+    solver: Solver,
+    (backend, time_ladder): (Backend, bool),
+    out: PlanOutput,
+) -> Result<u8, BadInput> {
     let (plan, engine_stats) = match solver {
         Solver::Greedy => {
             if backend != Backend::Microlp {
                 out.output.warn("warning: --backend only applies to --solver exact; ignored");
+            }
+            if time_ladder {
+                out.output.warn("warning: --time-ladder only applies to --solver exact; ignored");
             }
             GreedyPlanner::new().limits(deadline_limits(out.started, out.time_limit_ms)).plan_with_stats(problem)
         }
         Solver::Exact => {
             // A command line should come back: without an explicit limit, 10 s.
             use fleetplan::backend::{good_lp, GoodLp};
-            let mut planner = ExactPlanner::new();
+            let mut planner = ExactPlanner::new().time_ladder(time_ladder);
             match backend {
                 Backend::Microlp => {}
                 Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),

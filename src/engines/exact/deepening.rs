@@ -1,4 +1,5 @@
-//! Node-limited runs that deepen: a larger node limit never gives a worse plan.
+//! Node-limited runs that deepen: a larger node limit never gives a worse plan; and the same
+//! idea under a deadline (the time ladder, [`ExactPlanner::time_ladder`]).
 //!
 //! A node limit bounds each solver call, so two limits take different search paths and a
 //! larger one can end worse. Without a deadline, a run under a node limit of `n` therefore runs
@@ -11,10 +12,16 @@
 //! (up to 16 windows without a deadline), so those are repeated once per rung. Inputs whose master
 //! is over the size cap (`TooLarge`, no search) run once, without this guarantee.
 
+use std::time::{Duration, Instant};
+
 use super::{master, ExactPlanner};
-use crate::engines::limits::Stats;
-use crate::plan::{Plan, Status};
+use crate::engines::limits::{Limits, Stats};
+use crate::plan::{Plan, Status, StopReason};
 use crate::problem::Problem;
+
+/// The time ladder's first stage ends this long after the start (the quick attempt's length);
+/// stage `k` ends `2^k` times as long after it.
+const FIRST_STAGE: Duration = Duration::from_millis(100);
 
 impl ExactPlanner {
     /// The deepening run when it applies (a node limit, no deadline, not a run of a deepening
@@ -51,6 +58,64 @@ impl ExactPlanner {
             };
             if done {
                 break;
+            }
+        }
+        best.map(|plan| (plan, stats))
+    }
+}
+
+impl ExactPlanner {
+    /// The staged run under a deadline when the time ladder is on (and no node limit is set):
+    /// stages that end `FIRST_STAGE`, twice, four times … as long after the start, each seeded
+    /// with the best plan so far and planning as if its whole stage were left. The caller's
+    /// deadline reaches a stage as a cancellation check, so a stage cut short has followed the
+    /// same schedule as the same stage of a longer run up to the cut. `None` runs the planner once.
+    pub(super) fn plan_by_time_ladder(&self, problem: &Problem) -> Option<(Plan, Stats)> {
+        let limits = self.effective_limits();
+        let cut = limits.deadline_at()?;
+        if !self.time_ladder || limits.nodes().is_some() {
+            return None;
+        }
+        let started = Instant::now();
+        let mut stats = Stats::default();
+        let mut best: Option<Plan> = None;
+        let mut stage_length = FIRST_STAGE;
+        for stage in 0u32.. {
+            let stage_end = started.checked_add(stage_length).unwrap_or(cut);
+            let outer = limits.clone();
+            let stage_limits =
+                Limits::new().deadline(stage_end).cancel_when(move || outer.cancelled() || Instant::now() >= cut);
+            let run = ExactPlanner {
+                limits: stage_limits,
+                time_ladder: false,
+                // The first stage's quick attempt and greedy warm start are every stage's: later
+                // stages start from the best plan so far.
+                quick_slice: if stage == 0 { self.quick_slice } else { Duration::ZERO },
+                seed_replaces_warm_start: stage > 0,
+                seed: best.as_ref().map(|plan| plan.actions.clone()).or_else(|| self.seed.clone()),
+                ..self.clone()
+            };
+            let (mut plan, run_stats) = run.plan_with_stats(problem);
+            add_stats(&mut stats, run_stats);
+            let cancelled = limits.cancelled();
+            // The cut is the caller's deadline, not a cancellation.
+            if plan.stop_reason == StopReason::Cancelled && !cancelled {
+                plan.stop_reason = StopReason::TimeLimit;
+            }
+            let done = plan.status != Status::Feasible || cancelled || Instant::now() >= cut;
+            best = match best {
+                Some(previous) if previous.objective.better_than(&plan.objective) => Some(previous),
+                _ => Some(plan),
+            };
+            if done {
+                break;
+            }
+            stage_length = stage_length.saturating_mul(2);
+        }
+        if let Some(plan) = best.as_mut().filter(|plan| plan.stop_reason == StopReason::TimeLimit) {
+            // An earlier stage's plan may be kept; the run itself ended by the caller's stop.
+            if limits.cancelled() {
+                plan.stop_reason = StopReason::Cancelled;
             }
         }
         best.map(|plan| (plan, stats))

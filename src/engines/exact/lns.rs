@@ -175,6 +175,8 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
         seed: Some(sub.baseline_actions.clone()),
         deepening: false,
         beside: None,
+        time_ladder: false,
+        seed_replaces_warm_start: false,
     }
 }
 

@@ -100,6 +100,11 @@ pub struct ExactPlanner {
     /// A second backend run beside `backend` on a second thread (`portfolio.rs`); the better
     /// verified plan wins.
     beside: Option<Arc<dyn MipBackend>>,
+    /// Whether a run under a deadline plans in stages of doubling length (`deepening.rs`).
+    time_ladder: bool,
+    /// Whether a verified seed replaces the greedy warm start (the time ladder's later stages,
+    /// whose seed is already at least as good as greedy's plan).
+    seed_replaces_warm_start: bool,
 }
 
 impl Default for ExactPlanner {
@@ -115,6 +120,8 @@ impl Default for ExactPlanner {
             seed: None,
             deepening: true,
             beside: None,
+            time_ladder: false,
+            seed_replaces_warm_start: false,
         }
     }
 }
@@ -253,6 +260,19 @@ impl ExactPlanner {
         self
     }
 
+    /// Plans a run under a deadline in stages that end 100 ms, 200 ms, 400 ms, … after the start
+    /// (default off). Each stage starts from the best plan of the one before and is scheduled as
+    /// if it had its whole length; the deadline only cuts the last one short. A run with a later
+    /// deadline therefore goes through the same stages, so up to the machine's timing it never
+    /// returns a worse plan than a run with an earlier deadline, which a single run, whose
+    /// phases stretch with the limit, does not promise. Each stage repeats the search's first
+    /// steps, so at a given limit the plan can be worse than a single run's. Node-limited runs
+    /// without a deadline deepen instead ([`node_limit`](Self::node_limit)).
+    pub fn time_ladder(mut self, on: bool) -> Self {
+        self.time_ladder = on;
+        self
+    }
+
     /// Uses the plain slot formulation for every group (one variable per instance slot and
     /// component, no aggregation, no cuts). Only for benchmarks: it shows what structure buys.
     #[doc(hidden)]
@@ -284,6 +304,9 @@ impl ExactPlanner {
         if let Some(deepened) = self.plan_by_deepening(problem) {
             return deepened;
         }
+        if let Some(staged) = self.plan_by_time_ladder(problem) {
+            return staged;
+        }
         let limits = self.effective_limits();
         let mut stats = Stats::default();
         let quick = match self.quick_proof(problem, &limits, &mut stats) {
@@ -292,8 +315,13 @@ impl ExactPlanner {
             Quick::Nothing => None,
         };
         let phase = Instant::now();
-        let greedy = self.seeded(problem, warm_plan(problem, &limits, None));
-        stats.solves += 1;
+        let greedy = match self.seed_plan(problem).filter(|_| self.seed_replaces_warm_start) {
+            Some(seed) => seed,
+            None => {
+                stats.solves += 1;
+                self.seeded(problem, warm_plan(problem, &limits, None))
+            }
+        };
         stats.phase("warm start (greedy)", phase);
         // The best verified plan so far is the floor of the result and the search's warm start:
         // a longer run must not lose what its quick attempt found.
@@ -403,16 +431,17 @@ impl ExactPlanner {
 
     /// The seed's plan when there is one, it verifies and greedy's is not better.
     fn seeded(&self, problem: &Problem, greedy: Plan) -> Plan {
-        let Some(actions) = &self.seed else { return greedy };
-        let plan = finish(problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions.clone(), None);
-        if greedy.status != Status::Infeasible
-            && !greedy.objective.better_than(&plan.objective)
-            && verify(problem, &plan).is_empty()
-        {
-            plan
-        } else {
-            greedy
+        match self.seed_plan(problem) {
+            Some(plan) if greedy.status != Status::Infeasible && !greedy.objective.better_than(&plan.objective) => plan,
+            _ => greedy,
         }
+    }
+
+    /// The seed's plan when there is one and it verifies.
+    fn seed_plan(&self, problem: &Problem) -> Option<Plan> {
+        let actions = self.seed.as_ref()?;
+        let plan = finish(problem, SolverKind::Greedy, Status::Feasible, StopReason::Completed, actions.clone(), None);
+        verify(problem, &plan).is_empty().then_some(plan)
     }
 
     /// The limits of the search: on large inputs, when the large-neighbourhood phase is on and
