@@ -33,7 +33,10 @@
 //! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
 //! When copies still stay unplaced, the best plan and the next best distinct ones are
 //! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
-//! again, a launch possibly retyped; a runner-up wins only when strictly better. Phases 5 and 6
+//! again, a launch possibly retyped; a runner-up wins only when strictly better. Then, on the
+//! best plan only, the repair runs once more with a larger budget, and apart from it launches are
+//! **retyped for room** (`retype.rs`: a type holding their copies with room to spare, then
+//! relocations and pair repacks); either result is kept only when strictly better. Phases 5 and 6
 //! run on the kept result only (they do not change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input

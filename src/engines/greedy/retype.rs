@@ -141,3 +141,61 @@ impl Greedy<'_> {
         held
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::FinalFleet;
+    use crate::model::{InstanceTypeSpec, ScenarioBuilder};
+    use crate::problem::Problem;
+
+    fn sized(name: &str, accelerators: u32) -> InstanceTypeSpec {
+        InstanceTypeSpec {
+            instance_type: name.into(),
+            accelerator_count: accelerators,
+            accelerator_memory_gib: 24.0,
+            v_cpu_count: 48.0,
+            memory_in_mb: 196_608.0,
+            hourly_price: Some(f64::from(accelerators)),
+        }
+    }
+
+    /// MaxInstanceCount 2; two launches of the preferred 4-accelerator type, each filled by one
+    /// 4-accelerator copy; two 2-accelerator copies missing. The 6-accelerator type holds each
+    /// big copy with room for one small one.
+    fn full_small_launches() -> Problem {
+        let scenario = ScenarioBuilder::new(["a"])
+            .instance_type(sized("ml.small", 4))
+            .instance_type(sized("ml.wide", 6))
+            .pool("ml.small", 1)
+            .pool("ml.wide", 2)
+            .instance_limits(0, Some(2))
+            .component("big", 2, 4, 1.0, 8192)
+            .component("half", 2, 2, 1.0, 8192)
+            .build()
+            .unwrap();
+        Problem::new(&scenario).unwrap()
+    }
+
+    #[test]
+    fn retyping_full_launches_leaves_room_for_the_missing_copies() {
+        let problem = full_small_launches();
+        let big = problem.components.iter().position(|c| c.name == "big").unwrap();
+        let small = TypeIndex::new(problem.types.iter().position(|t| t.name == "ml.small").unwrap());
+        let mut planner = Greedy::new(&problem);
+        planner.scale_in();
+        planner.index_fleet();
+        for _ in 0..2 {
+            let index = planner.open(small, AzIndex::new(0)).unwrap();
+            let need = planner.need_on(big, index).unwrap();
+            planner.place(big, index, 1, &need);
+        }
+        assert_eq!(planner.missing_copies(), 2);
+        assert_eq!(planner.retype_for_room(), 2);
+        assert_eq!(planner.missing_copies(), 0);
+        assert_eq!(planner.fleet_size, 2);
+        let (fleet, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert!(fleet.instances.iter().all(|instance| problem.types[instance.type_index].name == "ml.wide"));
+    }
+}
