@@ -299,3 +299,26 @@ fn type_led_mixed_packing_places_more_on_hard_22_005() {
         show(objective)
     );
 }
+
+/// `hard-22-011` (`Config::HARD`, seed 22; MaxInstanceCount 71, two draining instances, a
+/// capacity event): the proven optimum places 254. Greedy placed 253 and left one launch of the
+/// budget unused: relocating another component's new copies off the one instance with room for
+/// the last placeable copy (one of them onto an instance opened with that launch) places it, but
+/// each pass's repair budget was spent before it got there. The repair run once on the final
+/// best plan, with a larger budget, finds it.
+#[test]
+fn the_final_repair_places_the_last_copy_of_hard_22_011() {
+    let objective = &verified_greedy(include_str!("greedy_fixtures/hard-22-011.json"));
+    assert_eq!(objective.placed_copies, 254, "{} (253 without the final repair)", show(objective));
+}
+
+/// `hard-22-013` (`Config::HARD`, seed 22; MaxInstanceCount 48 binds, most copies need four
+/// accelerators): the proven optimum places 202 on 42 six-accelerator instances; greedy placed
+/// 196, with 4-accelerator copies filling whole priority-1 instances of four accelerators.
+/// Retyping those launches to the six-accelerator type (`retype.rs`) leaves two accelerators on
+/// each for small copies, and the relocations and pair repacks after it place 200.
+#[test]
+fn retyping_launches_for_room_places_more_on_hard_22_013() {
+    let objective = &verified_greedy(include_str!("greedy_fixtures/hard-22-013.json"));
+    assert_eq!(objective.placed_copies, 200, "{} (196 without retyping)", show(objective));
+}

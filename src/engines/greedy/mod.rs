@@ -33,7 +33,10 @@
 //! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
 //! When copies still stay unplaced, the best plan and the next best distinct ones are
 //! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
-//! again, a launch possibly retyped; a runner-up wins only when strictly better. Phases 5 and 6
+//! again, a launch possibly retyped; a runner-up wins only when strictly better. Then, on the
+//! best plan only, the repair runs once more with a larger budget, and apart from it launches are
+//! **retyped for room** (`retype.rs`: a type holding their copies with room to spare, then
+//! relocations and pair repacks); either result is kept only when strictly better. Phases 5 and 6
 //! run on the kept result only (they do not change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
@@ -43,6 +46,7 @@ mod mixed;
 mod place;
 mod repack;
 mod repair;
+mod retype;
 mod scale_in;
 
 use smallvec::SmallVec;
@@ -132,6 +136,10 @@ impl GreedyPlanner {
         }
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             Self::repack_best_plans(&limits, problem, &mut best, runners_up, &mut stats, &mut stop);
+        }
+        if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
+            stats.solves += 1;
+            Self::relocate_and_retype_best(problem, &mut best);
         }
         let mut planner = match best {
             Some((planner, _)) => planner,
@@ -243,6 +251,55 @@ impl GreedyPlanner {
         }
     }
 }
+
+impl GreedyPlanner {
+    /// Places more copies in the best plan, once it is final: by the repair pass's relocations
+    /// with a larger budget than a pass gets ([`FINAL_REPAIR_WORK`]), and, apart, after
+    /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks. Each
+    /// result replaces the best plan only when strictly better.
+    fn relocate_and_retype_best<'a>(problem: &'a Problem, best: &mut Option<(Greedy<'a>, Option<PassRank>)>) {
+        let Some((planner, rank)) = best.as_mut() else { return };
+        let mut current = *rank.get_or_insert_with(|| pass_rank(problem, planner));
+        let order = place::component_order(problem);
+        let mut candidates = Vec::new();
+        let mut repaired = planner.clone();
+        repaired.forget_released_idle();
+        if repaired.repair_with(&order, FINAL_REPAIR_WORK) > 0 {
+            repaired.rebalance_by_moves();
+            candidates.push(repaired);
+        }
+        // Rounds while each places more: the copies still missing change what room is worth.
+        let mut base = planner.clone();
+        base.forget_released_idle();
+        for _ in 0..RETYPE_ROUNDS {
+            let mut retyped = base.clone();
+            if retyped.retype_for_room() == 0 {
+                break;
+            }
+            retyped.repair_with(&order, FINAL_REPAIR_WORK);
+            retyped.repack_pairs(repack::REPACK_WORK);
+            retyped.rebalance_by_moves();
+            if retyped.placed_new_copies() <= base.placed_new_copies() {
+                break;
+            }
+            base = retyped.clone();
+            candidates.push(retyped);
+        }
+        for candidate in candidates {
+            let rank = pass_rank(problem, &candidate);
+            if rank < current {
+                current = rank;
+                *best = Some((candidate, Some(rank)));
+            }
+        }
+    }
+}
+
+/// Rounds of retyping for room on the final best plan.
+const RETYPE_ROUNDS: usize = 3;
+
+/// Instance checks of the repair run on the final best plan (once per plan).
+const FINAL_REPAIR_WORK: u64 = 200_000;
 
 /// Keeps `planner` among the runners-up when its rank is new and among the best
 /// [`REPACKED_PASSES`] − 1 (an earlier plan wins ties).
@@ -442,6 +499,7 @@ fn name_ranks<'a>(names: impl Iterator<Item = &'a str>) -> Vec<usize> {
 }
 
 /// The planner's working state.
+#[derive(Clone)]
 struct Greedy<'a> {
     problem: &'a Problem,
     instances: Vec<Instance>,

@@ -269,7 +269,7 @@ impl Greedy<'_> {
         wanted
     }
 
-    fn placed_new_copies(&self) -> u64 {
+    pub(super) fn placed_new_copies(&self) -> u64 {
         self.placements.iter().map(|&(_, _, n)| u64::from(n)).sum()
     }
 

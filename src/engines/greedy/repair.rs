@@ -60,11 +60,16 @@ impl Greedy<'_> {
     /// Places missing copies of the components in `order` by relocating up to two of this
     /// plan's new copies per placed copy. Returns the copies placed.
     pub(super) fn repair(&mut self, order: &[usize]) -> u64 {
+        self.repair_with(order, REPAIR_WORK)
+    }
+
+    /// [`Self::repair`] within `work` instance checks.
+    pub(super) fn repair_with(&mut self, order: &[usize], work: u64) -> u64 {
         if order.iter().all(|&c| self.missing_new_copies(c) == 0) {
             return 0;
         }
         let mut new_copies = self.new_copies_by_instance();
-        let mut work = REPAIR_WORK;
+        let mut work = work;
         let mut placed = 0;
         for &c in order {
             while self.missing_new_copies(c) > 0 && work > 0 {
@@ -88,6 +93,15 @@ impl Greedy<'_> {
             }
         }
         placed
+    }
+
+    /// Takes the instances the release phase released off the idle lists: a repair after it
+    /// may open instances, and a released one must not come back.
+    pub(super) fn forget_released_idle(&mut self) {
+        let instances = &self.instances;
+        for list in self.idle.iter_mut().flatten() {
+            list.retain(|&i| !instances[i].released);
+        }
     }
 
     /// This plan's new copies per instance (the copies a repair may move).
