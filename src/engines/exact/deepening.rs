@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{master, ExactPlanner};
+use super::{master, warm_plan, ExactPlanner};
 use crate::engines::limits::{Limits, Stats};
 use crate::plan::{Plan, Status, StopReason};
 use crate::problem::Problem;
@@ -66,7 +66,8 @@ impl ExactPlanner {
 
 impl ExactPlanner {
     /// The staged run under a deadline when the time ladder is on (and no node limit is set):
-    /// stages that end `FIRST_STAGE`, twice, four times … as long after the start, each seeded
+    /// the greedy warm start, then stages that end `FIRST_STAGE`, twice, four times … as long
+    /// after it, each seeded
     /// with the best plan so far and planning as if its whole stage were left. The caller's
     /// deadline reaches a stage as a cancellation check, so a stage cut short has followed the
     /// same schedule as the same stage of a longer run up to the cut. `None` runs the planner once.
@@ -76,11 +77,17 @@ impl ExactPlanner {
         if !self.time_ladder || limits.nodes().is_some() {
             return None;
         }
-        let started = Instant::now();
+        // The full greedy warm start first, under the caller's limits: every stage starts from
+        // it (or better), so no stage's own deadline can cut the floor of the result short.
         let mut stats = Stats::default();
+        let phase = Instant::now();
+        let warm_start = self.seeded(problem, warm_plan(problem, &limits, None));
+        stats.solves += 1;
+        stats.phase("warm start (greedy)", phase);
+        let started = Instant::now();
         let mut best: Option<Plan> = None;
         let mut stage_length = FIRST_STAGE;
-        for stage in 0u32.. {
+        loop {
             let stage_end = started.checked_add(stage_length).unwrap_or(cut);
             let outer = limits.clone();
             let stage_limits =
@@ -88,11 +95,10 @@ impl ExactPlanner {
             let run = ExactPlanner {
                 limits: stage_limits,
                 time_ladder: false,
-                // The first stage's quick attempt and greedy warm start are every stage's: later
-                // stages start from the best plan so far.
-                quick_slice: if stage == 0 { self.quick_slice } else { Duration::ZERO },
-                seed_replaces_warm_start: stage > 0,
-                seed: best.as_ref().map(|plan| plan.actions.clone()).or_else(|| self.seed.clone()),
+                // Each stage starts from the best plan so far (the warm start at first).
+                quick_slice: Duration::ZERO,
+                seed_replaces_warm_start: true,
+                seed: Some(best.as_ref().map_or_else(|| warm_start.actions.clone(), |plan| plan.actions.clone())),
                 ..self.clone()
             };
             let (mut plan, run_stats) = run.plan_with_stats(problem);
