@@ -40,6 +40,14 @@ const L1_TIME_SHARE: f64 = 0.5;
 /// handed over: a larger gap is a search still finding copies to place, not a proof stalling.
 const L1_STALL_GAP: f64 = 2.0;
 
+/// The levels fixed before the one being solved.
+#[derive(Clone, Copy)]
+struct Earlier<'x> {
+    fixed: &'x [(Goal, f64)],
+    /// Set when L1 among them was fixed without a proof.
+    handed_over: Option<&'x HandOver>,
+}
+
 /// L1 fixed at the warm start's value without a proof, so the levels after it are searched.
 #[derive(Debug, Clone)]
 struct HandOver {
@@ -348,15 +356,8 @@ impl<'a> Search<'a> {
                     if let Some(previous) = last {
                         seen.push(previous);
                     }
-                    return Levels::Done(self.level_stopped(
-                        facts,
-                        &fixed,
-                        goal,
-                        unproven,
-                        seen,
-                        best_bound,
-                        handed_over.as_ref(),
-                    ));
+                    let earlier = Earlier { fixed: &fixed, handed_over: handed_over.as_ref() };
+                    return Levels::Done(self.level_stopped(facts, earlier, goal, unproven, seen, best_bound));
                 }
             }
         }
@@ -366,18 +367,18 @@ impl<'a> Search<'a> {
         Levels::Fixed { fixed, last, seen, handed_over }
     }
 
-    /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `fixed`
+    /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `earlier`
     /// holding the levels before it and `seen` the earlier levels' solutions, in order.
     fn level_stopped(
         &self,
         facts: &Facts<'_>,
-        fixed: &[(Goal, f64)],
+        earlier: Earlier<'_>,
         goal: Goal,
         solved: Solved,
         seen: Vec<MasterSolution>,
         best_bound: Option<&Objective>,
-        handed_over: Option<&HandOver>,
     ) -> Outcome {
+        let Earlier { fixed, handed_over } = earlier;
         match solved {
             Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
                 let bound = reported_bound(facts, fixed, Some((goal, level_bound)), handed_over);
