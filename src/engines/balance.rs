@@ -787,25 +787,37 @@ mod tests {
         // bal (MaxImbalance 0) has one copy, in AZ a, and one unplaced; AZ b's only instance fits
         // it but is full of b's copies (no MaxImbalance). No move lowers bal's excess (1 either
         // way); leaving one b out for bal's second copy does, the copies placed unchanged.
-        let start = || {
-            vec![holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)])]
-        };
-        let mut holders = start();
-        let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], 10_000).is_empty());
-        let mut holders = start();
-        let mut counts = counts_of(&problem, &holders);
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[1, 0, 0], 10_000);
+        let start =
+            [holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)])];
+        let (moves, counts) = only_with_exchanges(&problem, &start, &[bal], &[1, 0, 0]);
         assert_eq!(
             moves,
             vec![Move { component: b, from: Some(1), to: None }, Move { component: bal, from: None, to: Some(1) }]
         );
-        assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
         assert_eq!(counts[bal], vec![1, 1]);
         assert_eq!(counts.iter().flatten().sum::<u64>(), 3, "as many copies placed as before");
+    }
+
+    /// The moves and counts of a pass from `start` with `missing` copies unplaced, checking
+    /// that a pass without exchanges moves nothing and that every instance stays within
+    /// capacity.
+    fn only_with_exchanges(
+        problem: &Problem,
+        start: &[Holder],
+        order: &[usize],
+        missing: &[u64],
+    ) -> (Vec<Move>, Vec<Vec<u64>>) {
+        let mut holders = start.to_vec();
+        let mut counts = counts_of(problem, &holders);
+        assert!(lower_excess(problem, &mut holders, &mut counts, order, &[], 10_000).is_empty());
+        let mut holders = start.to_vec();
+        let mut counts = counts_of(problem, &holders);
+        let moves = lower_excess(problem, &mut holders, &mut counts, order, missing, 10_000);
+        assert_eq!(counts, counts_of(problem, &holders), "counts follow the holders");
         for h in &holders {
             assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
         }
+        (moves, counts)
     }
 
     #[test]
@@ -815,15 +827,9 @@ mod tests {
         // bal has both copies in AZ a and no instance in AZ b it may run on (g6e is c's only);
         // c has a copy unplaced. Leaving one bal copy out for a c copy on the g6e lowers bal's
         // excess from 2 to 1.
-        let start = || {
-            vec![holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]), holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)])]
-        };
-        let mut holders = start();
-        let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], 10_000).is_empty());
-        let mut holders = start();
-        let mut counts = counts_of(&problem, &holders);
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], 10_000);
+        let start =
+            [holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]), holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)])];
+        let (moves, counts) = only_with_exchanges(&problem, &start, &[bal], &[0, 0, 1]);
         assert_eq!(
             moves,
             vec![Move { component: bal, from: Some(0), to: None }, Move { component: c, from: None, to: Some(1) }]
