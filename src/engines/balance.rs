@@ -13,6 +13,14 @@
 //! falls with a move from a fuller to an emptier AZ; it steers the pass (and lets it go on) when
 //! one move of a component with several fullest AZs cannot lower its excess yet. Every chain
 //! lowers the pair, so the pass ends; its work is bounded (`work`: instance checks).
+//!
+//! When not every copy could be placed, an **exchange** also counts: a new copy of one component
+//! is left out (dropped) and an unplaced copy of another placed instead, so the copies placed
+//! (L1) stay the same. Which copies are left out decides the balance: dropping a copy in a
+//! component's fullest AZ, or placing one in its emptiest, lowers its excess. The copy placed
+//! lands like any moved copy (onto room, or ejecting others, which move on by the same chains);
+//! in an exchange driven by the copy placed, the one dropped is a copy it ejects. A chain holds
+//! as many drops as placements from the unplaced copies, and never leaves an instance empty.
 
 use std::cmp::Reverse;
 
@@ -42,25 +50,57 @@ pub(crate) struct Holder {
     pub(crate) new_copies: SmallVec<[(usize, u32); 4]>,
 }
 
-/// One new copy of `component` moved from holder `from` to holder `to`.
+/// One new copy of `component` moved from holder `from` to holder `to`; `from` `None`: an
+/// unplaced copy placed, `to` `None`: a placed copy dropped (left unplaced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Move {
     pub(crate) component: usize,
-    pub(crate) from: usize,
-    pub(crate) to: usize,
+    pub(crate) from: Option<usize>,
+    pub(crate) to: Option<usize>,
+}
+
+/// The holder index of the unplaced copies in a chain's steps (no holder has it).
+const UNPLACED: usize = usize::MAX;
+
+/// One step of a chain as it is searched: [`Move`] with [`UNPLACED`] for `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Step {
+    component: usize,
+    from: usize,
+    to: usize,
+}
+
+impl Step {
+    fn to_move(self) -> Move {
+        let holder = |index: usize| (index != UNPLACED).then_some(index);
+        Move { component: self.component, from: holder(self.from), to: holder(self.to) }
+    }
+}
+
+/// The components with AvailabilityZoneBalance sorted by name: the order the balance passes
+/// try them in (names, not input positions, decide).
+pub(crate) fn balanced_by_name(problem: &Problem) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..problem.components().len())
+        .filter(|&c| problem.components().get(c).is_some_and(|component| component.max_imbalance.is_some()))
+        .collect();
+    order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
+    order
 }
 
 /// Lowers the total balance excess of `holders` by ejection chains (see the module text).
 /// `counts[c][z]`: every copy of component `c` in AZ `z` in the final fleet (existing ones too);
 /// `holders` and `counts` are updated. `order`: the balanced components in the order they are
-/// tried (the caller's intrinsic order, so input positions do not decide). Returns the moves
-/// made, in an order in which each lands on room (a chain closing on the instance its first
-/// copy left is the exception: that copy leaves first). At most `work` instance checks.
+/// tried ([`balanced_by_name`]). `missing[c]`: unplaced copies of `c` that may still be placed
+/// (none for a component that scales in); all zero, or empty, makes no exchange. Returns the
+/// moves made, in an order in which each lands on room (drops first; a chain closing on the
+/// instance its first copy left is the exception: that copy leaves first). At most `work`
+/// instance checks.
 pub(crate) fn lower_excess(
     problem: &Problem,
     holders: &mut [Holder],
     counts: &mut [Vec<u64>],
     order: &[usize],
+    missing: &[u64],
     work: u64,
 ) -> Vec<Move> {
     let az_count = problem.azs().len();
@@ -83,24 +123,49 @@ pub(crate) fn lower_excess(
             list.push(index);
         }
     }
-    let mut pass = Chains { problem, holders, counts, need_on, capacity, by_az, work, budget: 0, chain: Vec::new() };
+    let mut missing: Vec<u64> = missing.to_vec();
+    missing.resize(problem.components().len(), 0);
+    let mut partners: Vec<usize> = (0..problem.components().len()).collect();
+    partners.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
+    let mut pass = Chains {
+        problem,
+        holders,
+        counts,
+        need_on,
+        capacity,
+        by_az,
+        missing,
+        partners,
+        strict: false,
+        work,
+        budget: 0,
+        chain: Vec::new(),
+    };
     let mut moves = Vec::new();
-    // Shallow chains first: they are cheap, and a deeper search only runs when none is left.
-    let mut depth = 0;
-    while depth <= MAX_DISPLACED && pass.work > 0 {
-        let mut moved = false;
-        for &c in order {
-            while pass.work > 0 && pass.standing(c) > (0, 0) {
-                match pass.chain_for(c, depth) {
-                    Some(chain) => {
-                        moves.extend(chain);
-                        moved = true;
+    // Moves first, until none is left; then one exchange (which changes which copies are
+    // placed) and moves again, while exchanges are found.
+    loop {
+        // Shallow chains first: they are cheap, and a deeper search only runs when none is left.
+        let mut depth = 0;
+        while depth <= MAX_DISPLACED && pass.work > 0 {
+            let mut moved = false;
+            for &c in order {
+                while pass.work > 0 && pass.standing(c) > (0, 0) {
+                    match pass.chain_for(c, depth) {
+                        Some(chain) => {
+                            moves.extend(chain.into_iter().map(Step::to_move));
+                            moved = true;
+                        }
+                        None => break,
                     }
-                    None => break,
                 }
             }
+            depth = if moved { 0 } else { depth + 1 };
         }
-        depth = if moved { 0 } else { depth + 1 };
+        match pass.any_exchange(order) {
+            Some(chain) => moves.extend(chain.into_iter().map(Step::to_move)),
+            None => break,
+        }
     }
     moves
 }
@@ -118,12 +183,19 @@ struct Chains<'a> {
     need_on: Vec<Vec<Option<Resources>>>,
     capacity: Vec<Resources>,
     by_az: Vec<Vec<usize>>,
+    /// Unplaced copies per component that may still be placed (updated as the chain grows).
+    missing: Vec<u64>,
+    /// Every component, by name: the copies an exchange may place, in the order tried.
+    partners: Vec<usize>,
+    /// The chain must lower the total excess itself (exchanges: the second term alone does not
+    /// justify changing which copies are placed).
+    strict: bool,
     work: u64,
     /// Instance checks left for the chain being searched (a search that finds nothing must not
     /// spend the whole pass's work).
     budget: u64,
-    /// The moves of the chain being built (applied to `holders`/`counts` as it grows).
-    chain: Vec<Move>,
+    /// The steps of the chain being built (applied to `holders`/`counts` as it grows).
+    chain: Vec<Step>,
 }
 
 impl Chains<'_> {
@@ -144,7 +216,8 @@ impl Chains<'_> {
 
     /// What moving one copy of `c` from AZ `a` to AZ `b` changes in [`Self::standing`].
     fn gain_of(&mut self, c: usize, a: usize, b: usize) -> Gain {
-        if self.max_imbalance(c).is_none() {
+        // No copy to move from a real AZ without one (a shift there would not undo).
+        if self.max_imbalance(c).is_none() || (a < self.by_az.len() && self.count(c, a) == 0) {
             return (0, 0);
         }
         let before = self.standing(c);
@@ -173,14 +246,31 @@ impl Chains<'_> {
         self.holders.get(holder).and_then(|h| h.new_copies.iter().find(|&&(d, _)| d == c)).map_or(0, |&(_, n)| n)
     }
 
-    /// Applies (`undo` false) or takes back one move to holders and counts.
-    fn apply(&mut self, step: Move, undo: bool) {
+    /// The AZ of holder `index`; the unplaced copies have the AZ past the last (which no count
+    /// row has, so a shift from or to it only removes or adds).
+    fn az_of(&self, index: usize) -> Option<usize> {
+        if index == UNPLACED {
+            return Some(self.by_az.len());
+        }
+        self.holders.get(index).map(|h| h.az)
+    }
+
+    /// What a copy of `c` needs on holder `index` (nothing among the unplaced copies).
+    fn need_at(&self, c: usize, index: usize) -> Option<Resources> {
+        if index == UNPLACED {
+            return Some(Resources::ZERO);
+        }
+        self.need(c, index)
+    }
+
+    /// Applies (`undo` false) or takes back one step to holders, counts and missing copies.
+    fn apply(&mut self, step: Step, undo: bool) {
         let (from, to) = if undo { (step.to, step.from) } else { (step.from, step.to) };
-        let (Some(need_from), Some(need_to)) = (self.need(step.component, from), self.need(step.component, to)) else {
+        let (Some(need_from), Some(need_to)) = (self.need_at(step.component, from), self.need_at(step.component, to))
+        else {
             return;
         };
-        let (Some(az_from), Some(az_to)) = (self.holders.get(from).map(|h| h.az), self.holders.get(to).map(|h| h.az))
-        else {
+        let (Some(az_from), Some(az_to)) = (self.az_of(from), self.az_of(to)) else {
             return;
         };
         if let Some(holder) = self.holders.get_mut(from) {
@@ -191,10 +281,34 @@ impl Chains<'_> {
             holder.used = holder.used.plus(&need_to);
             change(&mut holder.new_copies, step.component, 1);
         }
+        if let Some(left) = self.missing.get_mut(step.component) {
+            if from == UNPLACED {
+                *left = left.saturating_sub(1);
+            } else if to == UNPLACED {
+                *left += 1;
+            }
+        }
         self.shift_count(step.component, az_from, az_to);
     }
 
-    fn push(&mut self, step: Move) {
+    /// Copies the chain placed from the unplaced ones less those it dropped: a closed chain
+    /// has zero (the copies placed, L1, unchanged).
+    fn placed_minus_dropped(&self) -> i64 {
+        self.chain.iter().map(|step| i64::from(step.from == UNPLACED) - i64::from(step.to == UNPLACED)).sum()
+    }
+
+    /// Whether the chain may close now: as many copies placed as dropped, and no instance left
+    /// empty by a drop.
+    fn may_close(&self) -> bool {
+        self.placed_minus_dropped() == 0
+            && self
+                .chain
+                .iter()
+                .filter(|step| step.to == UNPLACED)
+                .all(|step| self.holders.get(step.from).is_some_and(|holder| holder.used != Resources::ZERO))
+    }
+
+    fn push(&mut self, step: Step) {
         self.apply(step, false);
         self.chain.push(step);
     }
@@ -245,7 +359,7 @@ impl Chains<'_> {
     }
 
     /// A chain lowering `c`'s excess (or the pair), applied; `None` when none is found.
-    fn chain_for(&mut self, c: usize, depth: usize) -> Option<Vec<Move>> {
+    fn chain_for(&mut self, c: usize, depth: usize) -> Option<Vec<Step>> {
         self.budget = CHAIN_WORK;
         let az_count = self.by_az.len();
         let mut fullest: Vec<usize> = (0..az_count).collect();
@@ -281,6 +395,102 @@ impl Chains<'_> {
         None
     }
 
+    /// The first exchange found for the components of `order` still over their MaxImbalance,
+    /// shallow chains first; applied.
+    fn any_exchange(&mut self, order: &[usize]) -> Option<Vec<Step>> {
+        if self.missing.iter().all(|&left| left == 0) {
+            return None;
+        }
+        self.strict = true;
+        let mut found = None;
+        'search: for depth in 0..=MAX_DISPLACED {
+            for &c in order {
+                if self.work == 0 {
+                    break 'search;
+                }
+                if self.standing(c).0 > 0 {
+                    found = self.exchange_for(c, depth);
+                    if found.is_some() {
+                        break 'search;
+                    }
+                }
+            }
+        }
+        self.strict = false;
+        found
+    }
+
+    /// An exchange lowering `c`'s excess (or the pair), applied; `None` when none is found.
+    /// First a new copy of `c` in one of its fullest AZs is dropped and an unplaced copy of
+    /// another component placed (any AZ, onto room or by ejections); then, when `c` has copies
+    /// unplaced, one is placed in one of its emptiest AZs, dropping a copy it ejects there.
+    fn exchange_for(&mut self, c: usize, depth: usize) -> Option<Vec<Step>> {
+        if self.missing.iter().all(|&left| left == 0) {
+            return None;
+        }
+        self.budget = CHAIN_WORK;
+        let az_count = self.by_az.len();
+        let mut fullest: Vec<usize> = (0..az_count).collect();
+        fullest.sort_by_key(|&z| (Reverse(self.count(c, z)), z));
+        let partners: Vec<usize> = self
+            .partners
+            .iter()
+            .copied()
+            .filter(|&d| d != c && self.missing.get(d).is_some_and(|&left| left > 0))
+            .collect();
+        for &a in &fullest {
+            let dropped = self.gain_of(c, a, az_count);
+            if dropped.0 >= 0 || partners.is_empty() || self.count(c, a) == 0 {
+                continue;
+            }
+            let holding: Vec<usize> =
+                self.by_az.get(a).into_iter().flatten().copied().filter(|&x| self.new_count(c, x) > 0).collect();
+            for x in self.distinct(holding) {
+                self.push(Step { component: c, from: x, to: UNPLACED });
+                for &d in &partners {
+                    let mut azs: Vec<usize> = (0..az_count).collect();
+                    azs.sort_by_key(|&z| (self.count(d, z), z));
+                    for b in azs {
+                        if self.exhausted() {
+                            self.pop();
+                            return None;
+                        }
+                        let placed = self.gain_of(d, az_count, b);
+                        let total = (dropped.0 + placed.0, dropped.1 + placed.1);
+                        if total.0 < 0 && self.land(d, UNPLACED, b, total, depth).is_some() {
+                            return Some(self.closed_chain());
+                        }
+                    }
+                }
+                self.pop();
+            }
+        }
+        if self.missing.get(c).is_some_and(|&left| left > 0) {
+            let mut emptiest = fullest;
+            emptiest.reverse();
+            for b in emptiest {
+                if self.exhausted() {
+                    return None;
+                }
+                let placed = self.gain_of(c, az_count, b);
+                // Its drop is an ejection: one level deeper than a move's.
+                if placed.0 < 0 && self.land(c, UNPLACED, b, placed, depth + 1).is_some() {
+                    return Some(self.closed_chain());
+                }
+            }
+        }
+        None
+    }
+
+    /// The chain just closed, taken, in an order to execute it: drops first (they only free
+    /// room), then the rest from its end (the last copy displaced lands on room).
+    fn closed_chain(&mut self) -> Vec<Step> {
+        let mut chain = std::mem::take(&mut self.chain);
+        chain.reverse();
+        chain.sort_by_key(|step| step.to != UNPLACED);
+        chain
+    }
+
     /// Moves a copy of `c` from holder `x` into AZ `b`, onto room or making room by ejecting
     /// one or two other new copies there, each of which moves on the same way (at most `depth`
     /// ejections deep). `gain`: the chain's gain including this move. The chain's gain when it
@@ -304,8 +514,8 @@ impl Chains<'_> {
             if !self.tick() {
                 return None;
             }
-            self.push(Move { component: c, from: x, to: y });
-            if self.fits(y) {
+            self.push(Step { component: c, from: x, to: y });
+            if self.fits(y) && self.may_close() {
                 return Some(gain);
             }
             self.pop();
@@ -314,7 +524,7 @@ impl Chains<'_> {
             return None;
         }
         for &y in &targets {
-            self.push(Move { component: c, from: x, to: y });
+            self.push(Step { component: c, from: x, to: y });
             for set in self.ejections(c, y) {
                 if !self.tick() {
                     self.pop();
@@ -376,6 +586,18 @@ impl Chains<'_> {
     /// Moves a new copy of `d` off holder `y` (AZ `b`) to another AZ, emptiest for `d` first,
     /// where the chain's gain stays below zero. The chain's gain when it closed.
     fn eject(&mut self, d: usize, y: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
+        // A chain that placed an unplaced copy may leave this one out instead.
+        if self.placed_minus_dropped() > 0 {
+            let step = self.gain_of(d, b, self.by_az.len());
+            let total = (gain.0 + step.0, gain.1 + step.1);
+            if total.0 < 0 {
+                self.push(Step { component: d, from: y, to: UNPLACED });
+                if self.may_close() {
+                    return Some(total);
+                }
+                self.pop();
+            }
+        }
         let mut next: Vec<usize> = (0..self.by_az.len()).filter(|&z| z != b).collect();
         next.sort_by_key(|&z| (self.count(d, z), z));
         for z in next {
@@ -383,7 +605,7 @@ impl Chains<'_> {
             let total = (gain.0 + step.0, gain.1 + step.1);
             // Every prefix of a chain improves: a displaced copy may only spend what the chain
             // has won so far.
-            if total >= (0, 0) {
+            if total >= (0, 0) || (self.strict && total.0 >= 0) {
                 continue;
             }
             if let Some(closed) = self.land(d, y, z, total, depth) {
@@ -494,15 +716,15 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         assert_eq!(balance_excess(&counts[bal], Some(0)), 2);
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], 10_000);
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], 10_000);
         assert_eq!(balance_excess(&counts[bal], Some(0)), 0, "{moves:?}");
         assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
         assert_eq!(
             moves,
             vec![
-                Move { component: c, from: 1, to: 3 },
-                Move { component: b, from: 2, to: 1 },
-                Move { component: bal, from: 0, to: 2 },
+                Move { component: c, from: Some(1), to: Some(3) },
+                Move { component: b, from: Some(2), to: Some(1) },
+                Move { component: bal, from: Some(0), to: Some(2) },
             ]
         );
         for h in &holders {
@@ -515,7 +737,7 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
         ];
         let mut counts = counts_of(&problem, &shallow);
-        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], 10_000).is_empty());
+        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], &[], 10_000).is_empty());
     }
 
     #[test]
@@ -533,7 +755,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         let before = counts.clone();
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], 10_000);
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], 10_000);
         assert!(moves.is_empty(), "{moves:?}");
         assert_eq!(counts, before);
         // With one c fewer in a, c moving there costs nothing (three copies over two AZs have
@@ -544,7 +766,7 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(c, 2)]),
         ];
         let mut counts = counts_of(&problem, &holders);
-        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], 10_000);
+        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], 10_000);
         assert_eq!((balance_excess(&counts[bal], Some(0)), balance_excess(&counts[c], Some(0))), (0, 1));
     }
 
@@ -555,7 +777,79 @@ mod tests {
         let mut holders =
             vec![holder(&problem, "ml.g5.12xlarge", 0, &[(0, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[])];
         let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], 10_000).is_empty());
+        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], &[], 10_000).is_empty());
+    }
+
+    #[test]
+    fn an_exchange_places_the_copy_that_balances_in_place_of_one_that_does_not_matter() {
+        let problem = three_types();
+        let (bal, b) = (0, 1);
+        // bal (MaxImbalance 0) has one copy, in AZ a, and one unplaced; AZ b's only instance fits
+        // it but is full of b's copies (no MaxImbalance). No move lowers bal's excess (1 either
+        // way); leaving one b out for bal's second copy does, the copies placed unchanged.
+        let start =
+            [holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)])];
+        let (moves, counts) = only_with_exchanges(&problem, &start, &[bal], &[1, 0, 0]);
+        assert_eq!(
+            moves,
+            vec![Move { component: b, from: Some(1), to: None }, Move { component: bal, from: None, to: Some(1) }]
+        );
+        assert_eq!(counts[bal], vec![1, 1]);
+        assert_eq!(counts.iter().flatten().sum::<u64>(), 3, "as many copies placed as before");
+    }
+
+    /// The moves and counts of a pass from `start` with `missing` copies unplaced, checking
+    /// that a pass without exchanges moves nothing and that every instance stays within
+    /// capacity.
+    fn only_with_exchanges(
+        problem: &Problem,
+        start: &[Holder],
+        order: &[usize],
+        missing: &[u64],
+    ) -> (Vec<Move>, Vec<Vec<u64>>) {
+        let mut holders = start.to_vec();
+        let mut counts = counts_of(problem, &holders);
+        assert!(lower_excess(problem, &mut holders, &mut counts, order, &[], 10_000).is_empty());
+        let mut holders = start.to_vec();
+        let mut counts = counts_of(problem, &holders);
+        let moves = lower_excess(problem, &mut holders, &mut counts, order, missing, 10_000);
+        assert_eq!(counts, counts_of(problem, &holders), "counts follow the holders");
+        for h in &holders {
+            assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
+        }
+        (moves, counts)
+    }
+
+    #[test]
+    fn an_exchange_leaves_out_a_copy_in_the_fullest_az_for_another_components_copy() {
+        let problem = three_types();
+        let (bal, c) = (0, 2);
+        // bal has both copies in AZ a and no instance in AZ b it may run on (g6e is c's only);
+        // c has a copy unplaced. Leaving one bal copy out for a c copy on the g6e lowers bal's
+        // excess from 2 to 1.
+        let start =
+            [holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]), holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)])];
+        let (moves, counts) = only_with_exchanges(&problem, &start, &[bal], &[0, 0, 1]);
+        assert_eq!(
+            moves,
+            vec![Move { component: bal, from: Some(0), to: None }, Move { component: c, from: None, to: Some(1) }]
+        );
+        assert_eq!((counts[bal].clone(), counts[c].clone()), (vec![1, 0], vec![0, 2]));
+    }
+
+    #[test]
+    fn an_exchange_never_empties_an_instance() {
+        let problem = three_types();
+        let (bal, c) = (0, 2);
+        // As above with bal's copies on two instances of one each: leaving either out empties
+        // its instance (an instance launched for nothing), so nothing changes.
+        let mut holders = vec![
+            holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 1)]),
+            holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 1)]),
+            holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], 10_000).is_empty());
     }
 
     /// Fewest single-copy moves to the least excess, by breadth-first search.

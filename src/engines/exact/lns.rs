@@ -733,16 +733,16 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
         })
         .collect();
     let mut counts = fleet.copies_per_az(problem);
-    let mut order: Vec<usize> = (0..problem.components().len())
-        .filter(|&c| problem.components().get(c).is_some_and(|component| component.max_imbalance.is_some()))
-        .collect();
-    order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
-    let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, BALANCE_WORK);
+    let order = balance::balanced_by_name(problem);
+    let missing = placeable_copies(problem, plan, &counts);
+    let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, BALANCE_WORK);
     if moves.is_empty() {
         return None;
     }
     for step in moves {
         for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
+            // An exchange's placed or dropped copy has one end among the unplaced copies.
+            let Some(position) = position else { continue };
             let draft = drafts.get_mut(position)?;
             for map in [&mut draft.copies, &mut draft.new_copies] {
                 let entry = map.entry(step.component).or_insert(0);
@@ -756,6 +756,30 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
     let actions = actions_of(problem, &drafts);
     let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
     (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// Unplaced copies per component that an exchange may place (`counts`: the plan's copies per
+/// component and AZ): none for a component the plan scales in (it removes copies).
+fn placeable_copies(problem: &Problem, plan: &Plan, counts: &[Vec<u64>]) -> Vec<u64> {
+    let scaled_in: BTreeSet<&str> = plan
+        .actions
+        .iter()
+        .filter_map(|action| match action {
+            Action::RemoveCopy { component, .. } => Some(component.as_str()),
+            _ => None,
+        })
+        .collect();
+    problem
+        .components()
+        .iter()
+        .zip(counts)
+        .map(|(component, row)| {
+            if scaled_in.contains(component.name.as_str()) {
+                return 0;
+            }
+            u64::from(component.copy_count).saturating_sub(row.iter().sum())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -30,11 +30,44 @@ const LADDER_STEPS: u32 = 16;
 /// Most variables the slot groups of a refinement round may add.
 const MAX_SLOT_VARIABLES: u64 = 50_000;
 
+/// Share of the solving time left that L1's search gets first. When it ends unproven without
+/// beating the warm start, its bound within [`L1_STALL_GAP`], L1 is fixed there and the levels
+/// after it get the rest (an L1 proof that stalls would otherwise take all the time and leave
+/// the warm start's balance and instances); otherwise L1 gets the rest too.
+const L1_TIME_SHARE: f64 = 0.5;
+
+/// Most copies L1's proven bound may lie above the warm start's for a stalled L1 search to be
+/// handed over: a larger gap is a search still finding copies to place, not a proof stalling.
+const L1_STALL_GAP: f64 = 2.0;
+
+/// The levels fixed before the one being solved.
+#[derive(Clone, Copy)]
+struct Earlier<'x> {
+    fixed: &'x [(Goal, f64)],
+    /// Set when L1 among them was fixed without a proof.
+    handed_over: Option<&'x HandOver>,
+}
+
+/// L1 fixed at the warm start's value without a proof, so the levels after it are searched.
+#[derive(Debug, Clone)]
+struct HandOver {
+    /// L1's proven bound (the solver's, in the master's units).
+    bound: Option<f64>,
+    /// Why L1's search stopped.
+    stop: StopReason,
+}
+
 /// What solving the levels before the cost gave.
 enum Levels {
     /// Every level fixed at its optimum; the last level's solution, and every level's solution
     /// (a plan the cost level must not end worse than).
-    Fixed { fixed: Vec<(Goal, f64)>, last: Option<MasterSolution>, seen: Vec<MasterSolution> },
+    /// `handed_over`: L1 was fixed without a proof.
+    Fixed {
+        fixed: Vec<(Goal, f64)>,
+        last: Option<MasterSolution>,
+        seen: Vec<MasterSolution>,
+        handed_over: Option<HandOver>,
+    },
     /// The search ends with this outcome.
     Done(Outcome),
     /// A solver error with the pattern cut: the round starts again without it.
@@ -177,8 +210,8 @@ impl<'a> Search<'a> {
         loose: &mut Option<Loose>,
     ) -> Round {
         let problem = self.problem;
-        let (fixed, last, seen) = match self.solve_levels(facts, layout, goals, best_bound.as_ref()) {
-            Levels::Fixed { fixed, last, seen } => (fixed, last, seen),
+        let (fixed, last, seen, handed_over) = match self.solve_levels(facts, layout, goals, best_bound.as_ref()) {
+            Levels::Fixed { fixed, last, seen, handed_over } => (fixed, last, seen, handed_over),
             Levels::Done(outcome) => return Round::Done(outcome),
             Levels::Restart => return Round::Restart,
         };
@@ -195,10 +228,11 @@ impl<'a> Search<'a> {
         }
         let Some((_, solution)) = cheapest else {
             let stop = cost_stop.unwrap_or(StopReason::SolverError("no cost regime is feasible".to_string()));
-            let bound = lex_bound(facts, &fixed, None);
+            let bound = reported_bound(facts, &fixed, None, handed_over.as_ref());
             return Round::Done(self.stopped(seen.into_iter().rev().collect(), stop, bound.or(best_bound.take())));
         };
-        let bound = lex_bound(facts, &fixed, Some((Goal::Cost(CostUnit::UsdPerHour), cost_bound)));
+        let bound =
+            reported_bound(facts, &fixed, Some((Goal::Cost(CostUnit::UsdPerHour), cost_bound)), handed_over.as_ref());
         if let Some(stop) = cost_stop {
             // The other regimes' and every level's solutions too: a master value is not the
             // plan's cost (regimes count in different units), and a search stopped later must
@@ -206,13 +240,15 @@ impl<'a> Search<'a> {
             let candidates = std::iter::once(solution).chain(others).chain(seen.into_iter().rev()).collect();
             return Round::Done(self.stopped(candidates, stop, bound.or(best_bound.take())));
         }
-        *best_bound = bound;
+        *best_bound = bound.clone();
         // One packing: groups that pack only with spare instances give the loose plan and
         // are modelled instance by instance in the next round, like groups that do not pack.
         match realize_with(problem, &solution, self.full.deadline, LOOSE_SPARE) {
-            Ok(Realized { actions, loosened }) if loosened.is_empty() => {
-                Round::Done(Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None })
-            }
+            Ok(Realized { actions, loosened }) if loosened.is_empty() => Round::Done(match handed_over {
+                None => Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None },
+                // Optimal under the L1 value it was handed: as good as the search found, no more.
+                Some(handed) => Outcome::Plan { actions, proven: false, stop: handed.stop, bound },
+            }),
             Ok(Realized { actions, loosened }) => {
                 if loose.is_none() {
                     *loose = loose_plan(problem, actions);
@@ -239,6 +275,7 @@ impl<'a> Search<'a> {
         let mut last: Option<MasterSolution> = None;
         // Every level's solution, in order: the candidates of a stopped search (the latest first).
         let mut seen: Vec<MasterSolution> = Vec::new();
+        let mut handed_over: Option<HandOver> = None;
         for &goal in goals {
             // The warm start meets every fixed level and already reaches this level's
             // combinatorial floor: that is its optimum.
@@ -269,7 +306,45 @@ impl<'a> Search<'a> {
                     Probe::Search(bound) => at_least = bound,
                 }
             }
-            match model.solve(goal, self.limits, warm, Extra { at_least, ..Extra::default() }) {
+            let extra = Extra { at_least, ..Extra::default() };
+            // The warm start's L1 value: the incumbent a stalled L1 search hands over at.
+            let incumbent =
+                hint.filter(|_| goal == Goal::Unplaced).map(|(_, objective)| -(objective.placed_copies as f64));
+            let first_limits = match (incumbent, self.limits.deadline) {
+                (Some(_), Some(deadline)) => Limits { deadline: Some(share_of_time_left(deadline)), ..self.limits },
+                _ => self.limits,
+            };
+            let mut solved = model.solve(goal, first_limits, warm, extra);
+            if let Some(incumbent) = incumbent {
+                let unproven = matches!(&solved, Solved::Solution { proven: false, .. } | Solved::Interrupted { .. });
+                if l1_stalled(&solved, incumbent) {
+                    let (value, bound, limit) = match solved {
+                        Solved::Solution { solution, limit, best_bound, .. } => {
+                            let value = solution.value.round().min(incumbent);
+                            seen.extend(last.replace(solution));
+                            (value, best_bound, limit)
+                        }
+                        Solved::Interrupted { limit, best_bound } => (incumbent, best_bound, Some(limit)),
+                        _ => (incumbent, None, None),
+                    };
+                    fixed.push((goal, value));
+                    handed_over = Some(HandOver { bound, stop: stop_of(limit) });
+                    continue;
+                }
+                if unproven && first_limits.deadline != self.limits.deadline {
+                    // L1 is getting somewhere: it gets the rest of the time, from its incumbent
+                    // (kept as a candidate should the rest find nothing better).
+                    solved = match solved {
+                        Solved::Solution { solution, .. } => {
+                            let integers = solution.integers.clone();
+                            seen.push(solution);
+                            model.solve(goal, self.limits, Warm::Previous(&integers), extra)
+                        }
+                        _ => model.solve(goal, self.limits, warm, extra),
+                    };
+                }
+            }
+            match solved {
                 Solved::Solution { solution, proven: true, .. } => {
                     fixed.push((goal, solution.value.round()));
                     if let Some(previous) = last.replace(solution) {
@@ -281,36 +356,38 @@ impl<'a> Search<'a> {
                     if let Some(previous) = last {
                         seen.push(previous);
                     }
-                    return Levels::Done(self.level_stopped(facts, &fixed, goal, unproven, seen, best_bound));
+                    let earlier = Earlier { fixed: &fixed, handed_over: handed_over.as_ref() };
+                    return Levels::Done(self.level_stopped(facts, earlier, goal, unproven, seen, best_bound));
                 }
             }
         }
         if let Some(previous) = last.clone() {
             seen.push(previous);
         }
-        Levels::Fixed { fixed, last, seen }
+        Levels::Fixed { fixed, last, seen, handed_over }
     }
 
-    /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `fixed`
+    /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `earlier`
     /// holding the levels before it and `seen` the earlier levels' solutions, in order.
     fn level_stopped(
         &self,
         facts: &Facts<'_>,
-        fixed: &[(Goal, f64)],
+        earlier: Earlier<'_>,
         goal: Goal,
         solved: Solved,
         seen: Vec<MasterSolution>,
         best_bound: Option<&Objective>,
     ) -> Outcome {
+        let Earlier { fixed, handed_over } = earlier;
         match solved {
             Solved::Solution { solution, limit, best_bound: level_bound, .. } => {
-                let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
+                let bound = reported_bound(facts, fixed, Some((goal, level_bound)), handed_over);
                 // The earlier levels' solutions too (see `stopped`).
                 let candidates = std::iter::once(solution).chain(seen.into_iter().rev()).collect();
                 self.stopped(candidates, stop_of(limit), bound.or_else(|| best_bound.cloned()))
             }
             Solved::Interrupted { limit, best_bound: level_bound } => {
-                let bound = lex_bound(facts, fixed, Some((goal, level_bound)));
+                let bound = reported_bound(facts, fixed, Some((goal, level_bound)), handed_over);
                 self.stopped(
                     seen.into_iter().rev().collect(),
                     stop_of(Some(limit)),
@@ -660,6 +737,37 @@ fn stop_of(limit: Option<Limit>) -> StopReason {
     }
 }
 
+/// Whether L1's search (`solved`) stalled at the warm start's value `incumbent`: unproven, not
+/// better than the warm start, its proven bound within [`L1_STALL_GAP`] of it.
+fn l1_stalled(solved: &Solved, incumbent: f64) -> bool {
+    let (found, bound) = match solved {
+        Solved::Solution { solution, proven: false, best_bound, .. } => (Some(solution.value), *best_bound),
+        Solved::Interrupted { best_bound, .. } => (None, *best_bound),
+        _ => return false,
+    };
+    let improved = found.is_some_and(|value| value < incumbent - 0.5);
+    !improved && bound.is_some_and(|bound| incumbent - bound <= L1_STALL_GAP + 1e-6)
+}
+
+/// [`lex_bound`], or after L1 was handed over unproven, L1's own bound and nothing after it.
+fn reported_bound(
+    facts: &Facts<'_>,
+    fixed: &[(Goal, f64)],
+    stopped: Option<(Goal, Option<f64>)>,
+    handed_over: Option<&HandOver>,
+) -> Option<Objective> {
+    match handed_over {
+        Some(handed) => lex_bound(facts, &[], Some((Goal::Unplaced, handed.bound))),
+        None => lex_bound(facts, fixed, stopped),
+    }
+}
+
+/// The instant [`L1_TIME_SHARE`] of the time left before `deadline` from now.
+fn share_of_time_left(deadline: Instant) -> Instant {
+    let now = Instant::now();
+    now + deadline.saturating_duration_since(now).mul_f64(L1_TIME_SHARE)
+}
+
 /// The proven lexicographic lower bound: the fixed levels, then the stopped level's solver
 /// bound, then nothing (trivial bounds) for later levels.
 fn lex_bound(facts: &Facts<'_>, fixed: &[(Goal, f64)], stopped: Option<(Goal, Option<f64>)>) -> Option<Objective> {
@@ -704,4 +812,33 @@ const LOOSE_SPARE: u32 = 2;
 fn loose_plan(problem: &Problem, actions: Vec<Action>) -> Option<Loose> {
     let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::Completed, actions.clone(), None);
     verify(problem, &plan).is_empty().then_some(Loose { actions, objective: plan.objective })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unproven(value: f64, bound: Option<f64>) -> Solved {
+        let solution = MasterSolution { value, ..MasterSolution::default() };
+        Solved::Solution { solution, proven: false, limit: Some(Limit::Nodes), best_bound: bound }
+    }
+
+    #[test]
+    fn l1_is_handed_over_only_when_its_proof_stalls_at_the_warm_start() {
+        // L1's value is minus the copies placed: the warm start places 100.
+        let incumbent = -100.0;
+        // The search found nothing better, its bound is one or two copies away: a stalled proof.
+        assert!(l1_stalled(&unproven(-100.0, Some(-101.0)), incumbent));
+        assert!(l1_stalled(&unproven(-100.0, Some(-102.0)), incumbent));
+        assert!(l1_stalled(&Solved::Interrupted { limit: Limit::Nodes, best_bound: Some(-101.0) }, incumbent));
+        // Further from the bound, or without one: the search may still find copies to place.
+        assert!(!l1_stalled(&unproven(-100.0, Some(-103.0)), incumbent));
+        assert!(!l1_stalled(&unproven(-100.0, None), incumbent));
+        // Better than the warm start: L1's search is getting somewhere.
+        assert!(!l1_stalled(&unproven(-101.0, Some(-102.0)), incumbent));
+        // Proven, or no solution at all: nothing to hand over.
+        let solution = MasterSolution { value: -100.0, ..MasterSolution::default() };
+        assert!(!l1_stalled(&Solved::Solution { solution, proven: true, limit: None, best_bound: None }, incumbent));
+        assert!(!l1_stalled(&Solved::Infeasible, incumbent));
+    }
 }

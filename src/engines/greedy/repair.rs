@@ -127,14 +127,11 @@ impl Greedy<'_> {
         if problem.azs.len() < 2 {
             return 0;
         }
-        let mut order: Vec<usize> = (0..problem.components.len())
-            .filter(|&c| problem.components[c].max_imbalance.is_some())
-            .filter(|&c| self.excess_of(c) > 0)
-            .collect();
+        let order: Vec<usize> =
+            balance::balanced_by_name(problem).into_iter().filter(|&c| self.excess_of(c) > 0).collect();
         if order.is_empty() {
             return 0;
         }
-        order.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
         let mut new_copies = self.new_copies_by_instance();
         let by_rank: Vec<Vec<usize>> = (0..problem.azs.len()).map(|z| self.instances_by_rank(z)).collect();
         let mut work = BALANCE_WORK;
@@ -160,12 +157,10 @@ impl Greedy<'_> {
         if problem.azs.len() < 2 {
             return 0;
         }
-        let mut order: Vec<usize> =
-            (0..problem.components.len()).filter(|&c| problem.components[c].max_imbalance.is_some()).collect();
+        let order = balance::balanced_by_name(problem);
         if order.iter().all(|&c| self.excess_of(c) == 0) {
             return 0;
         }
-        order.sort_by(|&a, &b| problem.components[a].name.cmp(&problem.components[b].name));
         let mut new_copies = self.new_copies_by_instance();
         let positions: Vec<usize> = (0..problem.azs.len())
             .flat_map(|z| self.instances_by_rank(z))
@@ -190,12 +185,38 @@ impl Greedy<'_> {
             })
             .collect();
         let mut counts = self.az_copies.clone();
-        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, CHAIN_WORK);
+        let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
+        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, CHAIN_WORK);
+        let at = |position: Option<usize>| position.and_then(|p| positions.get(p).copied());
         for step in &moves {
-            let (Some(&from), Some(&to)) = (positions.get(step.from), positions.get(step.to)) else { continue };
-            self.relocate(step.component, from, Target::Instance(to), &mut None, &mut new_copies);
+            match (at(step.from), at(step.to)) {
+                (Some(from), Some(to)) => {
+                    self.relocate(step.component, from, Target::Instance(to), &mut None, &mut new_copies);
+                }
+                (Some(from), None) => self.drop_new_copy(step.component, from, &mut new_copies),
+                (None, Some(to)) => self.add_new_copy(step.component, to, &mut new_copies),
+                (None, None) => {}
+            }
         }
         moves.len()
+    }
+
+    /// Leaves one new copy of `d` on instance `from` out of the plan (an exchange's drop).
+    fn drop_new_copy(&mut self, d: usize, from: usize, new_copies: &mut [NewCopies]) {
+        self.unplace_one(d, from);
+        if let Some(list) = new_copies.get_mut(from) {
+            add_count(list, d, -1);
+        }
+        self.readmit_accelerated(from);
+    }
+
+    /// Places one more new copy of `d` on instance `to` (an exchange's placement).
+    fn add_new_copy(&mut self, d: usize, to: usize, new_copies: &mut [NewCopies]) {
+        let Some(need) = self.need_on(d, to) else { return };
+        self.place(d, to, 1, &need);
+        if let Some(list) = new_copies.get_mut(to) {
+            add_count(list, d, 1);
+        }
     }
 
     /// Component `c`'s balance excess now.
