@@ -57,6 +57,15 @@ struct HandOver {
     stop: StopReason,
 }
 
+/// What solving one level gave ([`Search::solve_goal`]).
+enum GoalSolve {
+    /// The solver's answer.
+    Solved(Solved),
+    /// L1 handed over after its search stalled: the value it is fixed at, why, and the solution
+    /// the stalled search found, if any.
+    Stalled { value: f64, hand_over: HandOver, solution: Option<MasterSolution> },
+}
+
 /// What solving the levels before the cost gave.
 enum Levels {
     /// Every level fixed at its optimum; the last level's solution, and every level's solution
@@ -307,43 +316,17 @@ impl<'a> Search<'a> {
                 }
             }
             let extra = Extra { at_least, ..Extra::default() };
-            // The warm start's L1 value: the incumbent a stalled L1 search hands over at.
-            let incumbent =
-                hint.filter(|_| goal == Goal::Unplaced).map(|(_, objective)| -(objective.placed_copies as f64));
-            let first_limits = match (incumbent, self.limits.deadline) {
-                (Some(_), Some(deadline)) => Limits { deadline: Some(share_of_time_left(deadline)), ..self.limits },
-                _ => self.limits,
-            };
-            let mut solved = model.solve(goal, first_limits, warm, extra);
-            if let Some(incumbent) = incumbent {
-                let unproven = matches!(&solved, Solved::Solution { proven: false, .. } | Solved::Interrupted { .. });
-                if l1_stalled(&solved, incumbent) {
-                    let (value, bound, limit) = match solved {
-                        Solved::Solution { solution, limit, best_bound, .. } => {
-                            let value = solution.value.round().min(incumbent);
-                            seen.extend(last.replace(solution));
-                            (value, best_bound, limit)
-                        }
-                        Solved::Interrupted { limit, best_bound } => (incumbent, best_bound, Some(limit)),
-                        _ => (incumbent, None, None),
-                    };
+            let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen) {
+                GoalSolve::Solved(solved) => solved,
+                GoalSolve::Stalled { value, hand_over, solution } => {
+                    if let Some(solution) = solution {
+                        seen.extend(last.replace(solution));
+                    }
                     fixed.push((goal, value));
-                    handed_over = Some(HandOver { bound, stop: stop_of(limit) });
+                    handed_over = Some(hand_over);
                     continue;
                 }
-                if unproven && first_limits.deadline != self.limits.deadline {
-                    // L1 is getting somewhere: it gets the rest of the time, from its incumbent
-                    // (kept as a candidate should the rest find nothing better).
-                    solved = match solved {
-                        Solved::Solution { solution, .. } => {
-                            let integers = solution.integers.clone();
-                            seen.push(solution);
-                            model.solve(goal, self.limits, Warm::Previous(&integers), extra)
-                        }
-                        _ => model.solve(goal, self.limits, warm, extra),
-                    };
-                }
-            }
+            };
             match solved {
                 Solved::Solution { solution, proven: true, .. } => {
                     fixed.push((goal, solution.value.round()));
@@ -365,6 +348,54 @@ impl<'a> Search<'a> {
             seen.push(previous);
         }
         Levels::Fixed { fixed, last, seen, handed_over }
+    }
+
+    /// Solves one level. L1 with a warm start under a deadline first gets a share of the time:
+    /// when its search stalls there (`l1_stalled`), `Stalled` hands L1 over at the value and with the
+    /// bound it reached, so the later levels are searched; when it is getting somewhere it gets
+    /// the rest of the time, from its incumbent (kept in `seen` as a candidate should the rest
+    /// find nothing better).
+    fn solve_goal(
+        &self,
+        model: &LevelModel<'_, '_>,
+        goal: Goal,
+        warm: Warm<'_>,
+        extra: Extra<'_>,
+        seen: &mut Vec<MasterSolution>,
+    ) -> GoalSolve {
+        // The warm start's L1 value: the incumbent a stalled L1 search hands over at.
+        let Some(incumbent) =
+            self.hint.filter(|_| goal == Goal::Unplaced).map(|(_, objective)| -(objective.placed_copies as f64))
+        else {
+            return GoalSolve::Solved(model.solve(goal, self.limits, warm, extra));
+        };
+        let first_limits = match self.limits.deadline {
+            Some(deadline) => Limits { deadline: Some(share_of_time_left(deadline)), ..self.limits },
+            None => self.limits,
+        };
+        let solved = model.solve(goal, first_limits, warm, extra);
+        let unproven = matches!(&solved, Solved::Solution { proven: false, .. } | Solved::Interrupted { .. });
+        if l1_stalled(&solved, incumbent) {
+            let (value, bound, limit, solution) = match solved {
+                Solved::Solution { solution, limit, best_bound, .. } => {
+                    (solution.value.round().min(incumbent), best_bound, limit, Some(solution))
+                }
+                Solved::Interrupted { limit, best_bound } => (incumbent, best_bound, Some(limit), None),
+                _ => (incumbent, None, None, None),
+            };
+            return GoalSolve::Stalled { value, hand_over: HandOver { bound, stop: stop_of(limit) }, solution };
+        }
+        if !unproven || first_limits.deadline == self.limits.deadline {
+            return GoalSolve::Solved(solved);
+        }
+        GoalSolve::Solved(match solved {
+            Solved::Solution { solution, .. } => {
+                let integers = solution.integers.clone();
+                seen.push(solution);
+                model.solve(goal, self.limits, Warm::Previous(&integers), extra)
+            }
+            _ => model.solve(goal, self.limits, warm, extra),
+        })
     }
 
     /// The search's outcome when solving `goal` did not prove its optimum (`solved`), `earlier`
