@@ -102,7 +102,7 @@ fn a_time_ladder_run_verifies_and_stops_for_the_callers_reason() {
 /// exactly the run without it.
 #[test]
 fn a_node_limited_run_ignores_the_time_ladder() {
-    let problem = common::bundled_problem("fifty-models.json");
+    let problem = common::bundled_problem("fragmented-fleet.json");
     let with = ExactPlanner::new().time_ladder(true).node_limit(64).plan(&problem);
     let without = ExactPlanner::new().node_limit(64).plan(&problem);
     assert_eq!(with, without);

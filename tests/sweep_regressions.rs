@@ -214,7 +214,9 @@ fn a_master_solution_that_does_not_pack_still_beats_greedy_with_a_spare_instance
     // minute (the slot-model round does not finish).
     let problem = Problem::from_json(include_str!("fixtures/loose-packing.json")).expect("valid scenario");
     let greedy = plan_greedy(&problem);
-    let exact = ExactPlanner::new().node_limit(20_000).max_rounds(1).plan(&problem);
+    // 2,000 nodes (deepening to 1,024) still end on a master solution that packs only with a
+    // spare instance (checked when this limit replaced 20,000, which took 150 s of the suite).
+    let exact = ExactPlanner::new().node_limit(2_000).max_rounds(1).plan(&problem);
     assert!(verify(&problem, &exact).is_empty());
     assert_eq!(exact.status, Status::Feasible);
     assert!(exact.objective.better_than(&greedy.objective), "{:?} vs greedy {:?}", exact.objective, greedy.objective);
