@@ -721,6 +721,10 @@ where
 /// good_lp's CBC solver with the LP solver's log silenced as well (CBC's own log is off in
 /// good_lp, but Clp's presolve still prints to standard output, which would corrupt the JSON of
 /// the command line). Use as `GoodLp::new(quiet_cbc)`.
+///
+/// A failed assertion inside the CBC library (Debian's 2.10 is built with them on) aborts the
+/// whole process, which no Rust code can catch; it has been seen once in CI. Where the process
+/// must survive, run CBC in a child process (docs/formulation.md, "CBC can abort the process").
 #[cfg(feature = "cbc")]
 pub fn quiet_cbc(problem: good_lp::variable::UnsolvedProblem) -> good_lp::solvers::coin_cbc::CoinCbcProblem {
     let mut model = good_lp::coin_cbc(problem);

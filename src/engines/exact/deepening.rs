@@ -48,7 +48,7 @@ impl ExactPlanner {
                 ..self.clone()
             };
             let (plan, run_stats) = run.plan_with_stats(problem);
-            add_stats(&mut stats, run_stats);
+            stats.absorb(run_stats, "");
             // A proof (of optimality or infeasibility) is final; so is a stop by cancellation.
             let done = plan.status != Status::Feasible || limits.stop_now().is_some();
             // The later run wins ties: its stop reason and bound are the run's.
@@ -102,7 +102,7 @@ impl ExactPlanner {
                 ..self.clone()
             };
             let (mut plan, run_stats) = run.plan_with_stats(problem);
-            add_stats(&mut stats, run_stats);
+            stats.absorb(run_stats, "");
             let cancelled = limits.cancelled();
             // The cut is the caller's deadline, not a cancellation.
             if plan.stop_reason == StopReason::Cancelled && !cancelled {
@@ -132,16 +132,6 @@ impl ExactPlanner {
 fn node_ladder(nodes: u64) -> impl Iterator<Item = u64> {
     let top = if nodes <= 1 { 1 } else { 1u64 << (63 - nodes.leading_zeros()) };
     std::iter::successors(Some(1u64), move |&rung| rung.checked_mul(2).filter(|&next| next <= top))
-}
-
-/// `into` plus what `run` did.
-fn add_stats(into: &mut Stats, run: Stats) {
-    into.solves += run.solves;
-    into.nodes += run.nodes;
-    into.rounds += run.rounds;
-    into.neighbourhoods += run.neighbourhoods;
-    into.improvements += run.improvements;
-    into.phases.extend(run.phases);
 }
 
 #[cfg(test)]

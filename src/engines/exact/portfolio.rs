@@ -39,15 +39,7 @@ impl ExactPlanner {
 /// to a proof, then to the first run), with both runs' counts in the stats.
 fn better_of(problem: &Problem, first: (Plan, Stats), second: (Plan, Stats)) -> (Plan, Stats) {
     let ((first_plan, mut stats), (second_plan, second_stats)) = (first, second);
-    stats.solves += second_stats.solves;
-    stats.nodes += second_stats.nodes;
-    stats.rounds += second_stats.rounds;
-    stats.neighbourhoods += second_stats.neighbourhoods;
-    stats.improvements += second_stats.improvements;
-    stats.phases.extend(second_stats.phases.into_iter().map(|mut phase| {
-        phase.name = format!("second backend: {}", phase.name);
-        phase
-    }));
+    stats.absorb(second_stats, "second backend: ");
     let second_wins = verify(problem, &second_plan).is_empty()
         && (!verify(problem, &first_plan).is_empty()
             || second_plan.objective.better_than(&first_plan.objective)
