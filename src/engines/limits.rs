@@ -249,20 +249,14 @@ impl Stats {
         self.phases.push(Phase { name: name.into(), elapsed: started.elapsed() });
     }
 
-    /// Adds what another run did to these counts, its phases after these; `phase_prefix` names
-    /// whose phases they were (the portfolio's second backend), or is empty.
-    pub(crate) fn absorb(&mut self, other: Stats, phase_prefix: &str) {
+    /// Adds what another run did to these counts, its phases after these.
+    pub(crate) fn absorb(&mut self, other: Stats) {
         self.solves += other.solves;
         self.nodes += other.nodes;
         self.rounds += other.rounds;
         self.neighbourhoods += other.neighbourhoods;
         self.improvements += other.improvements;
-        self.phases.extend(other.phases.into_iter().map(|mut phase| {
-            if !phase_prefix.is_empty() {
-                phase.name = format!("{phase_prefix}{}", phase.name);
-            }
-            phase
-        }));
+        self.phases.extend(other.phases);
     }
 }
 

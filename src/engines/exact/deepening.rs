@@ -48,7 +48,7 @@ impl ExactPlanner {
                 ..self.clone()
             };
             let (plan, run_stats) = run.plan_with_stats(problem);
-            stats.absorb(run_stats, "");
+            stats.absorb(run_stats);
             // A proof (of optimality or infeasibility) is final; so is a stop by cancellation.
             let done = plan.status != Status::Feasible || limits.stop_now().is_some();
             // The later run wins ties: its stop reason and bound are the run's.
@@ -102,7 +102,7 @@ impl ExactPlanner {
                 ..self.clone()
             };
             let (mut plan, run_stats) = run.plan_with_stats(problem);
-            stats.absorb(run_stats, "");
+            stats.absorb(run_stats);
             let cancelled = limits.cancelled();
             // The cut is the caller's deadline, not a cancellation.
             if plan.stop_reason == StopReason::Cancelled && !cancelled {
