@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::master::{self, Group, MasterSolution};
 use super::packing::{pack_group, Packing};
 use crate::engines::spread::has_room_for_copy;
+use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Action;
 use crate::problem::{PlacementStrategy, Problem, Resources};
 
@@ -38,7 +39,7 @@ pub(super) fn realize(
     problem: &Problem,
     solution: &MasterSolution,
     deadline: Option<Instant>,
-) -> Result<Vec<Action>, Vec<Group>> {
+) -> Result<Vec<Action>, Unpacked> {
     realize_with(problem, solution, deadline, 0).map(|realized| realized.actions)
 }
 
@@ -56,11 +57,13 @@ pub(super) fn realize_with(
     solution: &MasterSolution,
     deadline: Option<Instant>,
     spare: u32,
-) -> Result<Realized, Vec<Group>> {
+) -> Result<Realized, Unpacked> {
     let types = problem.instance_types();
     let mut loosened = Vec::new();
     let mut drafts = existing_drafts(problem, solution);
     let mut failed = Vec::new();
+    // Copies of groups that do not pack, left over by first fit decreasing: (component, AZ).
+    let mut left_over: Vec<(usize, usize)> = Vec::new();
     for (&(t, z), &launches) in &solution.launches {
         let Some(info) = types.get(t.index()) else { continue };
         let bins: Vec<Vec<(usize, u32)>> = if let Some(bins) = solution.slot_bins.get(&(t, z)) {
@@ -101,7 +104,10 @@ pub(super) fn realize_with(
                     .collect(),
                 None => {
                     failed.push((t, z));
-                    continue;
+                    // For the partial plan: as many copies as first fit decreasing packs.
+                    let (bins, rest) = first_fit_decreasing(&items, launches as usize, info.capacity);
+                    left_over.extend(rest.into_iter().map(|c| (c, z.index())));
+                    bins
                 }
             }
         };
@@ -123,6 +129,9 @@ pub(super) fn realize_with(
     for (&group, list) in &solution.group_copies {
         if !solution.launches.contains_key(&group) && list.iter().any(|&(_, n)| n > 0) {
             failed.push(group);
+            for &(c, n) in list {
+                left_over.extend(std::iter::repeat_n((c, group.1.index()), n as usize));
+            }
         }
     }
     if !failed.is_empty() {
@@ -130,15 +139,170 @@ pub(super) fn realize_with(
         failed.extend(loosened);
         failed.sort_unstable();
         failed.dedup();
-        return Err(failed);
+        place_left_over(problem, &mut drafts, left_over);
+        restore_spread(problem, &mut drafts);
+        return Err(Unpacked { groups: failed, partial: actions_of(problem, &drafts) });
     }
+    restore_spread(problem, &mut drafts);
+    Ok(Realized { actions: actions_of(problem, &drafts), loosened })
+}
+
+/// For [`place_left_over`]: a new, empty draft for a copy of `component` (index `c`) when the
+/// instance bounds and launch limits allow one more launch, and the copy's need on its type.
+fn open_for(
+    problem: &Problem,
+    drafts: &mut Vec<Draft>,
+    used: &mut Vec<Resources>,
+    component: &crate::problem::Component,
+    meant: usize,
+    per_az: &BTreeMap<(usize, usize), u32>,
+    c: usize,
+) -> Option<(usize, Resources)> {
+    let within_max = problem.scaling().max_instances.is_none_or(|max| (drafts.len() as u64) < u64::from(max));
+    if !within_max {
+        return None;
+    }
+    let types = problem.instance_types();
+    let launched = |t: usize, z: usize| {
+        drafts.iter().filter(|draft| draft.existing.is_none() && draft.type_index == t && draft.az_index == z).count()
+            as u64
+    };
+    let (t, z, need) = problem
+        .pool_types()
+        .flat_map(|t| (0..problem.azs().len()).map(move |z| (t, z)))
+        .filter_map(|(t, z)| {
+            let info = types.get(t)?;
+            let need = master::eligible_need(problem, component, t, &info.capacity)?;
+            let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
+            limit.total().is_none_or(|total| launched(t, z) < u64::from(total)).then_some((t, z, need))
+        })
+        .min_by_key(|&(t, z, _)| {
+            let priority = types.get(t).map_or(u8::MAX, |info| info.priority);
+            (priority, z != meant, per_az.get(&(c, z)).copied().unwrap_or(0), t, z)
+        })?;
+    let reserved = launched(t, z) < u64::from(problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved);
+    drafts.push(Draft {
+        type_index: t,
+        az_index: z,
+        existing: None,
+        reserved,
+        copies: BTreeMap::new(),
+        new_copies: BTreeMap::new(),
+    });
+    used.push(Resources::ZERO);
+    Some((drafts.len() - 1, need))
+}
+
+/// A master solution some of whose groups do not pack into their instance counts.
+pub(super) struct Unpacked {
+    /// The groups that do not pack (or pack only with spare instances).
+    pub(super) groups: Vec<Group>,
+    /// A plan all the same, with no more instances than the master's (unverified): each group
+    /// that does not pack holds what first fit decreasing puts into its instances, and the
+    /// copies left over go to free room on the plan's other instances, smallest first (L1
+    /// counts copies). It places fewer copies than the master solution, often only one or two:
+    /// the search returns it when it is better than anything else it has (`search.rs`).
+    pub(super) partial: Vec<Action>,
+}
+
+/// The SPREAD rule within each AZ, as cheaply as the plan's size allows.
+fn restore_spread(problem: &Problem, drafts: &mut [Draft]) {
     if drafts.len() <= SMALL_SPREAD_REPAIR {
-        spread_repair(problem, &mut drafts);
+        spread_repair(problem, drafts);
     } else {
         let azs: Vec<usize> = (0..problem.azs().len()).collect();
-        spread_balance(problem, &mut drafts, &azs);
+        spread_balance(problem, drafts, &azs);
     }
-    Ok(Realized { actions: actions_of(problem, &drafts), loosened })
+}
+
+/// Packs the copies of `items` (component, count, requirement) into `bins` instances of
+/// `capacity`, first fit, largest share of the instance first (then component): the bins and
+/// the copies (components) that fit nowhere.
+fn first_fit_decreasing(
+    items: &[(usize, u32, Resources)],
+    bins: usize,
+    capacity: Resources,
+) -> (Vec<Vec<(usize, u32)>>, Vec<usize>) {
+    let mut order: Vec<&(usize, u32, Resources)> = items.iter().collect();
+    order.sort_by(|a, b| b.2.dominant_share(&capacity).total_cmp(&a.2.dominant_share(&capacity)).then(a.0.cmp(&b.0)));
+    let mut used = vec![Resources::ZERO; bins];
+    let mut packed: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); bins];
+    let mut rest = Vec::new();
+    for &&(c, count, need) in &order {
+        for _ in 0..count {
+            let bin = used.iter().position(|room| room.plus(&need).fits_in(&capacity));
+            match bin.and_then(|b| Some((b, used.get_mut(b)?, packed.get_mut(b)?))) {
+                Some((_, room, bin)) => {
+                    *room = room.plus(&need);
+                    *bin.entry(c).or_insert(0) += 1;
+                }
+                None => rest.push(c),
+            }
+        }
+    }
+    (packed.into_iter().map(|bin| bin.into_iter().collect()).collect(), rest)
+}
+
+/// Puts the copies left over (component, the AZ the master meant) on free room of the drafts
+/// that may take new copies (launches, and kept existing instances of pool types that are not
+/// draining): smallest copy first, the meant AZ first, then the AZ holding fewest copies of the
+/// component. A copy without room gets a new instance when MaxInstanceCount and the launch
+/// limits leave one (most preferred type, then the meant AZ, then fewest copies of the
+/// component); otherwise it stays unplaced.
+fn place_left_over(problem: &Problem, drafts: &mut Vec<Draft>, mut left_over: Vec<(usize, usize)>) {
+    let types = problem.instance_types();
+    let azs = problem.azs().len();
+    let share = |c: usize| {
+        problem
+            .components()
+            .get(c)
+            .and_then(|component| {
+                problem
+                    .pool_types()
+                    .filter_map(|t| {
+                        let capacity = types.get(t)?.capacity;
+                        Some(master::eligible_need(problem, component, t, &capacity)?.dominant_share(&capacity))
+                    })
+                    .min_by(f64::total_cmp)
+            })
+            .unwrap_or(f64::INFINITY)
+    };
+    left_over.sort_by(|a, b| share(a.0).total_cmp(&share(b.0)).then(a.cmp(b)));
+    let mut per_az: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter() {
+        for (&c, &n) in &draft.copies {
+            *per_az.entry((c, draft.az_index)).or_insert(0) += n;
+        }
+    }
+    let mut used: Vec<Resources> = drafts.iter().map(|draft| draft.used(problem)).collect();
+    for (c, meant) in left_over {
+        let Some(component) = problem.components().get(c) else { continue };
+        let target = drafts
+            .iter()
+            .enumerate()
+            .filter(|(_, draft)| {
+                types.get(draft.type_index).is_some_and(|info| info.in_pool)
+                    && !draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining)
+            })
+            .filter_map(|(d, draft)| {
+                let capacity = types.get(draft.type_index)?.capacity;
+                let need = master::eligible_need(problem, component, draft.type_index, &capacity)?;
+                used.get(d)?.plus(&need).fits_in(&capacity).then_some((d, need))
+            })
+            .min_by_key(|&(d, _)| {
+                let az = drafts.get(d).map_or(azs, |draft| draft.az_index);
+                (az != meant, per_az.get(&(c, az)).copied().unwrap_or(0), d)
+            });
+        let Some((d, need)) = target.or_else(|| open_for(problem, drafts, &mut used, component, meant, &per_az, c))
+        else {
+            continue;
+        };
+        let (Some(draft), Some(room)) = (drafts.get_mut(d), used.get_mut(d)) else { continue };
+        *room = room.plus(&need);
+        *draft.copies.entry(c).or_insert(0) += 1;
+        *draft.new_copies.entry(c).or_insert(0) += 1;
+        *per_az.entry((c, draft.az_index)).or_insert(0) += 1;
+    }
 }
 
 /// The existing instances a master solution keeps, with the copies it removes and adds.
@@ -383,4 +547,73 @@ pub(super) fn actions_of(problem: &Problem, drafts: &[Draft]) -> Vec<Action> {
         }
     }
     actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::finish;
+    use crate::plan::{SolverKind, Status, StopReason};
+    use crate::verify::verify;
+
+    fn accelerators(count: u64) -> Resources {
+        Resources { accelerators: count, milli_cpus: 0, memory_mib: 0 }
+    }
+
+    #[test]
+    fn first_fit_decreasing_packs_the_largest_first_and_returns_what_fits_nowhere() {
+        let items = [(1, 3, accelerators(1)), (0, 1, accelerators(3))];
+        let (bins, rest) = first_fit_decreasing(&items, 1, accelerators(4));
+        assert_eq!(bins, vec![vec![(0, 1), (1, 1)]]);
+        assert_eq!(rest, vec![1, 1]);
+        let (bins, rest) = first_fit_decreasing(&items, 2, accelerators(4));
+        assert_eq!(bins, vec![vec![(0, 1), (1, 1)], vec![(1, 2)]]);
+        assert!(rest.is_empty());
+    }
+
+    /// Two AZs, one type with 4 accelerators; `big` needs 3, `small` 1.
+    fn two_az_problem() -> Problem {
+        let component = |name: &str, accelerators: u32, copies: u32| {
+            format!(
+                r#"{{"InferenceComponentName": "{name}", "RuntimeConfig": {{"CopyCount": {copies}}},
+                "Specification": {{"ComputeResourceRequirements": {{"MinMemoryRequiredInMb": 1024,
+                "NumberOfAcceleratorDevicesRequired": {accelerators}}}}}}}"#
+            )
+        };
+        let json = format!(
+            r#"{{"AvailabilityZones": ["az-a", "az-b"],
+            "Endpoint": {{"InstanceType": "ml.g6.12xlarge"}},
+            "InferenceComponents": [{}, {}]}}"#,
+            component("big", 3, 1),
+            component("small", 1, 3)
+        );
+        match Problem::from_json(&json) {
+            Ok(problem) => problem,
+            Err(error) => panic!("test problem: {error}"),
+        }
+    }
+
+    #[test]
+    fn a_group_that_does_not_pack_gives_a_partial_plan_that_verifies() {
+        let problem = two_az_problem();
+        let (big, small) = (problem.component_index("big"), problem.component_index("small"));
+        let (Some(big), Some(small)) = (big, small) else { panic!("components") };
+        let (in_a, in_b) = ((TypeIndex::new(0), AzIndex::new(0)), (TypeIndex::new(0), AzIndex::new(1)));
+        // Not a master solution the relaxation allows (5 accelerators in one instance of 4):
+        // the group in az-a cannot pack.
+        let solution = MasterSolution {
+            launches: [(in_a, 1), (in_b, 1)].into_iter().collect(),
+            group_copies: [(in_a, vec![(big, 1), (small, 2)]), (in_b, vec![(small, 1)])].into_iter().collect(),
+            ..MasterSolution::default()
+        };
+        let Err(Unpacked { groups, partial }) = realize(&problem, &solution, None) else {
+            panic!("the az-a group must not pack")
+        };
+        assert_eq!(groups, vec![in_a]);
+        let plan = finish(&problem, SolverKind::Exact, Status::Feasible, StopReason::Completed, partial, None);
+        assert_eq!(verify(&problem, &plan), vec![]);
+        // The small copy left over in az-a goes to the room of az-b's instance: every copy placed.
+        assert_eq!(plan.objective.placed_copies, 4);
+        assert_eq!(plan.objective.instances_by_priority.values().sum::<u32>(), 2);
+    }
 }

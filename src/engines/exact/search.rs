@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::backend::MipBackend;
 use super::bounds;
 use super::master::{self, Extra, Facts, Goal, Group, Hint, Layout, Limit, Limits, MasterSolution, Solved, Warm};
-use super::realize::{realize, realize_with, Realized};
+use super::realize::{realize, realize_with, Realized, Unpacked};
 use super::ExactPlanner;
 use crate::engines::finish;
 use crate::fleet::{objective, FinalFleet};
@@ -264,7 +264,16 @@ impl<'a> Search<'a> {
                 }
                 Round::Refine(loosened)
             }
-            Err(failed) => Round::Refine(failed),
+            Err(Unpacked { groups, partial }) => {
+                // The partial plan places fewer copies than the master, but may place more
+                // than anything else the search will have if the refined round runs out of time.
+                if let Some(plan) = loose_plan(problem, partial) {
+                    if loose.as_ref().is_none_or(|kept| plan.objective.better_than(&kept.objective)) {
+                        *loose = Some(plan);
+                    }
+                }
+                Round::Refine(groups)
+            }
         }
     }
 
@@ -453,8 +462,17 @@ impl<'a> Search<'a> {
         };
         let mut best: Option<(Vec<Action>, Objective)> = None;
         for solution in &solutions {
-            let Ok(actions) = realize(problem, solution, deadline) else { continue };
-            let reached = objective(problem, &FinalFleet::apply(problem, &actions).0);
+            let (actions, reached) = match realize(problem, solution, deadline) {
+                Ok(actions) => {
+                    let reached = objective(problem, &FinalFleet::apply(problem, &actions).0);
+                    (actions, reached)
+                }
+                // Only a plan that verifies: nothing proved the partial packing.
+                Err(Unpacked { partial, .. }) => match loose_plan(problem, partial) {
+                    Some(Loose { actions, objective }) => (actions, objective),
+                    None => continue,
+                },
+            };
             if best.as_ref().is_none_or(|(_, so_far)| reached.better_than(so_far)) {
                 best = Some((actions, reached));
             }
