@@ -310,20 +310,17 @@ impl<'a> Search<'a> {
                 continue;
             }
             let model = LevelModel { facts, layout, fixed: &fixed, limits: self.limits };
-            let mut at_least = None;
-            if goal != Goal::Unplaced {
-                let ceiling = known_value(problem, goal, warm, hint, last.as_ref());
-                match probe_level(&model, goal, warm, last.as_ref(), probes, ceiling) {
-                    Probe::Fixed(value, solution) => {
-                        fixed.push((goal, value));
-                        if let Some(solution) = solution {
-                            seen.extend(last.replace(solution));
-                        }
-                        continue;
+            let ceiling = known_value(problem, goal, warm, hint, last.as_ref());
+            let at_least = match probe_level(&model, goal, warm, last.as_ref(), probes, ceiling) {
+                Probe::Fixed(value, solution) => {
+                    fixed.push((goal, value));
+                    if let Some(solution) = solution {
+                        seen.extend(last.replace(solution));
                     }
-                    Probe::Search(bound) => at_least = bound,
+                    continue;
                 }
-            }
+                Probe::Search(bound) => bound,
+            };
             let extra = Extra { at_least, ..Extra::default() };
             let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen) {
                 GoalSolve::Solved(solved) => solved,
@@ -611,8 +608,8 @@ enum Probe {
     Search(Option<f64>),
 }
 
-/// The value of an L3 level the warm start already reaches (`None` for other levels, or without
-/// a warm start): no bound at or above it needs probing.
+/// The value of L1 or an L3 level the warm start already reaches (`None` for other levels, or
+/// without a warm start): no bound at or above it needs probing.
 fn known_value(
     problem: &Problem,
     goal: Goal,
@@ -620,6 +617,9 @@ fn known_value(
     hint: Option<&(Hint, Objective)>,
     last: Option<&MasterSolution>,
 ) -> Option<f64> {
+    if goal == Goal::Unplaced {
+        return hint.filter(|_| matches!(warm, Warm::Plan(_))).map(|(_, objective)| -(objective.placed_copies as f64));
+    }
     let Goal::Priority(priority) = goal else { return None };
     match warm {
         Warm::Plan(_) => hint.map(|(_, objective)| f64::from(objective.instances_of_priority(priority))),
@@ -628,8 +628,7 @@ fn known_value(
     }
 }
 
-/// Probes a level (not L1) at its LP bound: any plan reaching the bound is optimal, no proof
-/// needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
+/// Probes a level at its LP bound: any plan reaching the bound is optimal, no proof needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
 /// relax-and-fix at the bound; while a step proves its bound unreachable (the probe or stage 1
 /// infeasible), relax-and-fix again at the bound plus one, up to [`LADDER_STEPS`] steps and
 /// below `ceiling` (the value the warm start already reaches).
