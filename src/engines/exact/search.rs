@@ -628,7 +628,8 @@ fn known_value(
     }
 }
 
-/// Probes a level at its LP bound: any plan reaching the bound is optimal, no proof needed. The LP solve, then (when the backend honours node limits) a node-limited probe and
+/// Probes a level at its LP bound: any plan reaching the bound is optimal, no proof needed.
+/// The LP solve, then (when the backend honours node limits) a node-limited probe and
 /// relax-and-fix at the bound; while a step proves its bound unreachable (the probe or stage 1
 /// infeasible), relax-and-fix again at the bound plus one, up to [`LADDER_STEPS`] steps and
 /// below `ceiling` (the value the warm start already reaches).
