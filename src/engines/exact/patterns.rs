@@ -272,31 +272,50 @@ fn take(pattern: &[u64], residual: &mut [u64], chosen: &mut Vec<Vec<u64>>) -> bo
 
 /// First fit, largest share of the capacity first: the patterns when at most `bins` are used.
 fn first_fit_decreasing(demands: &[Demand], capacity: Resources, bins: u64) -> Option<Vec<Vec<u64>>> {
+    let (patterns, rest) = first_fit_decreasing_with_rest(demands, capacity, bins);
+    rest.iter().all(|&left| left == 0).then_some(patterns)
+}
+
+/// First fit, largest share of the capacity first (then demand position), into at most `bins`
+/// instances opened as needed: the patterns of the instances used, and the copies of each demand
+/// that fit nowhere (all zero when everything packed).
+pub(crate) fn first_fit_decreasing_with_rest(
+    demands: &[Demand],
+    capacity: Resources,
+    bins: u64,
+) -> (Vec<Vec<u64>>, Vec<u64>) {
     // Callers pass demands that fit an empty instance: no share is infinite.
     let share = |need: &Resources| need.dominant_share(&capacity);
     let mut order: Vec<usize> = (0..demands.len()).filter(|&c| demands[c].copies > 0).collect();
     order.sort_by(|&a, &b| share(&demands[b].need).total_cmp(&share(&demands[a].need)).then(a.cmp(&b)));
     let mut rooms: Vec<Resources> = Vec::new();
     let mut patterns: Vec<Vec<u64>> = Vec::new();
+    let mut rest = vec![0; demands.len()];
     for &c in &order {
         let need = demands[c].need;
         for _ in 0..demands[c].copies {
             let slot = match rooms.iter().position(|room| need.fits_in(room)) {
                 Some(slot) => slot,
-                None => {
-                    if rooms.len() as u64 >= bins {
-                        return None;
-                    }
+                None if (rooms.len() as u64) < bins => {
                     rooms.push(capacity);
                     patterns.push(vec![0; demands.len()]);
                     rooms.len() - 1
                 }
+                None => {
+                    rest[c] += 1;
+                    continue;
+                }
             };
-            rooms[slot] = rooms[slot].minus(&need)?;
-            patterns[slot][c] += 1;
+            match rooms[slot].minus(&need) {
+                Some(left) => {
+                    rooms[slot] = left;
+                    patterns[slot][c] += 1;
+                }
+                None => rest[c] += 1,
+            }
         }
     }
-    Some(patterns)
+    (patterns, rest)
 }
 
 /// Column generation for what the dive has left, seeded with the still useful patterns of

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::master::{self, Group, MasterSolution};
 use super::packing::{pack_group, Packing};
+use super::patterns::{first_fit_decreasing_with_rest, Demand};
 use crate::engines::spread::has_room_for_copy;
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Action;
@@ -30,6 +31,11 @@ pub(super) struct Draft {
 impl Draft {
     fn used(&self, problem: &Problem) -> Resources {
         problem.copies_footprint(self.type_index, &self.copies)
+    }
+
+    /// An existing instance that is draining: it keeps its copies and takes no new one.
+    fn draining(&self, problem: &Problem) -> bool {
+        self.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|instance| instance.draining)
     }
 }
 
@@ -105,7 +111,7 @@ pub(super) fn realize_with(
                 None => {
                     failed.push((t, z));
                     // For the partial plan: as many copies as first fit decreasing packs.
-                    let (bins, rest) = first_fit_decreasing(&items, launches as usize, info.capacity);
+                    let (bins, rest) = pack_partially(&items, launches, info.capacity);
                     left_over.extend(rest.into_iter().map(|c| (c, z.index())));
                     bins
                 }
@@ -215,32 +221,32 @@ fn restore_spread(problem: &Problem, drafts: &mut [Draft]) {
     }
 }
 
-/// Packs the copies of `items` (component, count, requirement) into `bins` instances of
-/// `capacity`, first fit, largest share of the instance first (then component): the bins and
-/// the copies (components) that fit nowhere.
-fn first_fit_decreasing(
+/// Packs the copies of `items` (component, count, requirement) into at most `bins` instances
+/// of `capacity` by first fit decreasing ([`first_fit_decreasing_with_rest`]): the instances'
+/// copies per component, and the components of the copies that fit nowhere (one entry a copy).
+fn pack_partially(
     items: &[(usize, u32, Resources)],
-    bins: usize,
+    bins: u32,
     capacity: Resources,
 ) -> (Vec<Vec<(usize, u32)>>, Vec<usize>) {
-    let mut order: Vec<&(usize, u32, Resources)> = items.iter().collect();
-    order.sort_by(|a, b| b.2.dominant_share(&capacity).total_cmp(&a.2.dominant_share(&capacity)).then(a.0.cmp(&b.0)));
-    let mut used = vec![Resources::ZERO; bins];
-    let mut packed: Vec<BTreeMap<usize, u32>> = vec![BTreeMap::new(); bins];
-    let mut rest = Vec::new();
-    for &&(c, count, need) in &order {
-        for _ in 0..count {
-            let bin = used.iter().position(|room| room.plus(&need).fits_in(&capacity));
-            match bin.and_then(|b| Some((b, used.get_mut(b)?, packed.get_mut(b)?))) {
-                Some((_, room, bin)) => {
-                    *room = room.plus(&need);
-                    *bin.entry(c).or_insert(0) += 1;
-                }
-                None => rest.push(c),
-            }
-        }
-    }
-    (packed.into_iter().map(|bin| bin.into_iter().collect()).collect(), rest)
+    let demands: Vec<Demand> =
+        items.iter().map(|&(_, count, need)| Demand { copies: u64::from(count), need }).collect();
+    let (patterns, rest) = first_fit_decreasing_with_rest(&demands, capacity, u64::from(bins));
+    let packed = patterns
+        .iter()
+        .map(|pattern| {
+            let mut bin: Vec<(usize, u32)> = items
+                .iter()
+                .zip(pattern)
+                .filter(|&(_, &count)| count > 0)
+                .map(|(&(c, _, _), &count)| (c, u32::try_from(count).unwrap_or(u32::MAX)))
+                .collect();
+            bin.sort_unstable();
+            bin
+        })
+        .collect();
+    let left = items.iter().zip(&rest).flat_map(|(&(c, _, _), &count)| std::iter::repeat_n(c, count as usize));
+    (packed, left.collect())
 }
 
 /// Puts the copies left over (component, the AZ the master meant) on free room of the drafts
@@ -252,21 +258,22 @@ fn first_fit_decreasing(
 fn place_left_over(problem: &Problem, drafts: &mut Vec<Draft>, mut left_over: Vec<(usize, usize)>) {
     let types = problem.instance_types();
     let azs = problem.azs().len();
-    let share = |c: usize| {
-        problem
-            .components()
-            .get(c)
-            .and_then(|component| {
-                problem
-                    .pool_types()
-                    .filter_map(|t| {
-                        let capacity = types.get(t)?.capacity;
-                        Some(master::eligible_need(problem, component, t, &capacity)?.dominant_share(&capacity))
-                    })
-                    .min_by(f64::total_cmp)
-            })
-            .unwrap_or(f64::INFINITY)
-    };
+    // Each component's smallest share of an instance it may run on, computed once for the sort.
+    let shares: Vec<f64> = problem
+        .components()
+        .iter()
+        .map(|component| {
+            problem
+                .pool_types()
+                .filter_map(|t| {
+                    let capacity = types.get(t)?.capacity;
+                    Some(master::eligible_need(problem, component, t, &capacity)?.dominant_share(&capacity))
+                })
+                .min_by(f64::total_cmp)
+                .unwrap_or(f64::INFINITY)
+        })
+        .collect();
+    let share = |c: usize| shares.get(c).copied().unwrap_or(f64::INFINITY);
     left_over.sort_by(|a, b| share(a.0).total_cmp(&share(b.0)).then(a.cmp(b)));
     let mut per_az: BTreeMap<(usize, usize), u32> = BTreeMap::new();
     for draft in drafts.iter() {
@@ -281,8 +288,7 @@ fn place_left_over(problem: &Problem, drafts: &mut Vec<Draft>, mut left_over: Ve
             .iter()
             .enumerate()
             .filter(|(_, draft)| {
-                types.get(draft.type_index).is_some_and(|info| info.in_pool)
-                    && !draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining)
+                types.get(draft.type_index).is_some_and(|info| info.in_pool) && !draft.draining(problem)
             })
             .filter_map(|(d, draft)| {
                 let capacity = types.get(draft.type_index)?.capacity;
@@ -358,7 +364,7 @@ fn spread_repair(problem: &Problem, drafts: &mut [Draft]) {
                 }
                 let light = (0..drafts.len()).find(|&light| {
                     let draft = &drafts[light];
-                    let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
+                    let draining = draft.draining(problem);
                     !draining
                         && draft.az_index == drafts[heavy].az_index
                         && draft.copies.get(&c).copied().unwrap_or(0) + 2 <= heavy_count
@@ -467,7 +473,7 @@ fn spread_pair(
         .filter(|&d| count(d) + 2 <= count(heavy))
         .filter(|&d| {
             let (Some(draft), Some(used)) = (drafts.get(d), used.get(d)) else { return false };
-            let draining = draft.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining);
+            let draining = draft.draining(problem);
             !draining && has_room_for_copy(problem, c, draft.type_index, used)
         })
         .min_by_key(|&d| (count(d), d))?;
@@ -561,12 +567,12 @@ mod tests {
     }
 
     #[test]
-    fn first_fit_decreasing_packs_the_largest_first_and_returns_what_fits_nowhere() {
+    fn partial_packing_packs_the_largest_first_and_returns_what_fits_nowhere() {
         let items = [(1, 3, accelerators(1)), (0, 1, accelerators(3))];
-        let (bins, rest) = first_fit_decreasing(&items, 1, accelerators(4));
+        let (bins, rest) = pack_partially(&items, 1, accelerators(4));
         assert_eq!(bins, vec![vec![(0, 1), (1, 1)]]);
         assert_eq!(rest, vec![1, 1]);
-        let (bins, rest) = first_fit_decreasing(&items, 2, accelerators(4));
+        let (bins, rest) = pack_partially(&items, 2, accelerators(4));
         assert_eq!(bins, vec![vec![(0, 1), (1, 1)], vec![(1, 2)]]);
         assert!(rest.is_empty());
     }
