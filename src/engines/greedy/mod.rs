@@ -264,6 +264,7 @@ impl GreedyPlanner {
         let mut candidates = Vec::new();
         let mut repaired = planner.clone();
         repaired.forget_released_idle();
+        repaired.repair_many = true;
         if repaired.repair_with(&order, FINAL_REPAIR_WORK) > 0 {
             repaired.rebalance_by_moves();
             candidates.push(repaired);
@@ -271,6 +272,7 @@ impl GreedyPlanner {
         // Rounds while each places more: the copies still missing change what room is worth.
         let mut base = planner.clone();
         base.forget_released_idle();
+        base.repair_many = true;
         for _ in 0..RETYPE_ROUNDS {
             let mut retyped = base.clone();
             if retyped.retype_for_room() == 0 {
@@ -533,6 +535,9 @@ struct Greedy<'a> {
     az_turns: bool,
     /// See [`Mode::trim_fullest`].
     trim_fullest: bool,
+    /// The repair pass may also move more than two copies off an instance (`repair.rs`): on the
+    /// final best plan only.
+    repair_many: bool,
     /// The component being placed (its copies do not count as room for others).
     placing: Option<usize>,
     /// Copies per `[component][az]` right now.
@@ -608,6 +613,7 @@ impl<'a> Greedy<'a> {
             dense_azs: false,
             az_turns: false,
             trim_fullest: false,
+            repair_many: false,
             placing: None,
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),

@@ -47,6 +47,12 @@ const ELIMINATE_WORK: u64 = 4_000;
 /// New copies on one instance that may be relocated: (component, count).
 pub(super) type NewCopies = SmallVec<[(usize, u32); 4]>;
 
+/// Copies of one instance to move elsewhere (a component per copy).
+type MoveSet = SmallVec<[usize; 2]>;
+
+/// Most copies one repair moves off an instance (the larger sets of the final repair).
+const MOST_MOVES: usize = 12;
+
 /// Where a relocated copy goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
@@ -393,7 +399,7 @@ impl Greedy<'_> {
                     continue;
                 }
                 // Sets of one or two copies to move off X that make room for c.
-                let mut sets: Vec<SmallVec<[usize; 2]>> = Vec::new();
+                let mut sets: Vec<MoveSet> = Vec::new();
                 for (i, &(d, n)) in movable.iter().enumerate() {
                     sets.push(SmallVec::from_slice(&[d]));
                     if n >= 2 {
@@ -402,6 +408,9 @@ impl Greedy<'_> {
                     for &(e, _) in movable.iter().skip(i + 1) {
                         sets.push(SmallVec::from_slice(&[d, e]));
                     }
+                }
+                if self.repair_many {
+                    sets.extend(self.larger_move_sets(x, &movable, used.plus(&need_c), &capacity));
                 }
                 for set in sets {
                     let freed = set.iter().filter_map(|&d| self.need_on(d, x)).fold(Resources::ZERO, |a, b| a.plus(&b));
@@ -525,6 +534,70 @@ impl Greedy<'_> {
             picks.push((e, count, need));
         }
         picks
+    }
+
+    /// Sets of more than two of X's movable new copies whose removal leaves room for a load of
+    /// `wanted` on X (X's load with the missing copy added): copies are taken while a resource
+    /// is still short, the ones freeing most of what is short first, and, apart, the smallest
+    /// first (those fit elsewhere most easily). At most [`MOST_MOVES`] copies each.
+    fn larger_move_sets(&self, x: usize, movable: &NewCopies, wanted: Resources, capacity: &Resources) -> Vec<MoveSet> {
+        let short = |freed: &Resources| match wanted.minus(freed) {
+            Some(after) => !after.fits_in(capacity),
+            None => false,
+        };
+        let mut units: Vec<(usize, Resources)> = Vec::new();
+        for &(d, n) in movable {
+            let Some(need) = self.need_on(d, x) else { continue };
+            units.extend(std::iter::repeat_n((d, need), (n as usize).min(MOST_MOVES)));
+        }
+        let over = Resources {
+            accelerators: wanted.accelerators.saturating_sub(capacity.accelerators),
+            milli_cpus: wanted.milli_cpus.saturating_sub(capacity.milli_cpus),
+            memory_mib: wanted.memory_mib.saturating_sub(capacity.memory_mib),
+        };
+        let share = |want: u64, have: u64| want as f64 / have.max(1) as f64;
+        // What a copy frees of what is short, and its size, as shares of X's capacity.
+        let freeing = |need: &Resources| {
+            [
+                (need.accelerators, over.accelerators, capacity.accelerators),
+                (need.milli_cpus, over.milli_cpus, capacity.milli_cpus),
+                (need.memory_mib, over.memory_mib, capacity.memory_mib),
+            ]
+            .iter()
+            .filter(|(_, lacking, _)| *lacking > 0)
+            .map(|&(freed, lacking, have)| share(freed.min(lacking), have))
+            .sum::<f64>()
+        };
+        let size = |need: &Resources| {
+            share(need.accelerators, capacity.accelerators)
+                .max(share(need.milli_cpus, capacity.milli_cpus))
+                .max(share(need.memory_mib, capacity.memory_mib))
+        };
+        let mut most_freeing = units.clone();
+        most_freeing.sort_by(|a, b| freeing(&b.1).total_cmp(&freeing(&a.1)).then(a.0.cmp(&b.0)));
+        let mut smallest = units;
+        smallest.retain(|(_, need)| freeing(need) > 0.0);
+        smallest.sort_by(|a, b| size(&a.1).total_cmp(&size(&b.1)).then(a.0.cmp(&b.0)));
+        let mut sets: Vec<MoveSet> = Vec::new();
+        for order in [most_freeing, smallest] {
+            let mut set = MoveSet::new();
+            let mut freed = Resources::ZERO;
+            for (d, need) in order {
+                if !short(&freed) || set.len() == MOST_MOVES {
+                    break;
+                }
+                // A copy that frees nothing short only adds a move.
+                if freeing(&need) == 0.0 {
+                    continue;
+                }
+                set.push(d);
+                freed = freed.plus(&need);
+            }
+            if set.len() > 2 && !short(&freed) && !sets.contains(&set) {
+                sets.push(set);
+            }
+        }
+        sets
     }
 
     /// Where each copy of `set` (new copies on instance `x`) can go, in order: an instance in the
@@ -853,6 +926,38 @@ mod tests {
         assert!(violations.is_empty(), "{violations:?}");
         assert_eq!(fleet, applied);
         assert_eq!(objective(&problem, &applied).placed_copies, 4);
+    }
+
+    #[test]
+    fn the_final_repair_moves_more_than_two_copies_for_one() {
+        // Four 4-accelerator instances at most, each holding three 1-accelerator copies of s;
+        // b needs a whole instance. Only moving all three copies off one instance, one onto
+        // each of the others, makes room.
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(4))
+            .component("s", 12, 1, 1.0, 1024)
+            .component("b", 1, 4, 1.0, 1024)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        for _ in 0..4 {
+            let instance = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
+            let need = planner.need_on(0, instance).unwrap();
+            planner.place(0, instance, 3, &need);
+        }
+        let stuck = planner.clone();
+        assert_eq!(planner.repair(&[1, 0]), 0, "one or two moves do not make room");
+        let mut planner = stuck;
+        planner.repair_many = true;
+        assert_eq!(planner.repair(&[1, 0]), 1);
+        let holding_b = planner.instances.iter().filter(|i| i.copies.as_slice() == [(1, 1)]).count();
+        assert_eq!(holding_b, 1, "one instance emptied for b");
+        let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(objective(&problem, &applied).placed_copies, 13);
     }
 
     #[test]
