@@ -100,8 +100,11 @@ impl Greedy<'_> {
         if demand.missing.iter().all(|&m| m == 0) {
             return;
         }
-        // Free room of instances that stay anyway: it costs nothing.
-        for z in 0..problem.azs.len() {
+        // Free room of instances that stay anyway: it costs nothing. AZs by name, not input order
+        // (the room filled first takes the copies).
+        let mut zones: Vec<usize> = (0..problem.azs.len()).collect();
+        zones.sort_by_key(|&z| self.az_rank.get(z).copied().unwrap_or(z));
+        for z in zones {
             let mut indices = self.fleet_by_az.get(z).cloned().unwrap_or_default();
             indices.sort_by_key(|&index| self.instances[index].rank);
             for index in indices {

@@ -544,6 +544,8 @@ struct Greedy<'a> {
     az_copies: Vec<Vec<u64>>,
     az_rank: Vec<usize>,
     type_rank: Vec<usize>,
+    /// Components by name (ties among components broken by it, never by input order).
+    component_rank: Vec<usize>,
     /// Instance indices of launches, in launch order.
     launch_order: Vec<usize>,
     next_launch_number: u64,
@@ -618,6 +620,7 @@ impl<'a> Greedy<'a> {
             az_copies: vec![vec![0; az_count]; problem.components.len()],
             az_rank: name_ranks(problem.azs.iter().map(String::as_str)),
             type_rank: name_ranks(problem.types.iter().map(|t| t.name.as_str())),
+            component_rank: name_ranks(problem.components.iter().map(|c| c.name.as_str())),
             launch_order: Vec::new(),
             next_launch_number: 1,
             existing_new_ids: problem.fleet.iter().filter(|i| i.id.starts_with("new-")).map(|i| i.id.clone()).collect(),

@@ -573,11 +573,13 @@ impl Greedy<'_> {
                 .max(share(need.milli_cpus, capacity.milli_cpus))
                 .max(share(need.memory_mib, capacity.memory_mib))
         };
+        // Ties by component name: the plan must not depend on the input's order.
+        let rank = |c: usize| self.component_rank.get(c).copied().unwrap_or(c);
         let mut most_freeing = units.clone();
-        most_freeing.sort_by(|a, b| freeing(&b.1).total_cmp(&freeing(&a.1)).then(a.0.cmp(&b.0)));
+        most_freeing.sort_by(|a, b| freeing(&b.1).total_cmp(&freeing(&a.1)).then(rank(a.0).cmp(&rank(b.0))));
         let mut smallest = units;
         smallest.retain(|(_, need)| freeing(need) > 0.0);
-        smallest.sort_by(|a, b| size(&a.1).total_cmp(&size(&b.1)).then(a.0.cmp(&b.0)));
+        smallest.sort_by(|a, b| size(&a.1).total_cmp(&size(&b.1)).then(rank(a.0).cmp(&rank(b.0))));
         let mut sets: Vec<MoveSet> = Vec::new();
         for order in [most_freeing, smallest] {
             let mut set = MoveSet::new();
