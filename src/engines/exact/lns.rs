@@ -694,6 +694,72 @@ fn put_back(
     (plan.objective.better_than(&best.objective) && verify(problem, &plan).is_empty()).then_some(plan)
 }
 
+/// `plan` with launches retyped to a more preferred pool type in the same AZ, where one instance
+/// of that type holds the launch's copies and the type's launch limit there has room (least
+/// preferred launches first, the most preferred type that fits): the same copies stay in the same
+/// AZs on as many instances (L1, L2 and the instance count unchanged), and every retype moves one
+/// instance to a better priority (L3 strictly better). A search stopped before or inside the L3
+/// levels leaves launches of fallback types whose copies a preferred type would hold (the
+/// instance counts of the balance level's solution, not of an optimised L3). Reservations are
+/// handed out again per (type, AZ) in launch order. `None` unless the result verifies and is
+/// strictly better.
+pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan> {
+    let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
+    if !violations.is_empty() {
+        return None;
+    }
+    let types = problem.instance_types();
+    let priority = |t: usize| types.get(t).map_or(u8::MAX, |info| info.priority);
+    let mut preferred: Vec<usize> = problem.pool_types().collect();
+    preferred.sort_by_key(|&t| (priority(t), t));
+    let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
+    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter().filter(|draft| draft.existing.is_none()) {
+        *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
+    }
+    let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(priority(drafts[i].type_index)), i));
+    let mut retyped = false;
+    for i in order {
+        let Some(draft) = drafts.get_mut(i) else { continue };
+        let (from, z) = (draft.type_index, draft.az_index);
+        let target = preferred.iter().copied().take_while(|&t| priority(t) < priority(from)).find(|&t| {
+            let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
+            let room = limit.total().is_none_or(|total| launches.get(&(t, z)).copied().unwrap_or(0) < total);
+            let eligible = draft.copies.keys().all(|&c| {
+                problem
+                    .components()
+                    .get(c)
+                    .is_some_and(|component| component.placement_requirement(problem, t).is_some())
+            });
+            let capacity = types.get(t).map(|info| info.capacity);
+            room && eligible
+                && capacity.is_some_and(|capacity| problem.copies_footprint(t, &draft.copies).fits_in(&capacity))
+        });
+        let Some(to) = target else { continue };
+        draft.type_index = to;
+        if let Some(count) = launches.get_mut(&(from, z)) {
+            *count = count.saturating_sub(1);
+        }
+        *launches.entry((to, z)).or_insert(0) += 1;
+        retyped = true;
+    }
+    if !retyped {
+        return None;
+    }
+    // Each (type, AZ)'s reservations go to its first launches, as the planners hand them out.
+    let mut handed: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter_mut().filter(|draft| draft.existing.is_none()) {
+        let key = (draft.type_index, draft.az_index);
+        let index = handed.entry(key).or_insert(0);
+        draft.reserved = *index < problem.launch_limit(TypeIndex::new(key.0), AzIndex::new(key.1)).reserved;
+        *index += 1;
+    }
+    let actions = actions_of(problem, &drafts);
+    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
+    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
 /// A final-fleet instance as a draft of the plan being rebuilt.
 fn draft_of(instance: &FinalInstance) -> Draft {
     Draft {
@@ -785,6 +851,43 @@ fn placeable_copies(problem: &Problem, plan: &Plan, counts: &[Vec<u64>]) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fallback_launches_move_to_a_preferred_type_that_holds_their_copies() {
+        // Two launches of the fallback type, each holding one 1-accelerator copy; the preferred
+        // type may launch once more in the AZ: one launch moves up, the other stays.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g5.12xlarge", 2)
+            .capacity("ml.g6.12xlarge", "us-east-1a", Some(1), 0)
+            .component("small", 2, 1, 1.0, 1024)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let mut actions = Vec::new();
+        for id in ["new-1", "new-2"] {
+            actions.push(Action::LaunchInstance {
+                instance_id: id.into(),
+                instance_type: "ml.g5.12xlarge".into(),
+                availability_zone: "us-east-1a".into(),
+                reserved: false,
+            });
+        }
+        for id in ["new-1", "new-2"] {
+            actions.push(Action::PlaceCopy { component: "small".into(), instance_id: id.into(), model_name: None });
+        }
+        let plan = finish(&problem, SolverKind::Exact, Status::Feasible, StopReason::TimeLimit, actions, None);
+        assert!(verify(&problem, &plan).is_empty());
+        assert_eq!(plan.objective.instances_of_priority(2), 2);
+        let better = retype_to_preferred(&problem, &plan).unwrap_or_else(|| panic!("a launch can move up"));
+        assert!(verify(&problem, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 2);
+        assert_eq!(better.objective.balance_excess, plan.objective.balance_excess);
+        assert_eq!(better.objective.instances_of_priority(1), 1);
+        assert_eq!(better.objective.instances_of_priority(2), 1);
+        // Nothing more to move: the preferred type's launch limit is reached.
+        assert!(retype_to_preferred(&problem, &better).is_none());
+    }
 
     #[test]
     fn windows_across_azs_leave_out_components_on_existing_instances() {

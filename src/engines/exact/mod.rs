@@ -478,7 +478,7 @@ impl ExactPlanner {
         };
         stats.phase("balance moves", phase);
         if !self.large_neighbourhood || plan.status != Status::Feasible || limits.stop_now().is_some() {
-            return plan;
+            return retyped(problem, plan, stats);
         }
         let phase = Instant::now();
         let (mut plan, progress) = lns::improve(self, problem, plan, limits, stats);
@@ -494,7 +494,7 @@ impl ExactPlanner {
             }
         }
         stats.phase("large neighbourhood", phase);
-        plan
+        retyped(problem, plan, stats)
     }
 
     /// This call's limits: the time limit (or the default) armed now.
@@ -509,6 +509,22 @@ impl ExactPlanner {
 /// strictly better.
 pub fn lower_balance_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
     lns::lower_plan_excess(problem, plan)
+}
+
+/// The last polish of an unproven plan: launches of fallback types whose copies a preferred type
+/// holds move up ([`lns::retype_to_preferred`], L3). After the large-neighbourhood phase, so the
+/// phase starts from the plan it always started from and this only ever improves its result.
+fn retyped(problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+    if plan.status != Status::Feasible {
+        return plan;
+    }
+    let phase = Instant::now();
+    let plan = match lns::retype_to_preferred(problem, &plan) {
+        Some(better) => mark_if_proven(better),
+        None => plan,
+    };
+    stats.phase("retype to preferred", phase);
+    plan
 }
 
 /// `plan` as `Optimal` when it meets its bound.
