@@ -32,6 +32,12 @@ use crate::problem::{Problem, Resources};
 /// Most copies one chain displaces after the first (a chain moves at most this many + 1).
 const MAX_DISPLACED: usize = 3;
 
+/// Most instance checks the search for one insertion chain may do.
+const INSERT_CHAIN_WORK: u64 = 20_000;
+
+/// Most copies an insertion chain ejects from one instance at once.
+const MAX_EJECTED: usize = 8;
+
 /// Most instance checks the search for one chain may do.
 const CHAIN_WORK: u64 = 4_000;
 
@@ -103,44 +109,10 @@ pub(crate) fn lower_excess(
     missing: &[u64],
     work: u64,
 ) -> Vec<Move> {
-    let az_count = problem.azs().len();
-    if az_count < 2 || holders.is_empty() {
+    if problem.azs().len() < 2 {
         return Vec::new();
     }
-    let need_on: Vec<Vec<Option<Resources>>> = (0..problem.instance_types().len())
-        .map(|t| {
-            problem
-                .components()
-                .iter()
-                .map(|component| component.placement_requirement(problem, t).map(|r| r.resources))
-                .collect()
-        })
-        .collect();
-    let capacity: Vec<Resources> = problem.instance_types().iter().map(|info| info.capacity).collect();
-    let mut by_az: Vec<Vec<usize>> = vec![Vec::new(); az_count];
-    for (index, holder) in holders.iter().enumerate() {
-        if let Some(list) = by_az.get_mut(holder.az) {
-            list.push(index);
-        }
-    }
-    let mut missing: Vec<u64> = missing.to_vec();
-    missing.resize(problem.components().len(), 0);
-    let mut partners: Vec<usize> = (0..problem.components().len()).collect();
-    partners.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
-    let mut pass = Chains {
-        problem,
-        holders,
-        counts,
-        need_on,
-        capacity,
-        by_az,
-        missing,
-        partners,
-        strict: false,
-        work,
-        budget: 0,
-        chain: Vec::new(),
-    };
+    let Some(mut pass) = Chains::new(problem, holders, counts, missing, work) else { return Vec::new() };
     let mut moves = Vec::new();
     // Moves first, until none is left; then one exchange (which changes which copies are
     // placed) and moves again, while exchanges are found.
@@ -170,6 +142,56 @@ pub(crate) fn lower_excess(
     moves
 }
 
+/// Places missing copies (`missing[c]` per component) on `holders` by insertion chains: an
+/// unplaced copy lands on an instance of some AZ, onto room or ejecting one or two new copies
+/// there, each of which moves on to another instance (its own AZ first, then any other, the AZ
+/// best for its component's balance first), up to [`MAX_DISPLACED`] ejections deep, until a
+/// copy lands on room. Every chain places one copy more and drops none, so L1 rises by one per
+/// chain; balance may get worse (L1 comes first, docs/contract.md §2.2) and is left to
+/// [`lower_excess`] afterwards. Components in name order, shallow chains first; at most `work`
+/// instance checks. `holders` and `counts` are updated; returns the moves made, in an order in
+/// which each lands on room.
+pub(crate) fn place_missing(
+    problem: &Problem,
+    holders: &mut [Holder],
+    counts: &mut [Vec<u64>],
+    missing: &[u64],
+    work: u64,
+) -> Vec<Move> {
+    let mut order: Vec<usize> = (0..problem.components().len()).collect();
+    order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
+    let Some(mut pass) = Chains::new(problem, holders, counts, missing, work) else { return Vec::new() };
+    pass.inserting = true;
+    let az_count = pass.by_az.len();
+    let mut moves = Vec::new();
+    let mut depth = 0;
+    'deepen: while depth <= MAX_DISPLACED && pass.work > 0 {
+        for &c in &order {
+            if pass.missing.get(c).copied().unwrap_or(0) == 0 {
+                continue;
+            }
+            pass.budget = INSERT_CHAIN_WORK;
+            // The AZ where one more copy is best for the component's balance first.
+            let mut azs: Vec<usize> = (0..az_count).collect();
+            azs.sort_by_key(|&z| (pass.gain_of(c, az_count, z), pass.count(c, z), pass.az_rank.get(z).copied()));
+            for b in azs {
+                if pass.exhausted() {
+                    break;
+                }
+                if pass.land(c, UNPLACED, b, (0, 0), depth).is_some() {
+                    let mut chain = std::mem::take(&mut pass.chain);
+                    chain.reverse();
+                    moves.extend(chain.into_iter().map(Step::to_move));
+                    depth = 0;
+                    continue 'deepen;
+                }
+            }
+        }
+        depth += 1;
+    }
+    moves
+}
+
 /// Change of (total excess, copies still to move to reach the best balance) a chain makes;
 /// lexicographic.
 type Gain = (i64, i64);
@@ -187,9 +209,16 @@ struct Chains<'a> {
     missing: Vec<u64>,
     /// Every component, by name: the copies an exchange may place, in the order tried.
     partners: Vec<usize>,
+    /// Each component's place in `partners` and each AZ's in name order: the insertion chains'
+    /// tie-breaks (names, not input positions, decide).
+    component_rank: Vec<usize>,
+    az_rank: Vec<usize>,
     /// The chain must lower the total excess itself (exchanges: the second term alone does not
     /// justify changing which copies are placed).
     strict: bool,
+    /// Insertion chains ([`place_missing`]): a chain closes having placed one copy more, and a
+    /// displaced copy may go to any instance, in its AZ or another, whatever the balance.
+    inserting: bool,
     work: u64,
     /// Instance checks left for the chain being searched (a search that finds nothing must not
     /// spend the whole pass's work).
@@ -198,7 +227,67 @@ struct Chains<'a> {
     chain: Vec<Step>,
 }
 
-impl Chains<'_> {
+impl<'a> Chains<'a> {
+    /// The pass over `holders` (`None` when there are none); see [`lower_excess`] for the rest.
+    fn new(
+        problem: &'a Problem,
+        holders: &'a mut [Holder],
+        counts: &'a mut [Vec<u64>],
+        missing: &[u64],
+        work: u64,
+    ) -> Option<Self> {
+        if holders.is_empty() {
+            return None;
+        }
+        let need_on: Vec<Vec<Option<Resources>>> = (0..problem.instance_types().len())
+            .map(|t| {
+                problem
+                    .components()
+                    .iter()
+                    .map(|component| component.placement_requirement(problem, t).map(|r| r.resources))
+                    .collect()
+            })
+            .collect();
+        let capacity: Vec<Resources> = problem.instance_types().iter().map(|info| info.capacity).collect();
+        let mut by_az: Vec<Vec<usize>> = vec![Vec::new(); problem.azs().len()];
+        for (index, holder) in holders.iter().enumerate() {
+            if let Some(list) = by_az.get_mut(holder.az) {
+                list.push(index);
+            }
+        }
+        let mut missing: Vec<u64> = missing.to_vec();
+        missing.resize(problem.components().len(), 0);
+        let mut partners: Vec<usize> = (0..problem.components().len()).collect();
+        partners.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
+        let mut component_rank = vec![0; partners.len()];
+        for (rank, &c) in partners.iter().enumerate() {
+            component_rank[c] = rank;
+        }
+        let mut azs: Vec<usize> = (0..problem.azs().len()).collect();
+        azs.sort_by(|&a, &b| problem.azs()[a].cmp(&problem.azs()[b]));
+        let mut az_rank = vec![0; azs.len()];
+        for (rank, &z) in azs.iter().enumerate() {
+            az_rank[z] = rank;
+        }
+        Some(Chains {
+            problem,
+            holders,
+            counts,
+            need_on,
+            capacity,
+            by_az,
+            missing,
+            partners,
+            component_rank,
+            az_rank,
+            strict: false,
+            inserting: false,
+            work,
+            budget: 0,
+            chain: Vec::new(),
+        })
+    }
+
     fn max_imbalance(&self, c: usize) -> Option<u32> {
         self.problem.components().get(c).and_then(|component| component.max_imbalance)
     }
@@ -300,6 +389,9 @@ impl Chains<'_> {
     /// Whether the chain may close now: as many copies placed as dropped, and no instance left
     /// empty by a drop.
     fn may_close(&self) -> bool {
+        if self.inserting {
+            return self.placed_minus_dropped() == 1;
+        }
         self.placed_minus_dropped() == 0
             && self
                 .chain
@@ -505,9 +597,11 @@ impl Chains<'_> {
                 y != x
                     && self.holders.get(y).is_some_and(|holder| holder.open)
                     && self.need(c, y).is_some()
-                    && !self.chain.iter().any(|step| step.to == y)
+                    && (self.inserting || !self.received(y))
             })
             .collect();
+        // An insertion chain may land several ejected copies on one instance's room; only
+        // ejecting from an instance the chain already filled is left out, as in every chain.
         let targets = self.distinct(eligible);
         // Onto free room first.
         for &y in &targets {
@@ -524,6 +618,9 @@ impl Chains<'_> {
             return None;
         }
         for &y in &targets {
+            if self.received(y) {
+                continue;
+            }
             self.push(Step { component: c, from: x, to: y });
             for set in self.ejections(c, y) {
                 if !self.tick() {
@@ -547,6 +644,11 @@ impl Chains<'_> {
         None
     }
 
+    /// Whether the chain so far moved a copy onto holder `y`.
+    fn received(&self, y: usize) -> bool {
+        self.chain.iter().any(|step| step.to == y)
+    }
+
     /// Sets of one or two new copies on holder `y` (overfull with a copy of `c` that just
     /// arrived) whose leaving makes it fit: single copies first, pairs only of copies that do
     /// not make room alone.
@@ -554,8 +656,11 @@ impl Chains<'_> {
         let mut sets: SmallVec<[SmallVec<[usize; 2]>; 8]> = SmallVec::new();
         let Some(holder) = self.holders.get(y) else { return sets };
         let Some(capacity) = self.capacity.get(holder.type_index) else { return sets };
-        let residents: SmallVec<[(usize, u32); 4]> =
+        let mut residents: SmallVec<[(usize, u32); 4]> =
             holder.new_copies.iter().copied().filter(|&(d, _)| d != c).collect();
+        if self.inserting {
+            residents.sort_by_key(|&(d, _)| self.component_rank.get(d).copied());
+        }
         let fits_without = |set: &[usize]| {
             let freed = set.iter().filter_map(|&d| self.need(d, y)).fold(Resources::ZERO, |a, r| a.plus(&r));
             holder.used.minus(&freed).is_some_and(|left| left.fits_in(capacity))
@@ -580,12 +685,47 @@ impl Chains<'_> {
                 }
             }
         }
+        if self.inserting && sets.is_empty() {
+            // Insertion chains make room for a large copy by ejecting several small ones: the
+            // fewest copies of one component, else of several, largest first.
+            for &(d, n) in &residents {
+                let mut set: SmallVec<[usize; 2]> = SmallVec::new();
+                for _ in 0..n.min(MAX_EJECTED as u32) {
+                    set.push(d);
+                    if fits_without(&set) {
+                        break;
+                    }
+                }
+                if set.len() > 2 && fits_without(&set) {
+                    sets.push(set);
+                }
+            }
+            let mut units: SmallVec<[(u64, usize); 8]> = SmallVec::new();
+            for &(d, n) in &residents {
+                let size = self.need(d, y).map_or(0, |r| r.accelerators * 1_000_000 + r.milli_cpus);
+                units.extend(std::iter::repeat_n((size, d), n.min(MAX_EJECTED as u32) as usize));
+            }
+            units.sort_by_key(|&(size, d)| (Reverse(size), self.component_rank.get(d).copied()));
+            let mut set: SmallVec<[usize; 2]> = SmallVec::new();
+            for (_, d) in units {
+                if set.len() == MAX_EJECTED || fits_without(&set) {
+                    break;
+                }
+                set.push(d);
+            }
+            if set.len() > 2 && fits_without(&set) && !sets.contains(&set) {
+                sets.push(set);
+            }
+        }
         sets
     }
 
     /// Moves a new copy of `d` off holder `y` (AZ `b`) to another AZ, emptiest for `d` first,
     /// where the chain's gain stays below zero. The chain's gain when it closed.
     fn eject(&mut self, d: usize, y: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
+        if self.inserting {
+            return self.eject_anywhere(d, y, b, gain, depth);
+        }
         // A chain that placed an unplaced copy may leave this one out instead.
         if self.placed_minus_dropped() > 0 {
             let step = self.gain_of(d, b, self.by_az.len());
@@ -609,6 +749,22 @@ impl Chains<'_> {
                 continue;
             }
             if let Some(closed) = self.land(d, y, z, total, depth) {
+                return Some(closed);
+            }
+        }
+        None
+    }
+
+    /// [`Self::eject`] for insertion chains: the copy of `d` moves on to another instance of its
+    /// own AZ `b` first (balance unchanged), then of the other AZs, best for `d`'s balance first.
+    fn eject_anywhere(&mut self, d: usize, y: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
+        let mut next: Vec<(Gain, usize)> = (0..self.by_az.len()).map(|z| (self.gain_of(d, b, z), z)).collect();
+        next.sort_by_key(|&(step, z)| (z != b, step, self.az_rank.get(z).copied()));
+        for (step, z) in next {
+            if self.exhausted() {
+                return None;
+            }
+            if let Some(closed) = self.land(d, y, z, (gain.0 + step.0, gain.1 + step.1), depth) {
                 return Some(closed);
             }
         }
@@ -738,6 +894,66 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &shallow);
         assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], &[], 10_000).is_empty());
+    }
+
+    #[test]
+    fn an_insertion_chain_places_a_missing_copy_across_azs_whatever_the_balance() {
+        let mut problem = three_types();
+        let (bal, b, c) = (0, 1, 2);
+        problem.components[b].copy_count = 3;
+        // AZ a: X (g5) holds c, c. AZ b: W (g6e) holds c. A missing b (g5 only) can only go on X,
+        // ejecting a c, which goes to W in the other AZ (c has no balance rule; bal is untouched).
+        let mut holders = vec![
+            holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]),
+            holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)]),
+            holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        let missing = [0, 1, 0];
+        let moves = place_missing(&problem, &mut holders, &mut counts, &missing, 10_000);
+        assert_eq!(
+            moves,
+            vec![Move { component: c, from: Some(0), to: Some(1) }, Move { component: b, from: None, to: Some(0) },]
+        );
+        assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
+        assert_eq!(counts[b].iter().sum::<u64>(), 3);
+        assert_eq!(counts[bal], vec![0, 0]);
+        for h in &holders {
+            assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
+        }
+        // Without anywhere for the ejected c (W gone), nothing is placed and nothing moves.
+        let mut holders =
+            vec![holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]), holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)])];
+        let mut counts = counts_of(&problem, &holders);
+        let before = counts.clone();
+        assert!(place_missing(&problem, &mut holders, &mut counts, &missing, 10_000).is_empty());
+        assert_eq!(counts, before);
+    }
+
+    #[test]
+    fn an_insertion_chain_ejects_several_small_copies_for_one_large() {
+        // One AZ, one 4-accelerator g5 holding four 1-accelerator copies of s and an empty g6e; a
+        // missing copy of l needs the whole g5. All four s copies move to the g6e.
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g5.12xlarge", 1)
+            .pool("ml.g6e.12xlarge", 1)
+            .component_per_type("s", 4)
+            .specification("s", "ml.g5.12xlarge", 1, 1.0, 1024)
+            .specification("s", "ml.g6e.12xlarge", 1, 1.0, 1024)
+            .component_per_type("l", 1)
+            .specification("l", "ml.g5.12xlarge", 4, 1.0, 1024)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let (s, l) = (0, 1);
+        let mut holders =
+            vec![holder(&problem, "ml.g5.12xlarge", 0, &[(s, 4)]), holder(&problem, "ml.g6e.12xlarge", 0, &[])];
+        let mut counts = counts_of(&problem, &holders);
+        let moves = place_missing(&problem, &mut holders, &mut counts, &[0, 1], 10_000);
+        assert_eq!(moves.len(), 5, "{moves:?}");
+        assert_eq!(holders[0].new_copies.as_slice(), &[(l, 1)]);
+        assert_eq!(holders[1].new_copies.as_slice(), &[(s, 4)]);
+        assert_eq!(counts, counts_of(&problem, &holders));
     }
 
     #[test]

@@ -772,6 +772,9 @@ fn draft_of(instance: &FinalInstance) -> Draft {
     }
 }
 
+/// Instance checks the insertion chains of one run of [`place_plan_missing`] may do.
+const INSERT_WORK: u64 = 400_000;
+
 /// Instance checks one run of [`lower_plan_excess`] may do.
 const BALANCE_WORK: u64 = 1_000_000;
 
@@ -782,6 +785,20 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
     if plan.objective.balance_excess == 0 || problem.azs().len() < 2 {
         return None;
     }
+    chained(problem, plan, false)
+}
+
+/// `plan` with copies it leaves unplaced placed by insertion chains
+/// ([`balance::place_missing`]: every instance stays, L1 rises, L3 and L4 do not change), then
+/// its balance excess lowered as by [`lower_plan_excess`]; `None` unless the result verifies and
+/// is strictly better.
+pub(super) fn place_plan_missing(problem: &Problem, plan: &Plan) -> Option<Plan> {
+    chained(problem, plan, true)
+}
+
+/// The chains of [`lower_plan_excess`] (and, with `insert`, of [`place_plan_missing`] first) on
+/// `plan`'s final fleet.
+fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
     let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
     if !violations.is_empty() {
         return None;
@@ -800,8 +817,23 @@ pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> 
         .collect();
     let mut counts = fleet.copies_per_az(problem);
     let order = balance::balanced_by_name(problem);
-    let missing = placeable_copies(problem, plan, &counts);
-    let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, BALANCE_WORK);
+    let mut missing = placeable_copies(problem, plan, &counts);
+    let mut moves = Vec::new();
+    if insert {
+        if missing.iter().all(|&n| n == 0) {
+            return None;
+        }
+        moves = balance::place_missing(problem, &mut holders, &mut counts, &missing, INSERT_WORK);
+        if moves.is_empty() {
+            return None;
+        }
+        for step in moves.iter().filter(|step| step.from.is_none()) {
+            if let Some(left) = missing.get_mut(step.component) {
+                *left = left.saturating_sub(1);
+            }
+        }
+    }
+    moves.extend(balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, BALANCE_WORK));
     if moves.is_empty() {
         return None;
     }

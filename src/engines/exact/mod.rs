@@ -472,7 +472,8 @@ impl ExactPlanner {
         // Balance moves at fixed instances first: cheap, and L2 is what a search stopped in
         // L1 never optimised.
         let phase = Instant::now();
-        let plan = match lower_balance_excess(problem, &plan) {
+        // Copies left unplaced first (L1): insertion chains, balance moves after them.
+        let plan = match lns::place_plan_missing(problem, &plan).or_else(|| lower_balance_excess(problem, &plan)) {
             Some(better) => mark_if_proven(better),
             None => plan,
         };

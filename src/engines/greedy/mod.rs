@@ -294,6 +294,17 @@ impl GreedyPlanner {
                 *best = Some((candidate, Some(rank)));
             }
         }
+        // Insertion chains last, on the best plan so far: they move copies across AZs, which the
+        // relocations above never do at balance's cost, and L1 comes first.
+        let Some((planner, _)) = best.as_ref() else { return };
+        let mut inserted = planner.clone();
+        if inserted.place_missing_by_chains() > 0 {
+            inserted.rebalance_by_moves();
+            let rank = pass_rank(problem, &inserted);
+            if rank < current {
+                *best = Some((inserted, Some(rank)));
+            }
+        }
     }
 }
 

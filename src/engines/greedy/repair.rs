@@ -16,8 +16,12 @@
 //! the main pass (PERMISSIVE), a copy is placed even when every such AZ adds balance excess,
 //! because L1 comes before L2.
 //!
-//! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`] instance checks per pass), so large
-//! inputs stay linear.
+//! The insertion chains ([`Greedy::place_missing_by_chains`], run once on the best plan when
+//! copies are still missing) are the exception: their displaced copies may go to any AZ, since
+//! one more copy placed (L1) is worth any balance; the balance moves run after them.
+//!
+//! Work is bounded ([`REPAIR_WORK`], [`ELIMINATE_WORK`], [`INSERT_WORK`] instance checks per
+//! pass), so large inputs stay linear.
 
 use std::cmp::Reverse;
 
@@ -38,6 +42,9 @@ const BALANCE_WORK: u64 = 20_000;
 
 /// Most instance checks of [`Greedy::lower_excess_by_chains`] (once, on the kept plan).
 const CHAIN_WORK: u64 = 1_000_000;
+
+/// Most instance checks of [`Greedy::place_missing_by_chains`] (once, on the final plan).
+const INSERT_WORK: u64 = 100_000;
 
 /// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
 /// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
@@ -168,11 +175,41 @@ impl Greedy<'_> {
             return 0;
         }
         let mut new_copies = self.new_copies_by_instance();
-        let positions: Vec<usize> = (0..problem.azs.len())
+        let (positions, mut holders) = self.chain_holders(&new_copies);
+        let mut counts = self.az_copies.clone();
+        let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
+        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, CHAIN_WORK);
+        self.apply_chain_moves(&positions, &moves, &mut new_copies);
+        moves.len()
+    }
+
+    /// Places missing copies by the shared insertion chains ([`balance::place_missing`]): a
+    /// missing copy lands on an instance of the fleet, ejecting one or two new copies that move
+    /// on to other instances (any AZ), up to three deep. Every instance stays (L3 and L4
+    /// unchanged), L1 rises by one per chain, balance may get worse. Returns the copies placed.
+    pub(super) fn place_missing_by_chains(&mut self) -> u64 {
+        let problem = self.problem;
+        let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
+        if missing.iter().all(|&n| n == 0) {
+            return 0;
+        }
+        let mut new_copies = self.new_copies_by_instance();
+        let (positions, mut holders) = self.chain_holders(&new_copies);
+        let mut counts = self.az_copies.clone();
+        let moves = balance::place_missing(problem, &mut holders, &mut counts, &missing, INSERT_WORK);
+        let before = self.placed_new_copies();
+        self.apply_chain_moves(&positions, &moves, &mut new_copies);
+        self.placed_new_copies().saturating_sub(before)
+    }
+
+    /// The final fleet as the shared chains see it: (instance index per holder, holders), AZ by
+    /// AZ in rank order.
+    fn chain_holders(&self, new_copies: &[NewCopies]) -> (Vec<usize>, Vec<Holder>) {
+        let positions: Vec<usize> = (0..self.problem.azs.len())
             .flat_map(|z| self.instances_by_rank(z))
             .filter(|&i| self.instances.get(i).is_some_and(|instance| instance.in_fleet && !instance.released))
             .collect();
-        let mut holders: Vec<Holder> = positions
+        let holders: Vec<Holder> = positions
             .iter()
             .map(|&i| {
                 let instance = &self.instances[i];
@@ -190,21 +227,22 @@ impl Greedy<'_> {
                 }
             })
             .collect();
-        let mut counts = self.az_copies.clone();
-        let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
-        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, CHAIN_WORK);
+        (positions, holders)
+    }
+
+    /// Carries out the shared chains' `moves` on this plan (`positions`: instance per holder).
+    fn apply_chain_moves(&mut self, positions: &[usize], moves: &[balance::Move], new_copies: &mut Vec<NewCopies>) {
         let at = |position: Option<usize>| position.and_then(|p| positions.get(p).copied());
-        for step in &moves {
+        for step in moves {
             match (at(step.from), at(step.to)) {
                 (Some(from), Some(to)) => {
-                    self.relocate(step.component, from, Target::Instance(to), &mut None, &mut new_copies);
+                    self.relocate(step.component, from, Target::Instance(to), &mut None, new_copies);
                 }
-                (Some(from), None) => self.drop_new_copy(step.component, from, &mut new_copies),
-                (None, Some(to)) => self.add_new_copy(step.component, to, &mut new_copies),
+                (Some(from), None) => self.drop_new_copy(step.component, from, new_copies),
+                (None, Some(to)) => self.add_new_copy(step.component, to, new_copies),
                 (None, None) => {}
             }
         }
-        moves.len()
     }
 
     /// Leaves one new copy of `d` on instance `from` out of the plan (an exchange's drop).
