@@ -158,10 +158,25 @@ pub(crate) fn place_missing(
     missing: &[u64],
     work: u64,
 ) -> Vec<Move> {
+    place_missing_within(problem, holders, counts, missing, None, work)
+}
+
+/// [`place_missing`], every copy in AZ `within` when it is given: the copies land there and the
+/// copies they eject move on within it, so every component keeps its copies in the other AZs
+/// and balance (L2) only changes by the copies placed in `within`.
+pub(crate) fn place_missing_within(
+    problem: &Problem,
+    holders: &mut [Holder],
+    counts: &mut [Vec<u64>],
+    missing: &[u64],
+    within: Option<usize>,
+    work: u64,
+) -> Vec<Move> {
     let mut order: Vec<usize> = (0..problem.components().len()).collect();
     order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
     let Some(mut pass) = Chains::new(problem, holders, counts, missing, work) else { return Vec::new() };
     pass.inserting = true;
+    pass.within = within;
     let az_count = pass.by_az.len();
     let mut moves = Vec::new();
     let mut depth = 0;
@@ -172,7 +187,7 @@ pub(crate) fn place_missing(
             }
             pass.budget = INSERT_CHAIN_WORK;
             // The AZ where one more copy is best for the component's balance first.
-            let mut azs: Vec<usize> = (0..az_count).collect();
+            let mut azs: Vec<usize> = (0..az_count).filter(|&z| within.is_none_or(|only| only == z)).collect();
             azs.sort_by_key(|&z| (pass.gain_of(c, az_count, z), pass.count(c, z), pass.az_rank.get(z).copied()));
             for b in azs {
                 if pass.exhausted() {
@@ -219,6 +234,8 @@ struct Chains<'a> {
     /// Insertion chains ([`place_missing`]): a chain closes having placed one copy more, and a
     /// displaced copy may go to any instance, in its AZ or another, whatever the balance.
     inserting: bool,
+    /// Insertion chains kept within one AZ ([`place_missing_within`]).
+    within: Option<usize>,
     work: u64,
     /// Instance checks left for the chain being searched (a search that finds nothing must not
     /// spend the whole pass's work).
@@ -282,6 +299,7 @@ impl<'a> Chains<'a> {
             az_rank,
             strict: false,
             inserting: false,
+            within: None,
             work,
             budget: 0,
             chain: Vec::new(),
@@ -758,7 +776,11 @@ impl<'a> Chains<'a> {
     /// [`Self::eject`] for insertion chains: the copy of `d` moves on to another instance of its
     /// own AZ `b` first (balance unchanged), then of the other AZs, best for `d`'s balance first.
     fn eject_anywhere(&mut self, d: usize, y: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
-        let mut next: Vec<(Gain, usize)> = (0..self.by_az.len()).map(|z| (self.gain_of(d, b, z), z)).collect();
+        let within = self.within;
+        let mut next: Vec<(Gain, usize)> = (0..self.by_az.len())
+            .filter(|&z| within.is_none_or(|only| only == z))
+            .map(|z| (self.gain_of(d, b, z), z))
+            .collect();
         next.sort_by_key(|&(step, z)| (z != b, step, self.az_rank.get(z).copied()));
         for (step, z) in next {
             if self.exhausted() {

@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use smallvec::SmallVec;
+
 use super::realize::{actions_of, spread_balance, Draft};
 use super::{ExactPlanner, MAX_MASTER_VARIABLES};
 use crate::engines::balance::{self, Holder};
@@ -804,17 +806,7 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
         return None;
     }
     let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
-    let mut holders: Vec<Holder> = fleet
-        .instances
-        .iter()
-        .map(|instance| Holder {
-            type_index: instance.type_index,
-            az: instance.az_index,
-            open: !instance.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining),
-            used: instance.used(problem),
-            new_copies: instance.new_copies.iter().map(|(&c, &n)| (c, n)).filter(|&(_, n)| n > 0).collect(),
-        })
-        .collect();
+    let mut holders = holders_of(problem, &fleet);
     let mut counts = fleet.copies_per_az(problem);
     let order = balance::balanced_by_name(problem);
     let mut missing = placeable_copies(problem, plan, &counts);
@@ -848,6 +840,190 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
                 map.retain(|_, n| *n > 0);
             }
         }
+    }
+    let azs: Vec<usize> = (0..problem.azs().len()).collect();
+    spread_balance(problem, &mut drafts, &azs);
+    let actions = actions_of(problem, &drafts);
+    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
+    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// The final fleet's instances as the shared chains see them (`engines::balance`).
+fn holders_of(problem: &Problem, fleet: &FinalFleet) -> Vec<Holder> {
+    fleet
+        .instances
+        .iter()
+        .map(|instance| Holder {
+            type_index: instance.type_index,
+            az: instance.az_index,
+            open: !instance.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining),
+            used: instance.used(problem),
+            new_copies: instance.new_copies.iter().map(|(&c, &n)| (c, n)).filter(|&(_, n)| n > 0).collect(),
+        })
+        .collect()
+}
+
+/// Launches [`empty_launches`] tries to empty per run.
+const EMPTY_TRIES: usize = 256;
+
+/// More preferred types [`empty_launches`] may open in place of one emptied launch.
+const EMPTY_OPENINGS: usize = 2;
+
+/// Instance checks of the chains that empty one launch.
+const EMPTY_CHAIN_WORK: u64 = 20_000;
+
+/// Instance checks of one run of [`empty_launches`].
+const EMPTY_WORK: u64 = 1_000_000;
+
+/// `plan` with launches emptied and taken out: each launch's copies go to other instances of its
+/// AZ by insertion chains kept within that AZ ([`balance::place_missing_within`]), so every
+/// component keeps its copies per AZ (L1 and L2 unchanged) and the plan has one instance fewer
+/// of the launch's priority (L3 better); never below MinInstanceCount. Failing that, the copies
+/// may also go to one new launch of a more preferred type in the AZ, where its launch limit has
+/// room: as many instances, one of them better (L3 better). Least preferred launches first,
+/// then those with fewest copies. Reservations are handed out again per (type, AZ) in
+/// launch order. `None` unless the result verifies and is strictly better.
+pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
+    let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
+    if !violations.is_empty() {
+        return None;
+    }
+    let types = problem.instance_types();
+    let priority = |t: usize| types.get(t).map_or(u8::MAX, |info| info.priority);
+    let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
+    let mut holders = holders_of(problem, &fleet);
+    let mut counts = fleet.copies_per_az(problem);
+    let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
+    order.sort_by_key(|&i| {
+        let copies: u32 = drafts[i].new_copies.values().sum();
+        (std::cmp::Reverse(priority(drafts[i].type_index)), copies, i)
+    });
+    let min_size = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
+    let mut size = drafts.len();
+    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter().filter(|draft| draft.existing.is_none()) {
+        *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
+    }
+    let mut preferred: Vec<usize> = problem.pool_types().collect();
+    preferred.sort_by_key(|&t| (priority(t), t));
+    let mut closed: Vec<usize> = Vec::new();
+    let mut moves: Vec<balance::Move> = Vec::new();
+    let mut work = EMPTY_WORK;
+    for e in order.into_iter().take(EMPTY_TRIES) {
+        if work == 0 {
+            break;
+        }
+        let Some(holder) = holders.get(e) else { continue };
+        let (az, from) = (holder.az, holder.type_index);
+        let mut missing = vec![0u64; problem.components().len()];
+        let mut emptied_counts = counts.clone();
+        for &(c, n) in &holder.new_copies {
+            if let (Some(left), Some(cell)) =
+                (missing.get_mut(c), emptied_counts.get_mut(c).and_then(|row| row.get_mut(az)))
+            {
+                *left += u64::from(n);
+                *cell = cell.saturating_sub(u64::from(n));
+            }
+        }
+        let evicted: u64 = missing.iter().sum();
+        let mut emptied = holders.clone();
+        if let Some(holder) = emptied.get_mut(e) {
+            holder.open = false;
+            holder.new_copies.clear();
+            holder.used = crate::problem::Resources::ZERO;
+        }
+        // Into the rest of the AZ (one instance fewer, while above MinInstanceCount), else into
+        // the rest and one launch of a more preferred type there (as many instances, one of
+        // them better), the most preferred with a launch left first.
+        let mut openings: Vec<Option<usize>> = Vec::new();
+        if size > min_size {
+            openings.push(None);
+        }
+        openings.extend(
+            preferred
+                .iter()
+                .copied()
+                .take_while(|&t| priority(t) < priority(from))
+                .filter(|&t| {
+                    let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(az));
+                    limit.total().is_none_or(|total| launches.get(&(t, az)).copied().unwrap_or(0) < total)
+                })
+                .take(EMPTY_OPENINGS)
+                .map(Some),
+        );
+        for opening in openings {
+            if work == 0 {
+                break;
+            }
+            let mut trial = emptied.clone();
+            let mut trial_counts = emptied_counts.clone();
+            if let Some(t) = opening {
+                trial.push(Holder {
+                    type_index: t,
+                    az,
+                    open: true,
+                    used: crate::problem::Resources::ZERO,
+                    new_copies: SmallVec::new(),
+                });
+            }
+            let budget = work.min(EMPTY_CHAIN_WORK);
+            let found =
+                balance::place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
+            // The chains report no work; a try is charged its whole budget.
+            work -= budget;
+            if found.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
+                continue;
+            }
+            if let Some(t) = opening {
+                if trial.last().is_some_and(|holder| holder.new_copies.is_empty()) {
+                    // Emptied into the rest alone: the plain case, which ran first and failed.
+                    continue;
+                }
+                drafts.push(Draft {
+                    type_index: t,
+                    az_index: az,
+                    existing: None,
+                    reserved: false,
+                    copies: BTreeMap::new(),
+                    new_copies: BTreeMap::new(),
+                });
+                *launches.entry((t, az)).or_insert(0) += 1;
+            } else {
+                size -= 1;
+            }
+            if let Some(count) = launches.get_mut(&(from, az)) {
+                *count = count.saturating_sub(1);
+            }
+            holders = trial;
+            counts = trial_counts;
+            moves.extend(found.into_iter().map(|step| balance::Move { from: step.from.or(Some(e)), ..step }));
+            closed.push(e);
+            break;
+        }
+    }
+    if closed.is_empty() {
+        return None;
+    }
+    for step in moves {
+        for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
+            let Some(draft) = position.and_then(|p| drafts.get_mut(p)) else { continue };
+            for map in [&mut draft.copies, &mut draft.new_copies] {
+                let entry = map.entry(step.component).or_insert(0);
+                *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);
+                map.retain(|_, n| *n > 0);
+            }
+        }
+    }
+    closed.sort_unstable();
+    for &e in closed.iter().rev() {
+        drafts.remove(e);
+    }
+    let mut handed: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter_mut().filter(|draft| draft.existing.is_none()) {
+        let key = (draft.type_index, draft.az_index);
+        let index = handed.entry(key).or_insert(0);
+        draft.reserved = *index < problem.launch_limit(TypeIndex::new(key.0), AzIndex::new(key.1)).reserved;
+        *index += 1;
     }
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
@@ -919,6 +1095,88 @@ mod tests {
         assert_eq!(better.objective.instances_of_priority(2), 1);
         // Nothing more to move: the preferred type's launch limit is reached.
         assert!(retype_to_preferred(&problem, &better).is_none());
+    }
+
+    /// A plan launching `launches` (id, type) in `us-east-1a` and placing `copies` (component,
+    /// id) there, checked by `verify`.
+    fn plan_of(problem: &Problem, launches: &[(&str, &str)], copies: &[(&str, &str)]) -> Plan {
+        let mut actions = Vec::new();
+        for &(id, instance_type) in launches {
+            actions.push(Action::LaunchInstance {
+                instance_id: id.into(),
+                instance_type: instance_type.into(),
+                availability_zone: "us-east-1a".into(),
+                reserved: false,
+            });
+        }
+        for &(component, id) in copies {
+            actions.push(Action::PlaceCopy { component: component.into(), instance_id: id.into(), model_name: None });
+        }
+        let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::TimeLimit, actions, None);
+        assert!(verify(problem, &plan).is_empty());
+        plan
+    }
+
+    #[test]
+    fn a_launch_whose_copies_the_rest_of_its_az_holds_is_emptied_by_chains() {
+        // Two g6 (preferred, 4 accelerators): one holds three smalls (1 accelerator each), the
+        // other a wide (2) and a small; one accelerator free on each. The fallback g5 holds a
+        // wide, which fits on neither: it goes to the first g6 and pushes a small to the second,
+        // a chain of two, and the g5 launch goes.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g5.12xlarge", 2)
+            .component("small", 4, 1, 1.0, 1024)
+            .component("wide", 2, 2, 1.0, 1024)
+            .strategy("small", crate::PlacementStrategy::Binpack)
+            .strategy("wide", crate::PlacementStrategy::Binpack)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let plan = plan_of(
+            &problem,
+            &[("new-1", "ml.g6.12xlarge"), ("new-2", "ml.g6.12xlarge"), ("new-3", "ml.g5.12xlarge")],
+            &[
+                ("small", "new-1"),
+                ("small", "new-1"),
+                ("small", "new-1"),
+                ("wide", "new-2"),
+                ("small", "new-2"),
+                ("wide", "new-3"),
+            ],
+        );
+        assert_eq!(plan.objective.instances_of_priority(2), 1);
+        let better = empty_launches(&problem, &plan).unwrap_or_else(|| panic!("the g5 launch can go"));
+        assert!(verify(&problem, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 6);
+        assert_eq!(better.objective.balance_excess, plan.objective.balance_excess);
+        assert_eq!(better.objective.instances_of_priority(2), 0);
+        assert_eq!(better.objective.instances_of_priority(1), 2);
+        assert!(empty_launches(&problem, &better).is_none(), "nothing left to empty");
+    }
+
+    #[test]
+    fn an_emptied_launch_may_hand_its_copies_to_a_more_preferred_launch() {
+        // MinInstanceCount 2 keeps both instances; the fallback g5's copies (three smalls) fit on
+        // the g6 (one accelerator free) and a new g6 only together: one small moves there by a
+        // chain, the other two to the new launch.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g5.12xlarge", 2)
+            .instance_limits(2, Some(2))
+            .component("small", 6, 1, 1.0, 1024)
+            .strategy("small", crate::PlacementStrategy::Binpack)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let mut copies = vec![("small", "new-1"); 3];
+        copies.extend([("small", "new-2"); 3]);
+        let plan = plan_of(&problem, &[("new-1", "ml.g6.12xlarge"), ("new-2", "ml.g5.12xlarge")], &copies);
+        let better = empty_launches(&problem, &plan).unwrap_or_else(|| panic!("the g5 launch can move up"));
+        assert!(verify(&problem, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 6);
+        assert_eq!(better.objective.instances_of_priority(1), 2);
+        assert_eq!(better.objective.instances_of_priority(2), 0);
     }
 
     #[test]

@@ -525,6 +525,12 @@ fn retyped(problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
         None => plan,
     };
     stats.phase("retype to preferred", phase);
+    let phase = Instant::now();
+    let plan = match lns::empty_launches(problem, &plan) {
+        Some(better) => mark_if_proven(better),
+        None => plan,
+    };
+    stats.phase("empty launches", phase);
     plan
 }
 

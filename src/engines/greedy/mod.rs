@@ -149,6 +149,9 @@ impl GreedyPlanner {
         let phase = Instant::now();
         planner.lower_excess_by_chains();
         stats.phase("balance moves", phase);
+        let phase = Instant::now();
+        planner.empty_by_chains();
+        stats.phase("empty launches", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         #[cfg(debug_assertions)]
         let fleet_before_spread = planner.final_fleet();

@@ -46,6 +46,18 @@ const CHAIN_WORK: u64 = 1_000_000;
 /// Most instance checks of [`Greedy::place_missing_by_chains`] (once, on the final plan).
 const INSERT_WORK: u64 = 100_000;
 
+/// Launches [`Greedy::empty_by_chains`] tries to empty.
+const EMPTY_TRIES: usize = 64;
+
+/// More preferred types [`Greedy::empty_by_chains`] may open in place of one emptied launch.
+const EMPTY_OPENINGS: usize = 2;
+
+/// Instance checks of the chains that empty one launch ([`Greedy::empty_by_chains`]).
+const EMPTY_CHAIN_WORK: u64 = 10_000;
+
+/// Instance checks of one [`Greedy::empty_by_chains`] run.
+const EMPTY_WORK: u64 = 300_000;
+
 /// Most instance checks one elimination pass may do. It runs on every plan (the repair pass only
 /// when copies are missing), so it gets less: on a 10k-copy plan whose instances are all full
 /// it would otherwise spend its whole budget finding nothing.
@@ -780,6 +792,127 @@ impl Greedy<'_> {
             self.renumber_launches();
         }
         closed
+    }
+
+    /// Empties launches by the shared insertion chains kept within their AZ
+    /// ([`balance::place_missing_within`]) and takes them out: every component keeps its copies
+    /// per AZ (L1 and L2 unchanged) and the plan has one instance fewer of the launch's priority
+    /// (L3 better), never below MinInstanceCount; failing that, the copies may also go to one
+    /// new instance of a more preferred type in the AZ (as many instances, one of them better).
+    /// Least preferred launches first, then fewest copies; at most [`EMPTY_TRIES`] launches and
+    /// [`EMPTY_WORK`] instance checks. Runs on the kept plan. Returns the launches taken out.
+    pub(super) fn empty_by_chains(&mut self) -> u64 {
+        let problem = self.problem;
+        let min_size = u64::from(problem.scaling.min_instances);
+        let mut candidates: Vec<usize> = self
+            .launch_order
+            .iter()
+            .copied()
+            .filter(|&i| self.instances.get(i).is_some_and(|instance| instance.in_fleet && !instance.draining))
+            .collect();
+        candidates.sort_by_key(|&i| {
+            let instance = &self.instances[i];
+            (Reverse(self.priority(instance.type_index)), instance.total_copies(), Reverse(instance.rank))
+        });
+        let mut preferred: Vec<usize> = problem.pool_types().collect();
+        preferred.sort_by_key(|&t| (self.priority(t), self.type_rank[t]));
+        self.forget_released_idle();
+        let mut work = EMPTY_WORK;
+        let mut emptied = 0;
+        for e in candidates.into_iter().take(EMPTY_TRIES) {
+            if work == 0 {
+                break;
+            }
+            let mut new_copies = self.new_copies_by_instance();
+            let (positions, holders) = self.chain_holders(&new_copies);
+            let Some(at) = positions.iter().position(|&i| i == e) else { continue };
+            let Some(holder) = holders.get(at) else { continue };
+            let (az, from) = (holder.az, holder.type_index);
+            let mut counts = self.az_copies.clone();
+            let mut missing = vec![0u64; problem.components.len()];
+            for &(c, n) in &holder.new_copies {
+                if let (Some(left), Some(cell)) =
+                    (missing.get_mut(c), counts.get_mut(c).and_then(|row| row.get_mut(az)))
+                {
+                    *left += u64::from(n);
+                    *cell = cell.saturating_sub(u64::from(n));
+                }
+            }
+            let evicted: u64 = missing.iter().sum();
+            let mut emptied_holders = holders.clone();
+            if let Some(holder) = emptied_holders.get_mut(at) {
+                holder.open = false;
+                holder.new_copies.clear();
+                holder.used = Resources::ZERO;
+            }
+            let mut openings: Vec<Option<usize>> = Vec::new();
+            if self.fleet_size > min_size {
+                openings.push(None);
+            }
+            openings.extend(
+                preferred
+                    .iter()
+                    .copied()
+                    .take_while(|&t| self.priority(t) < self.priority(from))
+                    .filter(|&t| self.launches_left(TypeIndex::new(t), AzIndex::new(az)) > 0)
+                    .take(EMPTY_OPENINGS)
+                    .map(Some),
+            );
+            for opening in openings {
+                if work == 0 {
+                    break;
+                }
+                let mut trial = emptied_holders.clone();
+                let mut trial_counts = counts.clone();
+                if let Some(t) = opening {
+                    trial.push(Holder {
+                        type_index: t,
+                        az,
+                        open: true,
+                        used: Resources::ZERO,
+                        new_copies: SmallVec::new(),
+                    });
+                }
+                let budget = work.min(EMPTY_CHAIN_WORK);
+                let moves =
+                    balance::place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
+                work -= budget;
+                if moves.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
+                    continue;
+                }
+                let opened = trial.len() > holders.len();
+                if opened && trial.last().is_some_and(|holder| holder.new_copies.is_empty()) {
+                    continue;
+                }
+                // Carried out: the launch's copies off and the launch closed, the new instance
+                // opened (its holder is the last), then the chains' moves.
+                for (c, n) in new_copies.get(e).cloned().unwrap_or_default() {
+                    for _ in 0..n {
+                        self.unplace_one(c, e);
+                    }
+                }
+                if let Some(list) = new_copies.get_mut(e) {
+                    list.clear();
+                }
+                self.close(e);
+                let mut positions = positions.clone();
+                if let Some(t) = opening.filter(|_| opened) {
+                    let Some(index) = self.open(TypeIndex::new(t), AzIndex::new(az)) else { return emptied };
+                    positions.push(index);
+                }
+                let placed: Vec<balance::Move> = moves
+                    .into_iter()
+                    .map(|step| balance::Move { from: step.from.filter(|&p| p != at), ..step })
+                    .collect();
+                self.apply_chain_moves(&positions, &placed, &mut new_copies);
+                emptied += 1;
+                break;
+            }
+        }
+        if emptied > 0 {
+            self.renumber_launches();
+        }
+        emptied
     }
 
     /// Takes an instance the plan opened and then emptied out of the final fleet again.
