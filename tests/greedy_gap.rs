@@ -5,8 +5,8 @@
 //! examples as JSON scenarios:
 //!
 //! ```text
-//! GAP_CASES=500 cargo test --test greedy_gap greedy_gap_against -- --ignored --nocapture
-//! GAP_SIZE=medium GAP_CASES=100 cargo test --test greedy_gap greedy_gap_against -- --ignored --nocapture
+//! GAP_CASES=500 cargo test --features cli --test all greedy_gap_against -- --ignored --nocapture
+//! GAP_SIZE=medium GAP_CASES=100 cargo test --features cli --test all greedy_gap_against -- --ignored --nocapture
 //! ```
 //!
 //! `GAP_DUMP=dir` also writes every miss there as a scenario file; `GAP_SCENARIO=file` with the

@@ -749,7 +749,14 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
     if !retyped {
         return None;
     }
-    // Each (type, AZ)'s reservations go to its first launches, as the planners hand them out.
+    hand_out_reservations(problem, &mut drafts);
+    let actions = actions_of(problem, &drafts);
+    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
+    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// Each (type, AZ)'s reservations to its first launches, as the planners hand them out.
+fn hand_out_reservations(problem: &Problem, drafts: &mut [Draft]) {
     let mut handed: BTreeMap<(usize, usize), u32> = BTreeMap::new();
     for draft in drafts.iter_mut().filter(|draft| draft.existing.is_none()) {
         let key = (draft.type_index, draft.az_index);
@@ -757,9 +764,23 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
         draft.reserved = *index < problem.launch_limit(TypeIndex::new(key.0), AzIndex::new(key.1)).reserved;
         *index += 1;
     }
-    let actions = actions_of(problem, &drafts);
-    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
-    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// The chains' `moves` carried out on `drafts` (a copy placed or dropped has one end among the
+/// unplaced copies, `None`); `None` when a move names no draft.
+fn move_copies(drafts: &mut [Draft], moves: &[balance::Move]) -> Option<()> {
+    for step in moves {
+        for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
+            let Some(position) = position else { continue };
+            let draft = drafts.get_mut(position)?;
+            for map in [&mut draft.copies, &mut draft.new_copies] {
+                let entry = map.entry(step.component).or_insert(0);
+                *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);
+                map.retain(|_, n| *n > 0);
+            }
+        }
+    }
+    Some(())
 }
 
 /// A final-fleet instance as a draft of the plan being rebuilt.
@@ -829,18 +850,7 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
     if moves.is_empty() {
         return None;
     }
-    for step in moves {
-        for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
-            // An exchange's placed or dropped copy has one end among the unplaced copies.
-            let Some(position) = position else { continue };
-            let draft = drafts.get_mut(position)?;
-            for map in [&mut draft.copies, &mut draft.new_copies] {
-                let entry = map.entry(step.component).or_insert(0);
-                *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);
-                map.retain(|_, n| *n > 0);
-            }
-        }
-    }
+    move_copies(&mut drafts, &moves)?;
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
     let actions = actions_of(problem, &drafts);
@@ -1004,27 +1014,12 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
     if closed.is_empty() {
         return None;
     }
-    for step in moves {
-        for (position, delta) in [(step.from, -1i64), (step.to, 1)] {
-            let Some(draft) = position.and_then(|p| drafts.get_mut(p)) else { continue };
-            for map in [&mut draft.copies, &mut draft.new_copies] {
-                let entry = map.entry(step.component).or_insert(0);
-                *entry = u32::try_from((i64::from(*entry) + delta).max(0)).unwrap_or(u32::MAX);
-                map.retain(|_, n| *n > 0);
-            }
-        }
-    }
+    move_copies(&mut drafts, &moves)?;
     closed.sort_unstable();
     for &e in closed.iter().rev() {
         drafts.remove(e);
     }
-    let mut handed: BTreeMap<(usize, usize), u32> = BTreeMap::new();
-    for draft in drafts.iter_mut().filter(|draft| draft.existing.is_none()) {
-        let key = (draft.type_index, draft.az_index);
-        let index = handed.entry(key).or_insert(0);
-        draft.reserved = *index < problem.launch_limit(TypeIndex::new(key.0), AzIndex::new(key.1)).reserved;
-        *index += 1;
-    }
+    hand_out_reservations(problem, &mut drafts);
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
     let actions = actions_of(problem, &drafts);
