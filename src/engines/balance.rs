@@ -207,6 +207,68 @@ pub(crate) fn place_missing_within(
     moves
 }
 
+/// Empties holder `e` by insertion chains kept within its AZ ([`place_missing_within`]): its new
+/// copies land on the other holders there, tried into the rest alone (`None` in `openings`) and
+/// with one more empty holder of a type (`Some(type)`, a launch the caller makes), in the order
+/// given; an opening counts only when it receives a copy. Each try may do `chain_work` instance
+/// checks and is charged them all from `work`. On success `holders` (the opened holder pushed
+/// last) and `counts` hold the result, `e` closed and empty, and the moves come back (the
+/// emptied copies' as moves from `e`) with the type opened; otherwise nothing changes.
+pub(crate) fn empty_holder(
+    problem: &Problem,
+    holders: &mut Vec<Holder>,
+    counts: &mut [Vec<u64>],
+    e: usize,
+    openings: &[Option<usize>],
+    work: &mut u64,
+    chain_work: u64,
+) -> Option<(Vec<Move>, Option<usize>)> {
+    let holder = holders.get(e)?;
+    let az = holder.az;
+    let mut missing = vec![0u64; problem.components().len()];
+    let mut emptied_counts = counts.to_vec();
+    for &(c, n) in &holder.new_copies {
+        if let (Some(left), Some(cell)) =
+            (missing.get_mut(c), emptied_counts.get_mut(c).and_then(|row| row.get_mut(az)))
+        {
+            *left += u64::from(n);
+            *cell = cell.saturating_sub(u64::from(n));
+        }
+    }
+    let evicted: u64 = missing.iter().sum();
+    let mut emptied = holders.clone();
+    if let Some(holder) = emptied.get_mut(e) {
+        holder.open = false;
+        holder.new_copies.clear();
+        holder.used = Resources::ZERO;
+    }
+    for &opening in openings {
+        if *work == 0 {
+            break;
+        }
+        let mut trial = emptied.clone();
+        let mut trial_counts = emptied_counts.clone();
+        if let Some(t) = opening {
+            trial.push(Holder { type_index: t, az, open: true, used: Resources::ZERO, new_copies: SmallVec::new() });
+        }
+        let budget = (*work).min(chain_work);
+        let found = place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
+        *work -= budget;
+        if found.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
+            continue;
+        }
+        // An opening that received nothing is the plain case, which was tried on its own.
+        if opening.is_some() && trial.last().is_some_and(|holder| holder.new_copies.is_empty()) {
+            continue;
+        }
+        *holders = trial;
+        counts.clone_from_slice(&trial_counts);
+        let moves = found.into_iter().map(|step| Move { from: step.from.or(Some(e)), ..step }).collect();
+        return Some((moves, opening));
+    }
+    None
+}
+
 /// Change of (total excess, copies still to move to reach the best balance) a chain makes;
 /// lexicographic.
 type Gain = (i64, i64);

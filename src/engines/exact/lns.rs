@@ -14,8 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use smallvec::SmallVec;
-
 use super::realize::{actions_of, spread_balance, Draft};
 use super::{ExactPlanner, MAX_MASTER_VARIABLES};
 use crate::engines::balance::{self, Holder};
@@ -925,23 +923,6 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
         }
         let Some(holder) = holders.get(e) else { continue };
         let (az, from) = (holder.az, holder.type_index);
-        let mut missing = vec![0u64; problem.components().len()];
-        let mut emptied_counts = counts.clone();
-        for &(c, n) in &holder.new_copies {
-            if let (Some(left), Some(cell)) =
-                (missing.get_mut(c), emptied_counts.get_mut(c).and_then(|row| row.get_mut(az)))
-            {
-                *left += u64::from(n);
-                *cell = cell.saturating_sub(u64::from(n));
-            }
-        }
-        let evicted: u64 = missing.iter().sum();
-        let mut emptied = holders.clone();
-        if let Some(holder) = emptied.get_mut(e) {
-            holder.open = false;
-            holder.new_copies.clear();
-            holder.used = crate::problem::Resources::ZERO;
-        }
         // Into the rest of the AZ (one instance fewer, while above MinInstanceCount), else into
         // the rest and one launch of a more preferred type there (as many instances, one of
         // them better), the most preferred with a launch left first.
@@ -961,34 +942,13 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
                 .take(EMPTY_OPENINGS)
                 .map(Some),
         );
-        for opening in openings {
-            if work == 0 {
-                break;
-            }
-            let mut trial = emptied.clone();
-            let mut trial_counts = emptied_counts.clone();
-            if let Some(t) = opening {
-                trial.push(Holder {
-                    type_index: t,
-                    az,
-                    open: true,
-                    used: crate::problem::Resources::ZERO,
-                    new_copies: SmallVec::new(),
-                });
-            }
-            let budget = work.min(EMPTY_CHAIN_WORK);
-            let found =
-                balance::place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
-            // The chains report no work; a try is charged its whole budget.
-            work -= budget;
-            if found.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
-                continue;
-            }
-            if let Some(t) = opening {
-                if trial.last().is_some_and(|holder| holder.new_copies.is_empty()) {
-                    // Emptied into the rest alone: the plain case, which ran first and failed.
-                    continue;
-                }
+        let Some((found, opened)) =
+            balance::empty_holder(problem, &mut holders, &mut counts, e, &openings, &mut work, EMPTY_CHAIN_WORK)
+        else {
+            continue;
+        };
+        match opened {
+            Some(t) => {
                 drafts.push(Draft {
                     type_index: t,
                     az_index: az,
@@ -998,18 +958,14 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
                     new_copies: BTreeMap::new(),
                 });
                 *launches.entry((t, az)).or_insert(0) += 1;
-            } else {
-                size -= 1;
             }
-            if let Some(count) = launches.get_mut(&(from, az)) {
-                *count = count.saturating_sub(1);
-            }
-            holders = trial;
-            counts = trial_counts;
-            moves.extend(found.into_iter().map(|step| balance::Move { from: step.from.or(Some(e)), ..step }));
-            closed.push(e);
-            break;
+            None => size -= 1,
         }
+        if let Some(count) = launches.get_mut(&(from, az)) {
+            *count = count.saturating_sub(1);
+        }
+        moves.extend(found);
+        closed.push(e);
     }
     if closed.is_empty() {
         return None;

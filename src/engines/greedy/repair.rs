@@ -824,27 +824,10 @@ impl Greedy<'_> {
                 break;
             }
             let mut new_copies = self.new_copies_by_instance();
-            let (positions, holders) = self.chain_holders(&new_copies);
+            let (mut positions, mut holders) = self.chain_holders(&new_copies);
             let Some(at) = positions.iter().position(|&i| i == e) else { continue };
             let Some(holder) = holders.get(at) else { continue };
             let (az, from) = (holder.az, holder.type_index);
-            let mut counts = self.az_copies.clone();
-            let mut missing = vec![0u64; problem.components.len()];
-            for &(c, n) in &holder.new_copies {
-                if let (Some(left), Some(cell)) =
-                    (missing.get_mut(c), counts.get_mut(c).and_then(|row| row.get_mut(az)))
-                {
-                    *left += u64::from(n);
-                    *cell = cell.saturating_sub(u64::from(n));
-                }
-            }
-            let evicted: u64 = missing.iter().sum();
-            let mut emptied_holders = holders.clone();
-            if let Some(holder) = emptied_holders.get_mut(at) {
-                holder.open = false;
-                holder.new_copies.clear();
-                holder.used = Resources::ZERO;
-            }
             let mut openings: Vec<Option<usize>> = Vec::new();
             if self.fleet_size > min_size {
                 openings.push(None);
@@ -858,56 +841,32 @@ impl Greedy<'_> {
                     .take(EMPTY_OPENINGS)
                     .map(Some),
             );
-            for opening in openings {
-                if work == 0 {
-                    break;
+            let mut counts = self.az_copies.clone();
+            let Some((moves, opened)) =
+                balance::empty_holder(problem, &mut holders, &mut counts, at, &openings, &mut work, EMPTY_CHAIN_WORK)
+            else {
+                continue;
+            };
+            // Carried out: the launch's copies off and the launch closed, the new instance
+            // opened (its holder is the last), then the chains' moves (the emptied copies' as
+            // placements: they are off already).
+            for (c, n) in new_copies.get(e).cloned().unwrap_or_default() {
+                for _ in 0..n {
+                    self.unplace_one(c, e);
                 }
-                let mut trial = emptied_holders.clone();
-                let mut trial_counts = counts.clone();
-                if let Some(t) = opening {
-                    trial.push(Holder {
-                        type_index: t,
-                        az,
-                        open: true,
-                        used: Resources::ZERO,
-                        new_copies: SmallVec::new(),
-                    });
-                }
-                let budget = work.min(EMPTY_CHAIN_WORK);
-                let moves =
-                    balance::place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
-                work -= budget;
-                if moves.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
-                    continue;
-                }
-                let opened = trial.len() > holders.len();
-                if opened && trial.last().is_some_and(|holder| holder.new_copies.is_empty()) {
-                    continue;
-                }
-                // Carried out: the launch's copies off and the launch closed, the new instance
-                // opened (its holder is the last), then the chains' moves.
-                for (c, n) in new_copies.get(e).cloned().unwrap_or_default() {
-                    for _ in 0..n {
-                        self.unplace_one(c, e);
-                    }
-                }
-                if let Some(list) = new_copies.get_mut(e) {
-                    list.clear();
-                }
-                self.close(e);
-                let mut positions = positions.clone();
-                if let Some(t) = opening.filter(|_| opened) {
-                    let Some(index) = self.open(TypeIndex::new(t), AzIndex::new(az)) else { return emptied };
-                    positions.push(index);
-                }
-                let placed: Vec<balance::Move> = moves
-                    .into_iter()
-                    .map(|step| balance::Move { from: step.from.filter(|&p| p != at), ..step })
-                    .collect();
-                self.apply_chain_moves(&positions, &placed, &mut new_copies);
-                emptied += 1;
-                break;
             }
+            if let Some(list) = new_copies.get_mut(e) {
+                list.clear();
+            }
+            self.close(e);
+            if let Some(t) = opened {
+                let Some(index) = self.open(TypeIndex::new(t), AzIndex::new(az)) else { return emptied };
+                positions.push(index);
+            }
+            let moves: Vec<balance::Move> =
+                moves.into_iter().map(|step| balance::Move { from: step.from.filter(|&p| p != at), ..step }).collect();
+            self.apply_chain_moves(&positions, &moves, &mut new_copies);
+            emptied += 1;
         }
         if emptied > 0 {
             self.renumber_launches();
