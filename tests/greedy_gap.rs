@@ -316,9 +316,15 @@ fn the_final_repair_places_the_last_copy_of_hard_22_011() {
 /// accelerators): the proven optimum places 202 on 42 six-accelerator instances; greedy placed
 /// 196, with 4-accelerator copies filling whole priority-1 instances of four accelerators.
 /// Retyping those launches to the six-accelerator type (`retype.rs`) leaves two accelerators on
-/// each for small copies, and the relocations and pair repacks after it place 200.
+/// each for small copies, and the relocations and pair repacks after it place 200. The same
+/// planner blind to priorities (run when copies stay unplaced) places 201, at priority 2.
 #[test]
 fn retyping_launches_for_room_places_more_on_hard_22_013() {
     let objective = &verified_greedy(include_str!("greedy_fixtures/hard-22-013.json"));
-    assert_eq!(objective.placed_copies, 200, "{} (196 without retyping)", show(objective));
+    assert_eq!(
+        objective.placed_copies,
+        201,
+        "{} (196 without retyping, 200 without the flat-priority run)",
+        show(objective)
+    );
 }

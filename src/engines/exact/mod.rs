@@ -703,7 +703,7 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> P
         Some(passes) => limits.without_node_limit().node_limit(passes),
         None => limits.without_node_limit(),
     };
-    let greedy = crate::GreedyPlanner::new().limits(limits.clone()).plan(problem);
+    let greedy = crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
     let pool_priorities: std::collections::BTreeSet<u8> =
         problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
     if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {

@@ -84,6 +84,11 @@ pub fn plan_greedy(problem: &Problem) -> Plan {
 /// are the same before and after it, and only the winning pass needs it, its actions and the
 /// full `finish` with `Unplaced`.
 ///
+/// When copies stay unplaced and the pool has two priorities or more, the whole planner runs
+/// once more with every pool priority at 1, and that plan (valued on the real problem) wins when
+/// it is strictly better: preferring types can fill MaxInstanceCount with instances the missing
+/// copies cannot use.
+///
 /// ```
 /// use fleetplan::{GreedyPlanner, Limits, Problem, StopReason};
 /// # let problem = Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json")).unwrap();
@@ -94,6 +99,8 @@ pub fn plan_greedy(problem: &Problem) -> Plan {
 #[derive(Debug, Clone, Default)]
 pub struct GreedyPlanner {
     limits: Limits,
+    /// No flat-priority run when copies stay unplaced (the exact planner runs its own).
+    priority_first_only: bool,
 }
 
 impl GreedyPlanner {
@@ -153,6 +160,7 @@ impl GreedyPlanner {
         planner.empty_by_chains();
         stats.phase("empty launches", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
+        let missing = planner.missing_copies() > 0 && stop == StopReason::Completed;
         #[cfg(debug_assertions)]
         let fleet_before_spread = planner.final_fleet();
         let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
@@ -163,7 +171,56 @@ impl GreedyPlanner {
         let phase = Instant::now();
         let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
         stats.phase("SPREAD pass", phase);
-        (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), stats)
+        let plan = super::finish(problem, SolverKind::Greedy, status, stop, actions, None);
+        if !missing || self.priority_first_only || limits.stop_now().is_some() {
+            return (plan, stats);
+        }
+        let phase = Instant::now();
+        let plan = Self::flat_if_better(&limits, problem, plan, &mut stats);
+        stats.phase("flat priorities", phase);
+        (plan, stats)
+    }
+
+    /// The same planner with every pool priority at 1 (priorities only rank plans, so its plan is
+    /// feasible here too), when copies stay unplaced and the pool has two priorities or more:
+    /// preferring types can fill MaxInstanceCount with instances the missing copies cannot use,
+    /// which a planner blind to priorities does not. Its plan, valued on the real problem, wins
+    /// only when strictly better and verified.
+    fn flat_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+        let priorities: std::collections::BTreeSet<u8> =
+            problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
+        if priorities.len() < 2 || plan.status == Status::Infeasible {
+            return plan;
+        }
+        let mut flat = problem.clone();
+        for info in &mut flat.types {
+            if info.priority <= 5 {
+                info.priority = 1;
+            }
+        }
+        let planner = GreedyPlanner { limits: limits.clone(), priority_first_only: true };
+        let (flat_plan, flat_stats) = planner.plan_with_stats(&flat);
+        stats.solves += flat_stats.solves;
+        let candidate = super::finish(
+            problem,
+            SolverKind::Greedy,
+            flat_plan.status,
+            flat_plan.stop_reason.clone(),
+            flat_plan.actions,
+            None,
+        );
+        if candidate.objective.better_than(&plan.objective) && crate::verify::verify(problem, &candidate).is_empty() {
+            candidate
+        } else {
+            plan
+        }
+    }
+
+    /// This planner without the flat-priority run (for the exact planner's warm start, which
+    /// runs one of its own on every input).
+    pub(crate) fn priority_first_only(mut self) -> Self {
+        self.priority_first_only = true;
+        self
     }
 }
 
