@@ -713,10 +713,7 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
     let mut preferred: Vec<usize> = problem.pool_types().collect();
     preferred.sort_by_key(|&t| (priority(t), t));
     let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
-    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
-    for draft in drafts.iter().filter(|draft| draft.existing.is_none()) {
-        *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
-    }
+    let mut launches = launches_per_group(&drafts);
     let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(priority(drafts[i].type_index)), i));
     let mut retyped = false;
@@ -724,8 +721,7 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
         let Some(draft) = drafts.get_mut(i) else { continue };
         let (from, z) = (draft.type_index, draft.az_index);
         let target = preferred.iter().copied().take_while(|&t| priority(t) < priority(from)).find(|&t| {
-            let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
-            let room = limit.total().is_none_or(|total| launches.get(&(t, z)).copied().unwrap_or(0) < total);
+            let room = launch_room(problem, &launches, t, z);
             let eligible = draft.copies.keys().all(|&c| {
                 problem
                     .components()
@@ -748,9 +744,30 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
         return None;
     }
     hand_out_reservations(problem, &mut drafts);
-    let actions = actions_of(problem, &drafts);
+    rebuilt_if_better(problem, plan, &drafts)
+}
+
+/// The plan `drafts` describe, finished like `plan` (solver, status, stop reason, bound);
+/// `None` unless it verifies and is strictly better than `plan`.
+fn rebuilt_if_better(problem: &Problem, plan: &Plan, drafts: &[Draft]) -> Option<Plan> {
+    let actions = actions_of(problem, drafts);
     let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
     (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// Launches per (type, AZ) among `drafts`.
+fn launches_per_group(drafts: &[Draft]) -> BTreeMap<(usize, usize), u32> {
+    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for draft in drafts.iter().filter(|draft| draft.existing.is_none()) {
+        *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
+    }
+    launches
+}
+
+/// Whether (type `t`, AZ `z`) may launch once more beside `launches` (its launch limit).
+fn launch_room(problem: &Problem, launches: &BTreeMap<(usize, usize), u32>, t: usize, z: usize) -> bool {
+    let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
+    limit.total().is_none_or(|total| launches.get(&(t, z)).copied().unwrap_or(0) < total)
 }
 
 /// Each (type, AZ)'s reservations to its first launches, as the planners hand them out.
@@ -851,9 +868,7 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
     move_copies(&mut drafts, &moves)?;
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
-    let actions = actions_of(problem, &drafts);
-    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
-    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+    rebuilt_if_better(problem, plan, &drafts)
 }
 
 /// The final fleet's instances as the shared chains see them (`engines::balance`).
@@ -908,10 +923,7 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
     });
     let min_size = usize::try_from(problem.scaling().min_instances).unwrap_or(usize::MAX);
     let mut size = drafts.len();
-    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
-    for draft in drafts.iter().filter(|draft| draft.existing.is_none()) {
-        *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
-    }
+    let mut launches = launches_per_group(&drafts);
     let mut preferred: Vec<usize> = problem.pool_types().collect();
     preferred.sort_by_key(|&t| (priority(t), t));
     let mut closed: Vec<usize> = Vec::new();
@@ -935,10 +947,7 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
                 .iter()
                 .copied()
                 .take_while(|&t| priority(t) < priority(from))
-                .filter(|&t| {
-                    let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(az));
-                    limit.total().is_none_or(|total| launches.get(&(t, az)).copied().unwrap_or(0) < total)
-                })
+                .filter(|&t| launch_room(problem, &launches, t, az))
                 .take(EMPTY_OPENINGS)
                 .map(Some),
         );
@@ -978,9 +987,7 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
     hand_out_reservations(problem, &mut drafts);
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
-    let actions = actions_of(problem, &drafts);
-    let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
-    (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+    rebuilt_if_better(problem, plan, &drafts)
 }
 
 /// Unplaced copies per component that an exchange may place (`counts`: the plan's copies per

@@ -704,23 +704,5 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> P
         None => limits.without_node_limit(),
     };
     let greedy = crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
-    let pool_priorities: std::collections::BTreeSet<u8> =
-        problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
-    if pool_priorities.len() < 2 || greedy.status == Status::Infeasible || limits.stop_now().is_some() {
-        return greedy;
-    }
-    let mut flat = problem.clone();
-    for info in &mut flat.types {
-        if info.priority <= 5 {
-            info.priority = 1;
-        }
-    }
-    let flat_plan = crate::GreedyPlanner::new().limits(limits).plan(&flat);
-    let candidate =
-        finish(problem, SolverKind::Greedy, greedy.status, greedy.stop_reason.clone(), flat_plan.actions, None);
-    if candidate.objective.better_than(&greedy.objective) && verify(problem, &candidate).is_empty() {
-        candidate
-    } else {
-        greedy
-    }
+    crate::GreedyPlanner::flat_if_better(&limits, problem, greedy, &mut Stats::default())
 }

@@ -172,7 +172,7 @@ impl GreedyPlanner {
         let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
         stats.phase("SPREAD pass", phase);
         let plan = super::finish(problem, SolverKind::Greedy, status, stop, actions, None);
-        if !missing || self.priority_first_only || limits.stop_now().is_some() {
+        if !missing || self.priority_first_only {
             return (plan, stats);
         }
         let phase = Instant::now();
@@ -181,15 +181,17 @@ impl GreedyPlanner {
         (plan, stats)
     }
 
-    /// The same planner with every pool priority at 1 (priorities only rank plans, so its plan is
-    /// feasible here too), when copies stay unplaced and the pool has two priorities or more:
-    /// preferring types can fill MaxInstanceCount with instances the missing copies cannot use,
-    /// which a planner blind to priorities does not. Its plan, valued on the real problem, wins
-    /// only when strictly better and verified.
-    fn flat_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+    /// `plan`, or the same planner's plan with every pool priority at 1 (priorities only rank
+    /// plans, so it is feasible here too) when that one, valued on the real problem, is strictly
+    /// better and verifies: preferring types can fill MaxInstanceCount with instances the
+    /// missing copies cannot use, or cost more at the same levels. Only when the pool has two
+    /// priorities or more, `plan` is feasible and `limits` leave time (the flat run is an extra).
+    /// The greedy planner runs it when copies stay unplaced, the exact planner's warm start on
+    /// every input.
+    pub(crate) fn flat_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
         let priorities: std::collections::BTreeSet<u8> =
             problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
-        if priorities.len() < 2 || plan.status == Status::Infeasible {
+        if priorities.len() < 2 || plan.status == Status::Infeasible || limits.stop_now().is_some() {
             return plan;
         }
         let mut flat = problem.clone();
@@ -201,14 +203,9 @@ impl GreedyPlanner {
         let planner = GreedyPlanner { limits: limits.clone(), priority_first_only: true };
         let (flat_plan, flat_stats) = planner.plan_with_stats(&flat);
         stats.solves += flat_stats.solves;
-        let candidate = super::finish(
-            problem,
-            SolverKind::Greedy,
-            flat_plan.status,
-            flat_plan.stop_reason.clone(),
-            flat_plan.actions,
-            None,
-        );
+        // The flat run's stop reason: a limit that cut it is what the candidate must say.
+        let candidate =
+            super::finish(problem, SolverKind::Greedy, plan.status, flat_plan.stop_reason, flat_plan.actions, None);
         if candidate.objective.better_than(&plan.objective) && crate::verify::verify(problem, &candidate).is_empty() {
             candidate
         } else {

@@ -819,12 +819,14 @@ impl Greedy<'_> {
         self.forget_released_idle();
         let mut work = EMPTY_WORK;
         let mut emptied = 0;
+        // The chains' view of the plan; `empty_holder` leaves it as it was when it fails, so it
+        // is built again only after a launch was taken out.
+        let mut new_copies = self.new_copies_by_instance();
+        let (mut positions, mut holders) = self.chain_holders(&new_copies);
         for e in candidates.into_iter().take(EMPTY_TRIES) {
             if work == 0 {
                 break;
             }
-            let mut new_copies = self.new_copies_by_instance();
-            let (mut positions, mut holders) = self.chain_holders(&new_copies);
             let Some(at) = positions.iter().position(|&i| i == e) else { continue };
             let Some(holder) = holders.get(at) else { continue };
             let (az, from) = (holder.az, holder.type_index);
@@ -867,6 +869,8 @@ impl Greedy<'_> {
                 moves.into_iter().map(|step| balance::Move { from: step.from.filter(|&p| p != at), ..step }).collect();
             self.apply_chain_moves(&positions, &moves, &mut new_copies);
             emptied += 1;
+            new_copies = self.new_copies_by_instance();
+            (positions, holders) = self.chain_holders(&new_copies);
         }
         if emptied > 0 {
             self.renumber_launches();
