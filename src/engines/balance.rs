@@ -26,6 +26,7 @@ use std::cmp::Reverse;
 
 use smallvec::SmallVec;
 
+use crate::engines::limits::Limits;
 use crate::fleet::balance_excess;
 use crate::problem::{Problem, Resources};
 
@@ -40,6 +41,42 @@ const MAX_EJECTED: usize = 8;
 
 /// Most instance checks the search for one chain may do.
 const CHAIN_WORK: u64 = 4_000;
+
+/// Instance checks between two looks at the limits of a [`Budget`] (a look reads the clock).
+const CHECKS_PER_LOOK: u64 = 1_024;
+
+/// What a pass may spend: instance checks, and the caller's limits, which end it early (the
+/// deadline or cancellation, looked at every [`CHECKS_PER_LOOK`] checks). A pass that stops
+/// early returns the chains it completed: each is whole, so the result is as valid as a
+/// finished pass's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget<'l> {
+    /// Instance checks left.
+    pub(crate) checks: u64,
+    limits: Option<&'l Limits>,
+}
+
+impl<'l> Budget<'l> {
+    /// At most `checks` instance checks, no other limit.
+    pub(crate) fn checks(checks: u64) -> Self {
+        Budget { checks, limits: None }
+    }
+
+    /// This budget, also ended by `limits`' deadline and cancellation.
+    pub(crate) fn until(self, limits: &'l Limits) -> Self {
+        Budget { limits: Some(limits), ..self }
+    }
+
+    /// Whether the limits say stop (the checks aside).
+    pub(crate) fn stopped(&self) -> bool {
+        self.limits.is_some_and(|limits| limits.stop_now().is_some())
+    }
+
+    /// At most `checks` of this budget's checks, under the same limits.
+    fn slice(&self, checks: u64) -> Self {
+        Budget { checks: self.checks.min(checks), ..*self }
+    }
+}
 
 /// One instance of the final fleet as the pass sees it.
 #[derive(Debug, Clone)]
@@ -99,15 +136,15 @@ pub(crate) fn balanced_by_name(problem: &Problem) -> Vec<usize> {
 /// tried ([`balanced_by_name`]). `missing[c]`: unplaced copies of `c` that may still be placed
 /// (none for a component that scales in); all zero, or empty, makes no exchange. Returns the
 /// moves made, in an order in which each lands on room (drops first; a chain closing on the
-/// instance its first copy left is the exception: that copy leaves first). At most `work`
-/// instance checks.
+/// instance its first copy left is the exception: that copy leaves first). At most `work`'s
+/// instance checks, and not past its limits.
 pub(crate) fn lower_excess(
     problem: &Problem,
     holders: &mut [Holder],
     counts: &mut [Vec<u64>],
     order: &[usize],
     missing: &[u64],
-    work: u64,
+    work: Budget<'_>,
 ) -> Vec<Move> {
     if problem.azs().len() < 2 {
         return Vec::new();
@@ -148,7 +185,7 @@ pub(crate) fn lower_excess(
 /// best for its component's balance first), up to [`MAX_DISPLACED`] ejections deep, until a
 /// copy lands on room. Every chain places one copy more and drops none, so L1 rises by one per
 /// chain; balance may get worse (L1 comes first, docs/contract.md §2.2) and is left to
-/// [`lower_excess`] afterwards. Components in name order, shallow chains first; at most `work`
+/// [`lower_excess`] afterwards. Components in name order, shallow chains first; at most `work`'s
 /// instance checks. `holders` and `counts` are updated; returns the moves made, in an order in
 /// which each lands on room.
 pub(crate) fn place_missing(
@@ -156,7 +193,7 @@ pub(crate) fn place_missing(
     holders: &mut [Holder],
     counts: &mut [Vec<u64>],
     missing: &[u64],
-    work: u64,
+    work: Budget<'_>,
 ) -> Vec<Move> {
     place_missing_within(problem, holders, counts, missing, None, work)
 }
@@ -170,7 +207,7 @@ pub(crate) fn place_missing_within(
     counts: &mut [Vec<u64>],
     missing: &[u64],
     within: Option<usize>,
-    work: u64,
+    work: Budget<'_>,
 ) -> Vec<Move> {
     let mut order: Vec<usize> = (0..problem.components().len()).collect();
     order.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
@@ -220,7 +257,7 @@ pub(crate) fn empty_holder(
     counts: &mut [Vec<u64>],
     e: usize,
     openings: &[Option<usize>],
-    work: &mut u64,
+    work: &mut Budget<'_>,
     chain_work: u64,
 ) -> Option<(Vec<Move>, Option<usize>)> {
     let holder = holders.get(e)?;
@@ -243,7 +280,7 @@ pub(crate) fn empty_holder(
         holder.used = Resources::ZERO;
     }
     for &opening in openings {
-        if *work == 0 {
+        if work.checks == 0 || work.stopped() {
             break;
         }
         let mut trial = emptied.clone();
@@ -251,9 +288,9 @@ pub(crate) fn empty_holder(
         if let Some(t) = opening {
             trial.push(Holder { type_index: t, az, open: true, used: Resources::ZERO, new_copies: SmallVec::new() });
         }
-        let budget = (*work).min(chain_work);
+        let budget = work.slice(chain_work);
         let found = place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
-        *work -= budget;
+        work.checks -= budget.checks;
         if found.iter().filter(|step| step.from.is_none()).count() as u64 != evicted {
             continue;
         }
@@ -298,7 +335,10 @@ struct Chains<'a> {
     inserting: bool,
     /// Insertion chains kept within one AZ ([`place_missing_within`]).
     within: Option<usize>,
+    /// Instance checks left for the pass (zero once `limits` say stop).
     work: u64,
+    /// The caller's limits, looked at every [`CHECKS_PER_LOOK`] checks.
+    limits: Option<&'a Limits>,
     /// Instance checks left for the chain being searched (a search that finds nothing must not
     /// spend the whole pass's work).
     budget: u64,
@@ -313,9 +353,9 @@ impl<'a> Chains<'a> {
         holders: &'a mut [Holder],
         counts: &'a mut [Vec<u64>],
         missing: &[u64],
-        work: u64,
+        work: Budget<'a>,
     ) -> Option<Self> {
-        if holders.is_empty() {
+        if holders.is_empty() || work.stopped() {
             return None;
         }
         let need_on: Vec<Vec<Option<Resources>>> = (0..problem.instance_types().len())
@@ -362,7 +402,8 @@ impl<'a> Chains<'a> {
             strict: false,
             inserting: false,
             within: None,
-            work,
+            work: work.checks,
+            limits: work.limits,
             budget: 0,
             chain: Vec::new(),
         })
@@ -523,6 +564,11 @@ impl<'a> Chains<'a> {
         }
         self.work -= 1;
         self.budget -= 1;
+        // Looked at now and then: the clock is read here, and a pass may do a million checks.
+        if self.work % CHECKS_PER_LOOK == 0 && self.limits.is_some_and(|limits| limits.stop_now().is_some()) {
+            self.work = 0;
+            return false;
+        }
         true
     }
 
@@ -956,7 +1002,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         assert_eq!(balance_excess(&counts[bal], Some(0)), 2);
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], 10_000);
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], Budget::checks(10_000));
         assert_eq!(balance_excess(&counts[bal], Some(0)), 0, "{moves:?}");
         assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
         assert_eq!(
@@ -977,9 +1023,41 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
         ];
         let mut counts = counts_of(&problem, &shallow);
-        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], &[], 10_000).is_empty());
+        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], &[], Budget::checks(10_000)).is_empty());
     }
 
+    #[test]
+    fn a_pass_whose_limits_say_stop_moves_nothing() {
+        let problem = three_types();
+        let bal = 0;
+        let fleet = || {
+            vec![
+                holder(&problem, "ml.g6.12xlarge", 0, &[(bal, 2)]),
+                holder(&problem, "ml.g5.12xlarge", 0, &[(2, 2)]),
+                holder(&problem, "ml.g5.12xlarge", 1, &[(1, 2)]),
+                holder(&problem, "ml.g6e.12xlarge", 1, &[]),
+            ]
+        };
+        let cancelled = Limits::new().cancel_when(|| true);
+        let past = Limits::new().deadline(std::time::Instant::now());
+        for limits in [&cancelled, &past] {
+            let mut holders = fleet();
+            let mut counts = counts_of(&problem, &holders);
+            let budget = Budget::checks(10_000).until(limits);
+            assert!(budget.stopped());
+            assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], budget).is_empty());
+            assert!(place_missing(&problem, &mut holders, &mut counts, &[0, 1, 0], budget).is_empty());
+            let mut work = budget;
+            assert!(empty_holder(&problem, &mut holders, &mut counts, 3, &[None], &mut work, 1_000).is_none());
+            assert_eq!(counts, counts_of(&problem, &fleet()), "nothing changed");
+        }
+        // The same pass under limits that leave time moves the chain.
+        let open = Limits::new();
+        let mut holders = fleet();
+        let mut counts = counts_of(&problem, &holders);
+        let budget = Budget::checks(10_000).until(&open);
+        assert!(!lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], budget).is_empty());
+    }
     #[test]
     fn an_insertion_chain_places_a_missing_copy_across_azs_whatever_the_balance() {
         let mut problem = three_types();
@@ -994,7 +1072,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         let missing = [0, 1, 0];
-        let moves = place_missing(&problem, &mut holders, &mut counts, &missing, 10_000);
+        let moves = place_missing(&problem, &mut holders, &mut counts, &missing, Budget::checks(10_000));
         assert_eq!(
             moves,
             vec![Move { component: c, from: Some(0), to: Some(1) }, Move { component: b, from: None, to: Some(0) },]
@@ -1010,7 +1088,7 @@ mod tests {
             vec![holder(&problem, "ml.g5.12xlarge", 0, &[(c, 2)]), holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)])];
         let mut counts = counts_of(&problem, &holders);
         let before = counts.clone();
-        assert!(place_missing(&problem, &mut holders, &mut counts, &missing, 10_000).is_empty());
+        assert!(place_missing(&problem, &mut holders, &mut counts, &missing, Budget::checks(10_000)).is_empty());
         assert_eq!(counts, before);
     }
 
@@ -1033,7 +1111,7 @@ mod tests {
         let mut holders =
             vec![holder(&problem, "ml.g5.12xlarge", 0, &[(s, 4)]), holder(&problem, "ml.g6e.12xlarge", 0, &[])];
         let mut counts = counts_of(&problem, &holders);
-        let moves = place_missing(&problem, &mut holders, &mut counts, &[0, 1], 10_000);
+        let moves = place_missing(&problem, &mut holders, &mut counts, &[0, 1], Budget::checks(10_000));
         assert_eq!(moves.len(), 5, "{moves:?}");
         assert_eq!(holders[0].new_copies.as_slice(), &[(l, 1)]);
         assert_eq!(holders[1].new_copies.as_slice(), &[(s, 4)]);
@@ -1055,7 +1133,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         let before = counts.clone();
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], 10_000);
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000));
         assert!(moves.is_empty(), "{moves:?}");
         assert_eq!(counts, before);
         // With one c fewer in a, c moving there costs nothing (three copies over two AZs have
@@ -1066,7 +1144,7 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(c, 2)]),
         ];
         let mut counts = counts_of(&problem, &holders);
-        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], 10_000);
+        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000));
         assert_eq!((balance_excess(&counts[bal], Some(0)), balance_excess(&counts[c], Some(0))), (0, 1));
     }
 
@@ -1077,7 +1155,7 @@ mod tests {
         let mut holders =
             vec![holder(&problem, "ml.g5.12xlarge", 0, &[(0, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[])];
         let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], &[], 10_000).is_empty());
+        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], &[], Budget::checks(10_000)).is_empty());
     }
 
     #[test]
@@ -1109,10 +1187,10 @@ mod tests {
     ) -> (Vec<Move>, Vec<Vec<u64>>) {
         let mut holders = start.to_vec();
         let mut counts = counts_of(problem, &holders);
-        assert!(lower_excess(problem, &mut holders, &mut counts, order, &[], 10_000).is_empty());
+        assert!(lower_excess(problem, &mut holders, &mut counts, order, &[], Budget::checks(10_000)).is_empty());
         let mut holders = start.to_vec();
         let mut counts = counts_of(problem, &holders);
-        let moves = lower_excess(problem, &mut holders, &mut counts, order, missing, 10_000);
+        let moves = lower_excess(problem, &mut holders, &mut counts, order, missing, Budget::checks(10_000));
         assert_eq!(counts, counts_of(problem, &holders), "counts follow the holders");
         for h in &holders {
             assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
@@ -1149,7 +1227,9 @@ mod tests {
             holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)]),
         ];
         let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], 10_000).is_empty());
+        assert!(
+            lower_excess(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], Budget::checks(10_000)).is_empty()
+        );
     }
 
     /// Fewest single-copy moves to the least excess, by breadth-first search.

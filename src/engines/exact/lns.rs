@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::realize::{actions_of, spread_balance, Draft};
 use super::{ExactPlanner, MAX_MASTER_VARIABLES};
-use crate::engines::balance::{self, Holder};
+use crate::engines::balance::{self, Budget, Holder};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::fleet::{balance_excess, objective_of_actions, FinalFleet, FinalInstance};
@@ -136,7 +136,7 @@ pub(super) fn improve(
         }
         let Some(candidate) = put_back(problem, &fleet, &window, &sub, &sub_plan, &best) else { continue };
         // A window may leave copies where moves between AZs now lower the balance excess.
-        let candidate = lower_plan_excess(problem, &candidate).unwrap_or(candidate);
+        let candidate = lower_plan_excess(problem, &candidate, limits).unwrap_or(candidate);
         progress.improvements += 1;
         fleet = FinalFleet::apply(problem, &candidate.actions).0;
         best = candidate;
@@ -819,24 +819,24 @@ const BALANCE_WORK: u64 = 1_000_000;
 /// `plan` with its balance excess lowered by moving new copies between AZs
 /// ([`balance::lower_excess`]: every instance stays, so L1, L3 and L4 do not change), the SPREAD
 /// rule restored within each AZ; `None` unless the result verifies and is strictly better.
-pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
+pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
     if plan.objective.balance_excess == 0 || problem.azs().len() < 2 {
         return None;
     }
-    chained(problem, plan, false)
+    chained(problem, plan, false, limits)
 }
 
 /// `plan` with copies it leaves unplaced placed by insertion chains
 /// ([`balance::place_missing`]: every instance stays, L1 rises, L3 and L4 do not change), then
 /// its balance excess lowered as by [`lower_plan_excess`]; `None` unless the result verifies and
 /// is strictly better.
-pub(super) fn place_plan_missing(problem: &Problem, plan: &Plan) -> Option<Plan> {
-    chained(problem, plan, true)
+pub(super) fn place_plan_missing(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
+    chained(problem, plan, true, limits)
 }
 
 /// The chains of [`lower_plan_excess`] (and, with `insert`, of [`place_plan_missing`] first) on
-/// `plan`'s final fleet.
-fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
+/// `plan`'s final fleet, until `limits` say stop (the chains completed by then are kept).
+fn chained(problem: &Problem, plan: &Plan, insert: bool, limits: &EngineLimits) -> Option<Plan> {
     let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
     if !violations.is_empty() {
         return None;
@@ -851,7 +851,13 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
         if missing.iter().all(|&n| n == 0) {
             return None;
         }
-        moves = balance::place_missing(problem, &mut holders, &mut counts, &missing, INSERT_WORK);
+        moves = balance::place_missing(
+            problem,
+            &mut holders,
+            &mut counts,
+            &missing,
+            Budget::checks(INSERT_WORK).until(limits),
+        );
         if moves.is_empty() {
             return None;
         }
@@ -861,7 +867,8 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool) -> Option<Plan> {
             }
         }
     }
-    moves.extend(balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, BALANCE_WORK));
+    let budget = Budget::checks(BALANCE_WORK).until(limits);
+    moves.extend(balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, budget));
     if moves.is_empty() {
         return None;
     }
@@ -905,8 +912,9 @@ const EMPTY_WORK: u64 = 1_000_000;
 /// may also go to one new launch of a more preferred type in the AZ, where its launch limit has
 /// room: as many instances, one of them better (L3 better). Least preferred launches first,
 /// then those with fewest copies. Reservations are handed out again per (type, AZ) in
-/// launch order. `None` unless the result verifies and is strictly better.
-pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
+/// launch order. Stops when `limits` say so, keeping the launches emptied by then. `None`
+/// unless the result verifies and is strictly better.
+pub(super) fn empty_launches(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
     let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
     if !violations.is_empty() {
         return None;
@@ -928,9 +936,9 @@ pub(super) fn empty_launches(problem: &Problem, plan: &Plan) -> Option<Plan> {
     preferred.sort_by_key(|&t| (priority(t), t));
     let mut closed: Vec<usize> = Vec::new();
     let mut moves: Vec<balance::Move> = Vec::new();
-    let mut work = EMPTY_WORK;
+    let mut work = Budget::checks(EMPTY_WORK).until(limits);
     for e in order.into_iter().take(EMPTY_TRIES) {
-        if work == 0 {
+        if work.checks == 0 || work.stopped() {
             break;
         }
         let Some(holder) = holders.get(e) else { continue };
@@ -1104,13 +1112,14 @@ mod tests {
             ],
         );
         assert_eq!(plan.objective.instances_of_priority(2), 1);
-        let better = empty_launches(&problem, &plan).unwrap_or_else(|| panic!("the g5 launch can go"));
+        let better =
+            empty_launches(&problem, &plan, &EngineLimits::new()).unwrap_or_else(|| panic!("the g5 launch can go"));
         assert!(verify(&problem, &better).is_empty());
         assert_eq!(better.objective.placed_copies, 6);
         assert_eq!(better.objective.balance_excess, plan.objective.balance_excess);
         assert_eq!(better.objective.instances_of_priority(2), 0);
         assert_eq!(better.objective.instances_of_priority(1), 2);
-        assert!(empty_launches(&problem, &better).is_none(), "nothing left to empty");
+        assert!(empty_launches(&problem, &better, &EngineLimits::new()).is_none(), "nothing left to empty");
     }
 
     #[test]
@@ -1130,7 +1139,8 @@ mod tests {
         let mut copies = vec![("small", "new-1"); 3];
         copies.extend([("small", "new-2"); 3]);
         let plan = plan_of(&problem, &[("new-1", "ml.g6.12xlarge"), ("new-2", "ml.g5.12xlarge")], &copies);
-        let better = empty_launches(&problem, &plan).unwrap_or_else(|| panic!("the g5 launch can move up"));
+        let better = empty_launches(&problem, &plan, &EngineLimits::new())
+            .unwrap_or_else(|| panic!("the g5 launch can move up"));
         assert!(verify(&problem, &better).is_empty());
         assert_eq!(better.objective.placed_copies, 6);
         assert_eq!(better.objective.instances_of_priority(1), 2);

@@ -66,6 +66,15 @@ const LNS_RESERVE_MIN_COPIES: u64 = 1_000;
 /// The search's share (per cent) of the time left after the warm start on such inputs.
 const SEARCH_SHARE_PERCENT: u32 = 60;
 
+/// Share of the time limit kept, after the search, for the polish of a plan it did not prove
+/// (insertion and balance chains, the large-neighbourhood phase, retyping and emptying
+/// launches): the polish runs before the deadline instead of after it, and the plan comes back
+/// within the limit.
+const POLISH_SHARE_PERCENT: u32 = 15;
+
+/// The most time kept for the polish ([`POLISH_SHARE_PERCENT`]).
+const POLISH_RESERVE_MAX: Duration = Duration::from_millis(500);
+
 /// The exact planner's time limit when its [`Limits`](crate::Limits) set no time limit, deadline
 /// or node limit (`ExactPlanner::new()`): 10 s, the command line's default too.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -308,6 +317,9 @@ impl ExactPlanner {
             return staged;
         }
         let limits = self.effective_limits();
+        let polish_reserve = limits
+            .time_left()
+            .map_or(Duration::ZERO, |left| (left * POLISH_SHARE_PERCENT / 100).min(POLISH_RESERVE_MAX));
         let mut stats = Stats::default();
         let quick = match self.quick_proof(problem, &limits, &mut stats) {
             Quick::Proven(plan) => return (plan, stats),
@@ -349,13 +361,13 @@ impl ExactPlanner {
         // The start plan seeds every level whose earlier optima it reaches.
         let hint = start_valid.then(|| (Hint::from_actions(problem, &start.actions), start.objective.clone()));
         let phase = Instant::now();
-        let outcome =
-            self.search_within(problem, &self.search_engine_limits(problem, &limits), hint.as_ref(), &mut stats);
+        let search_limits = self.search_engine_limits(problem, &ending_early(&limits, polish_reserve));
+        let outcome = self.search_within(problem, &search_limits, hint.as_ref(), &mut stats);
         stats.phase("search", phase);
         let phase = Instant::now();
         let plan = plan_of_outcome(problem, outcome, &start, start_valid, &limits);
         stats.phase("verify result", phase);
-        let plan = self.improve_unproven(problem, plan, &limits, &mut stats);
+        let plan = self.improve_unproven(problem, plan, &limits, polish_reserve, &mut stats);
         (plan, stats)
     }
 
@@ -464,22 +476,33 @@ impl ExactPlanner {
     /// while the limits leave time; a result that meets its bound is `Optimal`. One that does
     /// not, when a limit ended the phase, says that limit: the search's reason (`TooLarge`,
     /// `NodeLimit`, …) no longer says why the run stopped, and the deadline or the caller's
-    /// cancellation did (a solver or internal error is kept).
-    fn improve_unproven(&self, problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
+    /// cancellation did (a solver or internal error is kept). Everything but the last polish
+    /// ([`retyped`]) ends half of `reserve` before the deadline; that polish ends at it.
+    fn improve_unproven(
+        &self,
+        problem: &Problem,
+        plan: Plan,
+        limits: &EngineLimits,
+        reserve: Duration,
+        stats: &mut Stats,
+    ) -> Plan {
         if plan.status != Status::Feasible {
             return plan;
         }
+        let (last_polish, limits) = (limits, &ending_early(limits, reserve / 2));
         // Balance moves at fixed instances first: cheap, and L2 is what a search stopped in
         // L1 never optimised.
         let phase = Instant::now();
         // Copies left unplaced first (L1): insertion chains, balance moves after them.
-        let plan = match lns::place_plan_missing(problem, &plan).or_else(|| lower_balance_excess(problem, &plan)) {
+        let plan = match lns::place_plan_missing(problem, &plan, limits)
+            .or_else(|| lns::lower_plan_excess(problem, &plan, limits))
+        {
             Some(better) => mark_if_proven(better),
             None => plan,
         };
         stats.phase("balance moves", phase);
         if !self.large_neighbourhood || plan.status != Status::Feasible || limits.stop_now().is_some() {
-            return retyped(problem, plan, stats);
+            return retyped(problem, plan, last_polish, stats);
         }
         let phase = Instant::now();
         let (mut plan, progress) = lns::improve(self, problem, plan, limits, stats);
@@ -495,7 +518,7 @@ impl ExactPlanner {
             }
         }
         stats.phase("large neighbourhood", phase);
-        retyped(problem, plan, stats)
+        retyped(problem, plan, last_polish, stats)
     }
 
     /// This call's limits: the time limit (or the default) armed now.
@@ -509,13 +532,22 @@ impl ExactPlanner {
 /// and after each kept large-neighbourhood window); `None` unless the result verifies and is
 /// strictly better.
 pub fn lower_balance_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
-    lns::lower_plan_excess(problem, plan)
+    lns::lower_plan_excess(problem, plan, &EngineLimits::new())
+}
+
+/// `limits` with its deadline `reserve` earlier (unchanged without a deadline).
+fn ending_early(limits: &EngineLimits, reserve: Duration) -> EngineLimits {
+    match limits.deadline_at().and_then(|at| at.checked_sub(reserve)) {
+        Some(at) => limits.clone().deadline(at),
+        None => limits.clone(),
+    }
 }
 
 /// The last polish of an unproven plan: launches of fallback types whose copies a preferred type
 /// holds move up ([`lns::retype_to_preferred`], L3). After the large-neighbourhood phase, so the
 /// phase starts from the plan it always started from and this only ever improves its result.
-fn retyped(problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+/// Then launches emptied by chains ([`lns::empty_launches`]), until `limits` say stop.
+fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
     if plan.status != Status::Feasible {
         return plan;
     }
@@ -526,7 +558,7 @@ fn retyped(problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
     };
     stats.phase("retype to preferred", phase);
     let phase = Instant::now();
-    let plan = match lns::empty_launches(problem, &plan) {
+    let plan = match lns::empty_launches(problem, &plan, limits) {
         Some(better) => mark_if_proven(better),
         None => plan,
     };

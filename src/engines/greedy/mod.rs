@@ -146,7 +146,7 @@ impl GreedyPlanner {
         }
         if best.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             stats.solves += 1;
-            Self::relocate_and_retype_best(problem, &mut best);
+            Self::relocate_and_retype_best(&limits, problem, &mut best);
         }
         let mut planner = match best {
             Some((planner, _)) => planner,
@@ -154,10 +154,10 @@ impl GreedyPlanner {
         };
         stats.phase("passes", started);
         let phase = Instant::now();
-        planner.lower_excess_by_chains();
+        planner.lower_excess_by_chains(&limits);
         stats.phase("balance moves", phase);
         let phase = Instant::now();
-        planner.empty_by_chains();
+        planner.empty_by_chains(&limits);
         stats.phase("empty launches", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         let missing = planner.missing_copies() > 0 && stop == StopReason::Completed;
@@ -314,7 +314,11 @@ impl GreedyPlanner {
     /// with a larger budget than a pass gets ([`FINAL_REPAIR_WORK`]), and, apart, after
     /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks. Each
     /// result replaces the best plan only when strictly better.
-    fn relocate_and_retype_best<'a>(problem: &'a Problem, best: &mut Option<(Greedy<'a>, Option<PassRank>)>) {
+    fn relocate_and_retype_best<'a>(
+        limits: &Limits,
+        problem: &'a Problem,
+        best: &mut Option<(Greedy<'a>, Option<PassRank>)>,
+    ) {
         let Some((planner, rank)) = best.as_mut() else { return };
         let mut current = *rank.get_or_insert_with(|| pass_rank(problem, planner));
         let order = place::component_order(problem);
@@ -355,7 +359,7 @@ impl GreedyPlanner {
         // relocations above never do at balance's cost, and L1 comes first.
         let Some((planner, _)) = best.as_ref() else { return };
         let mut inserted = planner.clone();
-        if inserted.place_missing_by_chains() > 0 {
+        if inserted.place_missing_by_chains(limits) > 0 {
             inserted.rebalance_by_moves();
             let rank = pass_rank(problem, &inserted);
             if rank < current {

@@ -29,7 +29,8 @@ use smallvec::SmallVec;
 
 use super::place::as_count;
 use super::Greedy;
-use crate::engines::balance::{self, Holder};
+use crate::engines::balance::{self, Budget, Holder};
+use crate::engines::limits::Limits;
 use crate::fleet::balance_excess;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
@@ -176,8 +177,9 @@ impl Greedy<'_> {
 
     /// Lowers balance excess on the final fleet by the shared ejection chains
     /// ([`balance::lower_excess`]): new copies move between AZs, every instance stays (L1, L3
-    /// and L4 unchanged). Runs on the kept plan only. Returns the copies moved.
-    pub(super) fn lower_excess_by_chains(&mut self) -> usize {
+    /// and L4 unchanged). Runs on the kept plan only, until `limits` say stop. Returns the copies
+    /// moved.
+    pub(super) fn lower_excess_by_chains(&mut self, limits: &Limits) -> usize {
         let problem = self.problem;
         if problem.azs.len() < 2 {
             return 0;
@@ -190,7 +192,14 @@ impl Greedy<'_> {
         let (positions, mut holders) = self.chain_holders(&new_copies);
         let mut counts = self.az_copies.clone();
         let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
-        let moves = balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, CHAIN_WORK);
+        let moves = balance::lower_excess(
+            problem,
+            &mut holders,
+            &mut counts,
+            &order,
+            &missing,
+            Budget::checks(CHAIN_WORK).until(limits),
+        );
         self.apply_chain_moves(&positions, &moves, &mut new_copies);
         moves.len()
     }
@@ -198,8 +207,9 @@ impl Greedy<'_> {
     /// Places missing copies by the shared insertion chains ([`balance::place_missing`]): a
     /// missing copy lands on an instance of the fleet, ejecting one or two new copies that move
     /// on to other instances (any AZ), up to three deep. Every instance stays (L3 and L4
-    /// unchanged), L1 rises by one per chain, balance may get worse. Returns the copies placed.
-    pub(super) fn place_missing_by_chains(&mut self) -> u64 {
+    /// unchanged), L1 rises by one per chain, balance may get worse. Stops when `limits` say so.
+    /// Returns the copies placed.
+    pub(super) fn place_missing_by_chains(&mut self, limits: &Limits) -> u64 {
         let problem = self.problem;
         let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
         if missing.iter().all(|&n| n == 0) {
@@ -208,7 +218,13 @@ impl Greedy<'_> {
         let mut new_copies = self.new_copies_by_instance();
         let (positions, mut holders) = self.chain_holders(&new_copies);
         let mut counts = self.az_copies.clone();
-        let moves = balance::place_missing(problem, &mut holders, &mut counts, &missing, INSERT_WORK);
+        let moves = balance::place_missing(
+            problem,
+            &mut holders,
+            &mut counts,
+            &missing,
+            Budget::checks(INSERT_WORK).until(limits),
+        );
         let before = self.placed_new_copies();
         self.apply_chain_moves(&positions, &moves, &mut new_copies);
         self.placed_new_copies().saturating_sub(before)
@@ -800,8 +816,9 @@ impl Greedy<'_> {
     /// (L3 better), never below MinInstanceCount; failing that, the copies may also go to one
     /// new instance of a more preferred type in the AZ (as many instances, one of them better).
     /// Least preferred launches first, then fewest copies; at most [`EMPTY_TRIES`] launches and
-    /// [`EMPTY_WORK`] instance checks. Runs on the kept plan. Returns the launches taken out.
-    pub(super) fn empty_by_chains(&mut self) -> u64 {
+    /// [`EMPTY_WORK`] instance checks, not past `limits`. Runs on the kept plan. Returns the
+    /// launches taken out.
+    pub(super) fn empty_by_chains(&mut self, limits: &Limits) -> u64 {
         let problem = self.problem;
         let min_size = u64::from(problem.scaling.min_instances);
         let mut candidates: Vec<usize> = self
@@ -817,14 +834,14 @@ impl Greedy<'_> {
         let mut preferred: Vec<usize> = problem.pool_types().collect();
         preferred.sort_by_key(|&t| (self.priority(t), self.type_rank[t]));
         self.forget_released_idle();
-        let mut work = EMPTY_WORK;
+        let mut work = Budget::checks(EMPTY_WORK).until(limits);
         let mut emptied = 0;
         // The chains' view of the plan; `empty_holder` leaves it as it was when it fails, so it
         // is built again only after a launch was taken out.
         let mut new_copies = self.new_copies_by_instance();
         let (mut positions, mut holders) = self.chain_holders(&new_copies);
         for e in candidates.into_iter().take(EMPTY_TRIES) {
-            if work == 0 {
+            if work.checks == 0 || work.stopped() {
                 break;
             }
             let Some(at) = positions.iter().position(|&i| i == e) else { continue };
