@@ -359,7 +359,15 @@ impl GreedyPlanner {
             inserted.rebalance_by_moves();
             let rank = pass_rank(problem, &inserted);
             if rank < current {
+                current = rank;
                 *best = Some((inserted, Some(rank)));
+            }
+        }
+        let Some((planner, _)) = best.as_ref() else { return };
+        if let Some(refilled) = planner.refilled_after_emptying(&order) {
+            let rank = pass_rank(problem, &refilled);
+            if rank < current {
+                *best = Some((refilled, Some(rank)));
             }
         }
     }
