@@ -479,7 +479,10 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         // A relocation may have opened an instance with room to spare.
         planner.place_all(order);
     }
-    planner.eliminate();
+    if planner.eliminate() > 0 && planner.missing_copies() > 0 {
+        // Closed instances leave MaxInstanceCount room for openings that hold missing copies.
+        planner.place_all(order);
+    }
     planner.rebalance_by_moves();
     planner.min_reached = planner.release_and_meet_min();
     planner
