@@ -11,9 +11,11 @@
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
 //!    AZ where the relocated component's balance gets worse), or by trading one new copy for two
 //!    or more missing ones that fit the room it frees; then instances the plan opened whose
-//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2); last,
-//!    new copies of components over their MaxImbalance move to emptier AZs, onto free room or
-//!    in exchange for another component's new copy (same instances and copies, lower L2).
+//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2; while
+//!    copies are missing, the pass places again, since closed instances leave room under
+//!    MaxInstanceCount); last, new copies of components over their MaxImbalance move to
+//!    emptier AZs, onto free room or in exchange for another component's new copy (same
+//!    instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **Balance moves** (`engines::balance`, shared with the exact planner; on the kept plan):
@@ -36,8 +38,11 @@
 //! again, a launch possibly retyped; a runner-up wins only when strictly better. Then, on the
 //! best plan only, the repair runs once more with a larger budget, and apart from it launches are
 //! **retyped for room** (`retype.rs`: a type holding their copies with room to spare, then
-//! relocations and pair repacks); either result is kept only when strictly better. Phases 5 and 6
-//! run on the kept result only (they do not change L1, L3 or L4).
+//! relocations and pair repacks); either result is kept only when strictly better. Last, launches
+//! whose copies fit elsewhere are emptied by chains and the places that frees under
+//! MaxInstanceCount go to openings for missing copies (**refill**, rounds while each places
+//! more; kept when strictly better). Phases 5 and 6 run on the kept result only (they do not
+//! change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -312,8 +317,10 @@ impl GreedyPlanner {
 impl GreedyPlanner {
     /// Places more copies in the best plan, once it is final: by the repair pass's relocations
     /// with a larger budget than a pass gets ([`FINAL_REPAIR_WORK`]), and, apart, after
-    /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks. Each
-    /// result replaces the best plan only when strictly better.
+    /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks; then
+    /// insertion chains, and last the refill after emptying launches
+    /// ([`Greedy::refilled_after_emptying`]). Each result replaces the best plan only when
+    /// strictly better.
     fn relocate_and_retype_best<'a>(problem: &'a Problem, best: &mut Option<(Greedy<'a>, Option<PassRank>)>) {
         let Some((planner, rank)) = best.as_mut() else { return };
         let mut current = *rank.get_or_insert_with(|| pass_rank(problem, planner));
