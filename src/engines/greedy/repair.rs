@@ -890,7 +890,7 @@ impl Greedy<'_> {
     /// the kept plan gets it anyway; when copies are missing, a launch whose copies fit
     /// elsewhere holds a place in the fleet another opening can fill with missing copies.
     pub(super) fn refilled_after_emptying(&self, order: &[usize]) -> Option<Self> {
-        if self.missing_copies() == 0 {
+        if self.missing_copies() == 0 || !self.emptying_frees_an_opening() {
             return None;
         }
         let mut best: Option<Self> = None;
@@ -916,6 +916,18 @@ impl Greedy<'_> {
             }
         }
         best
+    }
+
+    /// Whether taking a launch out makes room for another opening: MaxInstanceCount is reached,
+    /// or some (type, AZ) the plan launched in has no launch left. Otherwise an opening for a
+    /// missing copy is possible already, and emptying only serves L3.
+    fn emptying_frees_an_opening(&self) -> bool {
+        self.budget() == 0
+            || self.launched.iter().enumerate().any(|(t, row)| {
+                row.iter()
+                    .enumerate()
+                    .any(|(z, &count)| count > 0 && self.launches_left(TypeIndex::new(t), AzIndex::new(z)) == 0)
+            })
     }
 
     /// Takes an instance the plan opened and then emptied out of the final fleet again.
