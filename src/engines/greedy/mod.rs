@@ -11,9 +11,11 @@
 //!    this plan's new copies off an instance to other room (never an existing copy, never to an
 //!    AZ where the relocated component's balance gets worse), or by trading one new copy for two
 //!    or more missing ones that fit the room it frees; then instances the plan opened whose
-//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2); last,
-//!    new copies of components over their MaxImbalance move to emptier AZs, onto free room or
-//!    in exchange for another component's new copy (same instances and copies, lower L2).
+//!    copies all fit elsewhere are emptied and closed (fewer instances, same L1 and L2; while
+//!    copies are missing, the pass places again, since closed instances leave room under
+//!    MaxInstanceCount); last, new copies of components over their MaxImbalance move to
+//!    emptier AZs, onto free room or in exchange for another component's new copy (same
+//!    instances and copies, lower L2).
 //! 4. **Release**: idle existing instances are released lowest priority first; MinInstanceCount
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **Balance moves** (`engines::balance`, shared with the exact planner; on the kept plan):
@@ -36,8 +38,11 @@
 //! again, a launch possibly retyped; a runner-up wins only when strictly better. Then, on the
 //! best plan only, the repair runs once more with a larger budget, and apart from it launches are
 //! **retyped for room** (`retype.rs`: a type holding their copies with room to spare, then
-//! relocations and pair repacks); either result is kept only when strictly better. Phases 5 and 6
-//! run on the kept result only (they do not change L1, L3 or L4).
+//! relocations and pair repacks); either result is kept only when strictly better. Last, launches
+//! whose copies fit elsewhere are emptied by chains and the places that frees under
+//! MaxInstanceCount go to openings for missing copies (**refill**, rounds while each places
+//! more; kept when strictly better). Phases 5 and 6 run on the kept result only (they do not
+//! change L1, L3 or L4).
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -312,8 +317,10 @@ impl GreedyPlanner {
 impl GreedyPlanner {
     /// Places more copies in the best plan, once it is final: by the repair pass's relocations
     /// with a larger budget than a pass gets ([`FINAL_REPAIR_WORK`]), and, apart, after
-    /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks. Each
-    /// result replaces the best plan only when strictly better.
+    /// retyping launches for room (`retype.rs`) followed by relocations and pair repacks; then
+    /// insertion chains, and last the refill after emptying launches
+    /// ([`Greedy::refilled_after_emptying`]). Each result replaces the best plan only when
+    /// strictly better. The chains stop when `limits` say so.
     fn relocate_and_retype_best<'a>(
         limits: &Limits,
         problem: &'a Problem,
@@ -363,7 +370,15 @@ impl GreedyPlanner {
             inserted.rebalance_by_moves();
             let rank = pass_rank(problem, &inserted);
             if rank < current {
+                current = rank;
                 *best = Some((inserted, Some(rank)));
+            }
+        }
+        let Some((planner, _)) = best.as_ref() else { return };
+        if let Some(refilled) = planner.refilled_after_emptying(&order, limits) {
+            let rank = pass_rank(problem, &refilled);
+            if rank < current {
+                *best = Some((refilled, Some(rank)));
             }
         }
     }
@@ -475,7 +490,10 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
         // A relocation may have opened an instance with room to spare.
         planner.place_all(order);
     }
-    planner.eliminate();
+    if planner.eliminate() > 0 && planner.missing_copies() > 0 {
+        // Closed instances leave MaxInstanceCount room for openings that hold missing copies.
+        planner.place_all(order);
+    }
     planner.rebalance_by_moves();
     planner.min_reached = planner.release_and_meet_min();
     planner

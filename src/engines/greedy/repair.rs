@@ -47,6 +47,12 @@ const CHAIN_WORK: u64 = 1_000_000;
 /// Most instance checks of [`Greedy::place_missing_by_chains`] (once, on the final plan).
 const INSERT_WORK: u64 = 100_000;
 
+/// Rounds of [`Greedy::refilled_after_emptying`].
+const REFILL_ROUNDS: usize = 4;
+
+/// Instance checks of the repair in each round of [`Greedy::refilled_after_emptying`].
+const REFILL_REPAIR_WORK: u64 = 50_000;
+
 /// Launches [`Greedy::empty_by_chains`] tries to empty.
 const EMPTY_TRIES: usize = 64;
 
@@ -895,6 +901,53 @@ impl Greedy<'_> {
         emptied
     }
 
+    /// This plan with launches emptied by [`Self::empty_by_chains`] and the instances that
+    /// frees (MaxInstanceCount, launch limits) opened again for missing copies, in rounds while
+    /// each places more (the chains stop when `limits` say so); `None` when no round places a
+    /// copy. Emptying alone only serves L3, so
+    /// the kept plan gets it anyway; when copies are missing, a launch whose copies fit
+    /// elsewhere holds a place in the fleet another opening can fill with missing copies.
+    pub(super) fn refilled_after_emptying(&self, order: &[usize], limits: &Limits) -> Option<Self> {
+        if self.missing_copies() == 0 || !self.emptying_frees_an_opening() {
+            return None;
+        }
+        let mut best: Option<Self> = None;
+        let mut current = self.clone();
+        current.forget_released_idle();
+        current.repair_many = true;
+        for _ in 0..REFILL_ROUNDS {
+            let before = current.placed_new_copies();
+            if current.empty_by_chains(limits) == 0 {
+                break;
+            }
+            current.place_all(order);
+            current.repair_with(order, REFILL_REPAIR_WORK);
+            current.place_missing_by_chains(limits);
+            if current.placed_new_copies() <= before {
+                break;
+            }
+            let mut kept = current.clone();
+            kept.rebalance_by_moves();
+            best = Some(kept);
+            if current.missing_copies() == 0 {
+                break;
+            }
+        }
+        best
+    }
+
+    /// Whether taking a launch out makes room for another opening: MaxInstanceCount is reached,
+    /// or some (type, AZ) the plan launched in has no launch left. Otherwise an opening for a
+    /// missing copy is possible already, and emptying only serves L3.
+    fn emptying_frees_an_opening(&self) -> bool {
+        self.budget() == 0
+            || self.launched.iter().enumerate().any(|(t, row)| {
+                row.iter()
+                    .enumerate()
+                    .any(|(z, &count)| count > 0 && self.launches_left(TypeIndex::new(t), AzIndex::new(z)) == 0)
+            })
+    }
+
     /// Takes an instance the plan opened and then emptied out of the final fleet again.
     pub(super) fn close(&mut self, index: usize) {
         let Some(instance) = self.instances.get_mut(index) else { return };
@@ -1159,6 +1212,37 @@ mod tests {
         assert!(violations.is_empty(), "{violations:?}");
         assert_eq!(fleet, applied);
         assert_eq!(objective(&problem, &applied).instances_of_priority(1), 1);
+    }
+
+    /// MaxInstanceCount 2 is spent on two launches holding one small copy each; the big copy
+    /// that needs a whole instance gets one once the small copies share a launch.
+    #[test]
+    fn refill_after_emptying_opens_the_freed_place_for_a_missing_copy() {
+        let scenario = ScenarioBuilder::new(["a"])
+            .pool("ml.g6.12xlarge", 1)
+            .instance_limits(0, Some(2))
+            .component("small", 2, 1, 1.0, 1024)
+            .component("big", 1, 4, 1.0, 1024)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let small = problem.components.iter().position(|c| c.name == "small").unwrap();
+        let big = problem.components.iter().position(|c| c.name == "big").unwrap();
+        let mut planner = Greedy::new(&problem);
+        planner.index_fleet();
+        for _ in 0..2 {
+            let instance = planner.open(TypeIndex::new(0), AzIndex::new(0)).unwrap();
+            let need = planner.need_on(small, instance).unwrap();
+            planner.place(small, instance, 1, &need);
+        }
+        assert_eq!(planner.missing_copies(), 1);
+        assert_eq!(planner.budget(), 0, "no opening left for the big copy");
+        let refilled = planner.refilled_after_emptying(&[big, small], &Limits::new()).expect("one copy more");
+        assert_eq!(refilled.missing_copies(), 0);
+        assert_eq!(refilled.fleet_size, 2);
+        let (applied, violations) = FinalFleet::apply(&problem, &refilled.into_actions());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!(objective(&problem, &applied).placed_copies, 3);
     }
 
     #[test]
