@@ -81,11 +81,12 @@ enum Command {
         /// Integer-programming backend of the exact solver.
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
-        /// Exact solver: plan in stages of doubling length (100 ms, 200 ms, …), each from the best
-        /// plan so far, so that a longer time limit never gives a worse plan (up to the
-        /// machine's timing); at a given limit the plan can be worse than a single run's.
+        /// Exact solver: plan in one run under the whole limit. By default a limit over 1 s is
+        /// planned in stages: the run a 1 s limit gets, then stages ending 10 s, 100 s, … after
+        /// the start, each from the best plan so far, so that a longer limit never gives a worse
+        /// plan than a limit of 1 s or more (up to the machine's timing).
         #[arg(long)]
-        time_ladder: bool,
+        single_run: bool,
         /// Print the plan as JSON (docs/contract.md §4) instead of a table.
         #[arg(long)]
         json: bool,
@@ -304,10 +305,10 @@ impl Output {
 
 fn run(command: Command, output: Output, options: &ReadOptions, started: Instant) -> Result<u8, BadInput> {
     match command {
-        Command::Plan { scenario, solver, time_limit_ms, backend, time_ladder, json, stats } => {
+        Command::Plan { scenario, solver, time_limit_ms, backend, single_run, json, stats } => {
             let problem = load_problem(&scenario, output, options)?;
             let out = PlanOutput { started, time_limit_ms, json, stats, output };
-            run_plan(&problem, solver, (backend, time_ladder), out)
+            run_plan(&problem, solver, (backend, single_run), out)
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
             let problem = load_problem(&scenario, output, options)?;
@@ -420,7 +421,7 @@ struct PlanOutput {
 fn run_plan(
     problem: &Problem,
     solver: Solver,
-    (backend, time_ladder): (Backend, bool),
+    (backend, single_run): (Backend, bool),
     out: PlanOutput,
 ) -> Result<u8, BadInput> {
     let (plan, engine_stats) = match solver {
@@ -428,15 +429,15 @@ fn run_plan(
             if backend != Backend::Microlp {
                 out.output.warn("warning: --backend only applies to --solver exact; ignored");
             }
-            if time_ladder {
-                out.output.warn("warning: --time-ladder only applies to --solver exact; ignored");
+            if single_run {
+                out.output.warn("warning: --single-run only applies to --solver exact; ignored");
             }
             GreedyPlanner::new().limits(deadline_limits(out.started, out.time_limit_ms)).plan_with_stats(problem)
         }
         Solver::Exact => {
             // A command line should come back: without an explicit limit, 10 s.
             use fleetplan::backend::{good_lp, GoodLp};
-            let mut planner = ExactPlanner::new().time_ladder(time_ladder);
+            let mut planner = ExactPlanner::new().time_ladder(!single_run);
             match backend {
                 Backend::Microlp => {}
                 Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),

@@ -14,14 +14,26 @@
 
 use std::time::{Duration, Instant};
 
-use super::{master, warm_plan, ExactPlanner};
+use super::{master, ExactPlanner};
 use crate::engines::limits::{Limits, Stats};
 use crate::plan::{Plan, Status, StopReason};
 use crate::problem::Problem;
 
-/// The time ladder's first stage ends this long after the start (the quick attempt's length);
-/// stage `k` ends `2^k` times as long after it.
-const FIRST_STAGE: Duration = Duration::from_millis(100);
+/// The time ladder's first stage ends this long after the start; stage `k` ends
+/// [`STAGE_GROWTH`]`^k` times as long after it. One second: the limit a control loop typically
+/// plans under, so a run with a longer limit first does exactly what a 1 s run does and is never
+/// worse than it (up to the machine's timing).
+const FIRST_STAGE: Duration = Duration::from_secs(1);
+
+/// How much longer each stage of the time ladder is than the one before: 1 s, 10 s, 100 s. A
+/// restarted stage loses its search tree, and the balance and instance levels of large inputs
+/// need long uninterrupted searches (stages of 1 s, 2 s, 4 s, 8 s lost two 10 s plans to single
+/// runs on seed 24, docs/sweep.md); at the command line's default of 10 s the ladder is the 1 s
+/// run, then one run to the end from its plan.
+const STAGE_GROWTH: u32 = 10;
+
+/// A stage ending within this much after the caller's deadline ends at the deadline.
+const SNAP: Duration = Duration::from_millis(100);
 
 impl ExactPlanner {
     /// The deepening run when it applies (a node limit, no deadline, not a run of a deepening
@@ -66,40 +78,47 @@ impl ExactPlanner {
 
 impl ExactPlanner {
     /// The staged run under a deadline when the time ladder is on (and no node limit is set):
-    /// the greedy warm start, then stages that end `FIRST_STAGE`, twice, four times … as long
-    /// after it, each seeded
-    /// with the best plan so far and planning as if its whole stage were left. The caller's
-    /// deadline reaches a stage as a cancellation check, so a stage cut short has followed the
-    /// same schedule as the same stage of a longer run up to the cut. `None` runs the planner once.
+    /// first the planner's single run under a deadline [`FIRST_STAGE`] after the start, exactly
+    /// what a run with that limit does; then stages ending [`STAGE_GROWTH`] times, its square
+    /// times … as long after the start, each seeded with the best plan so far (no quick attempt, no greedy warm start)
+    /// and planning as if its whole stage were left. The caller's deadline reaches a stage as a
+    /// cancellation check, so a stage cut short has followed the same schedule as the same
+    /// stage of a longer run up to the cut. `None` runs the planner once: the ladder is off, a
+    /// node limit is set, or the deadline is within the first stage.
     pub(super) fn plan_by_time_ladder(&self, problem: &Problem) -> Option<(Plan, Stats)> {
         let limits = self.effective_limits();
         let cut = limits.deadline_at()?;
-        if !self.time_ladder || limits.nodes().is_some() {
+        let started = Instant::now();
+        let first_end = started.checked_add(FIRST_STAGE)?;
+        if !self.time_ladder || limits.nodes().is_some() || cut <= first_end {
             return None;
         }
-        // The full greedy warm start first, under the caller's limits: every stage starts from
-        // it (or better), so no stage's own deadline can cut the floor of the result short.
         let mut stats = Stats::default();
-        let phase = Instant::now();
-        let warm_start = self.seeded(problem, warm_plan(problem, &limits, None));
-        stats.solves += 1;
-        stats.phase("warm start (greedy)", phase);
-        let started = Instant::now();
         let mut best: Option<Plan> = None;
         let mut stage_length = FIRST_STAGE;
         loop {
-            let stage_end = started.checked_add(stage_length).unwrap_or(cut);
+            let mut stage_end = started.checked_add(stage_length).unwrap_or(cut);
+            if stage_end >= cut && stage_end.duration_since(cut) < SNAP {
+                // The caller's deadline counts from its own start (a command's, say), a little
+                // before this call's: a stage that would end just after it ends at it, so that
+                // its last phases run instead of being cut.
+                stage_end = cut;
+            }
             let outer = limits.clone();
             let stage_limits =
                 Limits::new().deadline(stage_end).cancel_when(move || outer.cancelled() || Instant::now() >= cut);
-            let run = ExactPlanner {
-                limits: stage_limits,
-                time_ladder: false,
-                // Each stage starts from the best plan so far (the warm start at first).
-                quick_slice: Duration::ZERO,
-                seed_replaces_warm_start: true,
-                seed: Some(best.as_ref().map_or_else(|| warm_start.actions.clone(), |plan| plan.actions.clone())),
-                ..self.clone()
+            let run = match &best {
+                // The first stage is the single run a caller with this stage's limit gets.
+                None => ExactPlanner { limits: stage_limits, time_ladder: false, ..self.clone() },
+                // Later stages start from the best plan so far, which is at least greedy's.
+                Some(plan) => ExactPlanner {
+                    limits: stage_limits,
+                    time_ladder: false,
+                    quick_slice: Duration::ZERO,
+                    seed_replaces_warm_start: true,
+                    seed: Some(plan.actions.clone()),
+                    ..self.clone()
+                },
             };
             let (mut plan, run_stats) = run.plan_with_stats(problem);
             stats.absorb(run_stats);
@@ -108,7 +127,12 @@ impl ExactPlanner {
             if plan.stop_reason == StopReason::Cancelled && !cancelled {
                 plan.stop_reason = StopReason::TimeLimit;
             }
-            let done = plan.status != Status::Feasible || cancelled || Instant::now() >= cut;
+            // A proof ends the ladder, and so does a stage that stopped for no limit: a longer
+            // stage would repeat it.
+            let done = plan.status != Status::Feasible
+                || plan.stop_reason == StopReason::Completed
+                || cancelled
+                || Instant::now() >= cut;
             best = match best {
                 Some(previous) if previous.objective.better_than(&plan.objective) => Some(previous),
                 _ => Some(plan),
@@ -116,7 +140,7 @@ impl ExactPlanner {
             if done {
                 break;
             }
-            stage_length = stage_length.saturating_mul(2);
+            stage_length = stage_length.saturating_mul(STAGE_GROWTH);
         }
         if let Some(plan) = best.as_mut().filter(|plan| plan.stop_reason == StopReason::TimeLimit) {
             // An earlier stage's plan may be kept; the run itself ended by the caller's stop.

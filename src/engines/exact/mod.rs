@@ -129,7 +129,7 @@ impl Default for ExactPlanner {
             seed: None,
             deepening: true,
             beside: None,
-            time_ladder: false,
+            time_ladder: true,
             seed_replaces_warm_start: false,
         }
     }
@@ -269,14 +269,14 @@ impl ExactPlanner {
         self
     }
 
-    /// Plans a run under a deadline in stages that end 100 ms, 200 ms, 400 ms, … after the start
-    /// (default off). Each stage starts from the best plan of the one before and is scheduled as
-    /// if it had its whole length; the deadline only cuts the last one short. A run with a later
-    /// deadline therefore goes through the same stages, so up to the machine's timing it never
-    /// returns a worse plan than a run with an earlier deadline, which a single run, whose
-    /// phases stretch with the limit, does not promise. Each stage repeats the search's first
-    /// steps, so at a given limit the plan can be worse than a single run's. Node-limited runs
-    /// without a deadline deepen instead ([`node_limit`](Self::node_limit)).
+    /// Plans a run under a deadline over 1 s in stages (default on): first exactly the run a
+    /// 1 s limit gets, then stages that end 10 s, 100 s, … after the start, each starting from
+    /// the best plan so far and scheduled as if it had its whole length; the deadline only cuts
+    /// the last one short. A run with a later deadline therefore goes through the same stages,
+    /// so up to the machine's timing it never returns a worse plan than a run with an earlier
+    /// deadline of 1 s or more, which a single run, whose phases stretch with the limit, does
+    /// not promise. Off, the whole limit is one run (a limit of 1 s or less always is).
+    /// Node-limited runs without a deadline deepen instead ([`node_limit`](Self::node_limit)).
     pub fn time_ladder(mut self, on: bool) -> Self {
         self.time_ladder = on;
         self
@@ -728,13 +728,27 @@ pub fn packing_bound(problem: &Problem) -> Objective {
 /// first pass always runs), but not the node limit, which counts solver nodes: so the exact plan
 /// is never worse than the greedy planner's under the same limits, and never worse than
 /// [`crate::plan_greedy`] unless a deadline or cancellation cut the warm start short. The flat
-/// run is an extra and is skipped once a limit is hit. `passes` caps greedy's passes (each
-/// run's), for the quick attempt's cheap warm start.
+/// run is an extra: on one core it runs after the priority run and is skipped once a limit is
+/// hit; on two cores or more it runs beside it, on a scoped thread, under the same limits.
+/// `passes` caps greedy's passes (each run's), for the quick attempt's cheap warm start.
 fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> Plan {
     let limits = match passes {
         Some(passes) => limits.without_node_limit().node_limit(passes),
         None => limits.without_node_limit(),
     };
-    let greedy = crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
-    crate::GreedyPlanner::flat_if_better(&limits, problem, greedy, &mut Stats::default())
+    let priority_run = || crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
+    let parallel = std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2);
+    if !parallel {
+        return crate::GreedyPlanner::flat_if_better(&limits, problem, priority_run(), &mut Stats::default());
+    }
+    // Two cores: the flat run beside the priority run (each is deterministic on its own, so the
+    // plan is the same as one after the other, up to what a deadline cuts), which takes about a
+    // third of a 1 s limit's time off the warm start on large inputs (docs/formulation.md).
+    let (greedy, flat) = std::thread::scope(|scope| {
+        let flat = scope.spawn(|| crate::GreedyPlanner::flat_run(&limits, problem));
+        let greedy = priority_run();
+        // A panic in the flat run loses only its plan.
+        (greedy, flat.join().ok().flatten())
+    });
+    crate::GreedyPlanner::better_of_flat(problem, greedy, flat, &mut Stats::default())
 }

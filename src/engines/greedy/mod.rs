@@ -192,12 +192,22 @@ impl GreedyPlanner {
     /// missing copies cannot use, or cost more at the same levels. Only when the pool has two
     /// priorities or more, `plan` is feasible and `limits` leave time (the flat run is an extra).
     /// The greedy planner runs it when copies stay unplaced, the exact planner's warm start on
-    /// every input.
+    /// every input (beside the priority run, [`Self::flat_run`]).
     pub(crate) fn flat_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+        if plan.status == Status::Infeasible || limits.stop_now().is_some() {
+            return plan;
+        }
+        let flat = Self::flat_run(limits, problem);
+        Self::better_of_flat(problem, plan, flat, stats)
+    }
+
+    /// The run of [`Self::flat_if_better`] on its own: this planner's plan with every pool
+    /// priority at 1, under `limits`; `None` when the pool has fewer than two priorities.
+    pub(crate) fn flat_run(limits: &Limits, problem: &Problem) -> Option<(Plan, Stats)> {
         let priorities: std::collections::BTreeSet<u8> =
             problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
-        if priorities.len() < 2 || plan.status == Status::Infeasible || limits.stop_now().is_some() {
-            return plan;
+        if priorities.len() < 2 {
+            return None;
         }
         let mut flat = problem.clone();
         for info in &mut flat.types {
@@ -206,8 +216,22 @@ impl GreedyPlanner {
             }
         }
         let planner = GreedyPlanner { limits: limits.clone(), priority_first_only: true };
-        let (flat_plan, flat_stats) = planner.plan_with_stats(&flat);
+        Some(planner.plan_with_stats(&flat))
+    }
+
+    /// `plan`, or the flat run's plan valued on the real problem when it is strictly better and
+    /// verifies (and `plan` is feasible).
+    pub(crate) fn better_of_flat(
+        problem: &Problem,
+        plan: Plan,
+        flat: Option<(Plan, Stats)>,
+        stats: &mut Stats,
+    ) -> Plan {
+        let Some((flat_plan, flat_stats)) = flat else { return plan };
         stats.solves += flat_stats.solves;
+        if plan.status == Status::Infeasible {
+            return plan;
+        }
         // The flat run's stop reason: a limit that cut it is what the candidate must say.
         let candidate =
             super::finish(problem, SolverKind::Greedy, plan.status, flat_plan.stop_reason, flat_plan.actions, None);
