@@ -738,17 +738,18 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> P
     };
     let priority_run = || crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
     let parallel = std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2);
-    if !parallel {
+    // No thread when there is no flat run (a pool of one priority).
+    let Some(flat_problem) = parallel.then(|| crate::GreedyPlanner::flattened(problem)).flatten() else {
         return crate::GreedyPlanner::flat_if_better(&limits, problem, priority_run(), &mut Stats::default());
-    }
+    };
     // Two cores: the flat run beside the priority run (each is deterministic on its own, so the
     // plan is the same as one after the other, up to what a deadline cuts), which takes about a
     // third of a 1 s limit's time off the warm start on large inputs (docs/formulation.md).
     let (greedy, flat) = std::thread::scope(|scope| {
-        let flat = scope.spawn(|| crate::GreedyPlanner::flat_run(&limits, problem));
+        let flat = scope.spawn(|| crate::GreedyPlanner::flat_run(&limits, &flat_problem));
         let greedy = priority_run();
         // A panic in the flat run loses only its plan.
-        (greedy, flat.join().ok().flatten())
+        (greedy, flat.join().ok())
     });
     crate::GreedyPlanner::better_of_flat(problem, greedy, flat, &mut Stats::default())
 }

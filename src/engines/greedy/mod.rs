@@ -197,13 +197,13 @@ impl GreedyPlanner {
         if plan.status == Status::Infeasible || limits.stop_now().is_some() {
             return plan;
         }
-        let flat = Self::flat_run(limits, problem);
+        let flat = Self::flattened(problem).map(|flat| Self::flat_run(limits, &flat));
         Self::better_of_flat(problem, plan, flat, stats)
     }
 
-    /// The run of [`Self::flat_if_better`] on its own: this planner's plan with every pool
-    /// priority at 1, under `limits`; `None` when the pool has fewer than two priorities.
-    pub(crate) fn flat_run(limits: &Limits, problem: &Problem) -> Option<(Plan, Stats)> {
+    /// `problem` with every pool priority at 1, the input of [`Self::flat_run`]; `None` when the
+    /// pool has fewer than two priorities (the flat run would be the priority run).
+    pub(crate) fn flattened(problem: &Problem) -> Option<Problem> {
         let priorities: std::collections::BTreeSet<u8> =
             problem.types.iter().map(|info| info.priority).filter(|&priority| priority <= 5).collect();
         if priorities.len() < 2 {
@@ -215,8 +215,13 @@ impl GreedyPlanner {
                 info.priority = 1;
             }
         }
-        let planner = GreedyPlanner { limits: limits.clone(), priority_first_only: true };
-        Some(planner.plan_with_stats(&flat))
+        Some(flat)
+    }
+
+    /// The run of [`Self::flat_if_better`] on its own: this planner's plan of `flat` (from
+    /// [`Self::flattened`]) under `limits`.
+    pub(crate) fn flat_run(limits: &Limits, flat: &Problem) -> (Plan, Stats) {
+        GreedyPlanner { limits: limits.clone(), priority_first_only: true }.plan_with_stats(flat)
     }
 
     /// `plan`, or the flat run's plan valued on the real problem when it is strictly better and
