@@ -23,6 +23,7 @@
 //! as many drops as placements from the unplaced copies, and never leaves an instance empty.
 
 use std::cmp::Reverse;
+use std::collections::HashMap;
 
 use smallvec::SmallVec;
 
@@ -344,6 +345,12 @@ struct Chains<'a> {
     budget: u64,
     /// The steps of the chain being built (applied to `holders`/`counts` as it grows).
     chain: Vec<Step>,
+    /// Each holder's signature (type, load, new copies), interned: alike holders share one.
+    signature: Vec<u32>,
+    signature_ids: HashMap<(usize, Resources, SmallVec<[(usize, u32); 4]>), u32>,
+    /// Per signature, the [`Self::distinct`] call that last kept one.
+    seen_mark: Vec<u32>,
+    generation: u32,
 }
 
 impl<'a> Chains<'a> {
@@ -376,6 +383,7 @@ impl<'a> Chains<'a> {
         }
         let mut missing: Vec<u64> = missing.to_vec();
         missing.resize(problem.components().len(), 0);
+        let holders_len = holders.len();
         let mut partners: Vec<usize> = (0..problem.components().len()).collect();
         partners.sort_by(|&a, &b| problem.components()[a].name.cmp(&problem.components()[b].name));
         let mut component_rank = vec![0; partners.len()];
@@ -388,7 +396,7 @@ impl<'a> Chains<'a> {
         for (rank, &z) in azs.iter().enumerate() {
             az_rank[z] = rank;
         }
-        Some(Chains {
+        let mut pass = Chains {
             problem,
             holders,
             counts,
@@ -406,7 +414,15 @@ impl<'a> Chains<'a> {
             limits: work.limits,
             budget: 0,
             chain: Vec::new(),
-        })
+            signature: vec![0; holders_len],
+            signature_ids: HashMap::new(),
+            seen_mark: Vec::new(),
+            generation: 0,
+        };
+        for index in 0..holders_len {
+            pass.sign(index);
+        }
+        Some(pass)
     }
 
     fn max_imbalance(&self, c: usize) -> Option<u32> {
@@ -491,6 +507,8 @@ impl<'a> Chains<'a> {
             holder.used = holder.used.plus(&need_to);
             change(&mut holder.new_copies, step.component, 1);
         }
+        self.sign(from);
+        self.sign(to);
         if let Some(left) = self.missing.get_mut(step.component) {
             if from == UNPLACED {
                 *left = left.saturating_sub(1);
@@ -537,24 +555,42 @@ impl<'a> Chains<'a> {
         self.holders.get(y).is_some_and(|h| self.capacity.get(h.type_index).is_some_and(|cap| h.used.fits_in(cap)))
     }
 
+    /// Whether holder `y` (after the chain so far) fits what it holds plus one copy of `c`.
+    fn fits_with(&self, c: usize, y: usize) -> bool {
+        let (Some(holder), Some(need)) = (self.holders.get(y), self.need(c, y)) else { return false };
+        self.capacity.get(holder.type_index).is_some_and(|cap| holder.used.plus(&need).fits_in(cap))
+    }
+
     /// `candidates` less those alike (type, load and new copies) to one before them: alike
     /// instances are alike as sources and targets, so one of them is tried.
-    fn distinct(&self, candidates: Vec<usize>) -> Vec<usize> {
-        let mut seen: Vec<&Holder> = Vec::new();
+    fn distinct(&mut self, candidates: Vec<usize>) -> Vec<usize> {
+        // Compared by interned signature: this runs for every step of every chain searched,
+        // over AZs of hundreds of instances, most of them alike.
+        self.generation = self.generation.wrapping_add(1);
         let mut kept = Vec::new();
         for index in candidates {
-            let Some(holder) = self.holders.get(index) else { continue };
-            let alike = |other: &&Holder| {
-                other.type_index == holder.type_index
-                    && other.used == holder.used
-                    && other.new_copies == holder.new_copies
-            };
-            if !seen.iter().any(alike) {
-                seen.push(holder);
+            let Some(&id) = self.signature.get(index) else { continue };
+            let Some(mark) = self.seen_mark.get_mut(id as usize) else { continue };
+            if *mark != self.generation {
+                *mark = self.generation;
                 kept.push(index);
             }
         }
         kept
+    }
+
+    /// Recomputes holder `index`'s signature after it changed.
+    fn sign(&mut self, index: usize) {
+        let Some(holder) = self.holders.get(index) else { return };
+        let key = (holder.type_index, holder.used, holder.new_copies.clone());
+        let next = u32::try_from(self.signature_ids.len()).unwrap_or(u32::MAX);
+        let id = *self.signature_ids.entry(key).or_insert(next);
+        if id == next {
+            self.seen_mark.push(0);
+        }
+        if let Some(slot) = self.signature.get_mut(index) {
+            *slot = id;
+        }
     }
 
     /// Counts one instance check; false when the pass's work or the chain's budget is spent.
@@ -733,6 +769,11 @@ impl<'a> Chains<'a> {
         for &y in &targets {
             if !self.tick() {
                 return None;
+            }
+            // y is not x, so the move only adds to y: it fits exactly when this does (checked
+            // before applying it, since most targets have no room).
+            if !self.fits_with(c, y) {
+                continue;
             }
             self.push(Step { component: c, from: x, to: y });
             if self.fits(y) && self.may_close() {
