@@ -23,7 +23,7 @@
 //! as many drops as placements from the unplaced copies, and never leaves an instance empty.
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use smallvec::SmallVec;
 
@@ -347,7 +347,7 @@ struct Chains<'a> {
     chain: Vec<Step>,
     /// Each holder's signature (type, load, new copies), interned: alike holders share one.
     signature: Vec<u32>,
-    signature_ids: HashMap<(usize, Resources, SmallVec<[(usize, u32); 4]>), u32>,
+    signature_ids: BTreeMap<(usize, Resources, SmallVec<[(usize, u32); 4]>), u32>,
     /// Per signature, the [`Self::distinct`] call that last kept one.
     seen_mark: Vec<u32>,
     generation: u32,
@@ -415,7 +415,7 @@ impl<'a> Chains<'a> {
             budget: 0,
             chain: Vec::new(),
             signature: vec![0; holders_len],
-            signature_ids: HashMap::new(),
+            signature_ids: BTreeMap::new(),
             seen_mark: Vec::new(),
             generation: 0,
         };
@@ -563,20 +563,21 @@ impl<'a> Chains<'a> {
 
     /// `candidates` less those alike (type, load and new copies) to one before them: alike
     /// instances are alike as sources and targets, so one of them is tried.
-    fn distinct(&mut self, candidates: Vec<usize>) -> Vec<usize> {
-        // Compared by interned signature: this runs for every step of every chain searched,
-        // over AZs of hundreds of instances, most of them alike.
-        self.generation = self.generation.wrapping_add(1);
-        let mut kept = Vec::new();
-        for index in candidates {
-            let Some(&id) = self.signature.get(index) else { continue };
-            let Some(mark) = self.seen_mark.get_mut(id as usize) else { continue };
-            if *mark != self.generation {
-                *mark = self.generation;
-                kept.push(index);
-            }
-        }
-        kept
+    fn distinct(&mut self, mut candidates: Vec<usize>) -> Vec<usize> {
+        // Compared by interned signature, in place: this runs for every step of every chain
+        // searched, over AZs of hundreds of instances, most of them alike.
+        let generation = self.generation.wrapping_add(1);
+        self.generation = generation;
+        let (signature, seen_mark) = (&self.signature, &mut self.seen_mark);
+        candidates.retain(|&index| {
+            let Some(mark) = signature.get(index).and_then(|&id| seen_mark.get_mut(id as usize)) else {
+                return false;
+            };
+            let first = *mark != generation;
+            *mark = generation;
+            first
+        });
+        candidates
     }
 
     /// Recomputes holder `index`'s signature after it changed.
@@ -750,18 +751,14 @@ impl<'a> Chains<'a> {
     /// ejections deep). `gain`: the chain's gain including this move. The chain's gain when it
     /// closed (left applied, in `self.chain`); `None` with everything taken back.
     fn land(&mut self, c: usize, x: usize, b: usize, gain: Gain, depth: usize) -> Option<Gain> {
-        let eligible: Vec<usize> = self
-            .by_az
-            .get(b)?
-            .iter()
-            .copied()
-            .filter(|&y| {
-                y != x
-                    && self.holders.get(y).is_some_and(|holder| holder.open)
-                    && self.need(c, y).is_some()
-                    && (self.inserting || !self.received(y))
-            })
-            .collect();
+        let in_b = self.by_az.get(b)?;
+        let mut eligible: Vec<usize> = Vec::with_capacity(in_b.len());
+        eligible.extend(in_b.iter().copied().filter(|&y| {
+            y != x
+                && self.holders.get(y).is_some_and(|holder| holder.open)
+                && self.need(c, y).is_some()
+                && (self.inserting || !self.received(y))
+        }));
         // An insertion chain may land several ejected copies on one instance's room; only
         // ejecting from an instance the chain already filled is left out, as in every chain.
         let targets = self.distinct(eligible);
