@@ -304,8 +304,25 @@ impl MipBackend for Microlp {
     }
 
     fn solve(&self, mip: &Mip, request: &SolveRequest) -> MipOutcome {
-        solve_with_retries(mip, request, |mip, request| self.solve_once(mip, request))
+        solve_with_retries(mip, request, |mip, request| guarded(|| self.solve_once(mip, request)))
     }
+}
+
+/// `attempt`, a panic inside it caught: microlp panics where its own invariant checks fail
+/// rather than answer wrongly. That is a failed attempt (retried, then a solver error the
+/// planner falls back from), not a crash of the program that embeds the planner.
+fn guarded(attempt: impl FnOnce() -> Attempt) -> Attempt {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt))
+        .unwrap_or_else(|payload| Attempt::Numerical(format!("microlp panicked: {}", panic_text(&*payload))))
+}
+
+/// The message of a caught panic, when it has one.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 /// One attempt at a solve: an answer, or a numerical failure worth another try.
@@ -738,6 +755,14 @@ pub fn quiet_cbc(problem: good_lp::variable::UnsolvedProblem) -> good_lp::solver
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_inside_an_attempt_is_a_numerical_failure() {
+        let attempt = guarded(|| panic!("an InternalError stays one"));
+        assert_eq!(attempt, Attempt::Numerical("microlp panicked: an InternalError stays one".to_string()));
+        let attempt = guarded(|| Attempt::Done(MipOutcome::Infeasible));
+        assert_eq!(attempt, Attempt::Done(MipOutcome::Infeasible));
+    }
 
     /// min x + y s.t. 2x + 3y ≥ 7, x, y ∈ {0..10} integer: optimum 3.
     fn small() -> Mip {
