@@ -307,6 +307,9 @@ pub(crate) fn empty_holder(
     None
 }
 
+/// What makes two holders alike for the chains: type, load and new copies.
+type Signature = (usize, Resources, SmallVec<[(usize, u32); 4]>);
+
 /// Change of (total excess, copies still to move to reach the best balance) a chain makes;
 /// lexicographic.
 type Gain = (i64, i64);
@@ -347,7 +350,7 @@ struct Chains<'a> {
     chain: Vec<Step>,
     /// Each holder's signature (type, load, new copies), interned: alike holders share one.
     signature: Vec<u32>,
-    signature_ids: BTreeMap<(usize, Resources, SmallVec<[(usize, u32); 4]>), u32>,
+    signature_ids: BTreeMap<Signature, u32>,
     /// Per signature, the [`Self::distinct`] call that last kept one.
     seen_mark: Vec<u32>,
     generation: u32,
