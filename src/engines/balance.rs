@@ -307,6 +307,9 @@ pub(crate) fn empty_holder(
     None
 }
 
+/// A holder whose signature is not computed (yet, or since it changed).
+const UNSIGNED: u32 = u32::MAX;
+
 /// What makes two holders alike for the chains: type, load and new copies.
 type Signature = (usize, Resources, SmallVec<[(usize, u32); 4]>);
 
@@ -399,7 +402,7 @@ impl<'a> Chains<'a> {
         for (rank, &z) in azs.iter().enumerate() {
             az_rank[z] = rank;
         }
-        let mut pass = Chains {
+        let pass = Chains {
             problem,
             holders,
             counts,
@@ -417,14 +420,11 @@ impl<'a> Chains<'a> {
             limits: work.limits,
             budget: 0,
             chain: Vec::new(),
-            signature: vec![0; holders_len],
+            signature: vec![UNSIGNED; holders_len],
             signature_ids: BTreeMap::new(),
             seen_mark: Vec::new(),
             generation: 0,
         };
-        for index in 0..holders_len {
-            pass.sign(index);
-        }
         Some(pass)
     }
 
@@ -510,8 +510,11 @@ impl<'a> Chains<'a> {
             holder.used = holder.used.plus(&need_to);
             change(&mut holder.new_copies, step.component, 1);
         }
-        self.sign(from);
-        self.sign(to);
+        for index in [from, to] {
+            if let Some(slot) = self.signature.get_mut(index) {
+                *slot = UNSIGNED;
+            }
+        }
         if let Some(left) = self.missing.get_mut(step.component) {
             if from == UNPLACED {
                 *left = left.saturating_sub(1);
@@ -569,6 +572,13 @@ impl<'a> Chains<'a> {
     fn distinct(&mut self, mut candidates: Vec<usize>) -> Vec<usize> {
         // Compared by interned signature, in place: this runs for every step of every chain
         // searched, over AZs of hundreds of instances, most of them alike.
+        // Signed when first needed: most holders never are a candidate (another AZ, another
+        // type), and a move only marks the two it changed.
+        for &index in &candidates {
+            if self.signature.get(index) == Some(&UNSIGNED) {
+                self.sign(index);
+            }
+        }
         let generation = self.generation.wrapping_add(1);
         self.generation = generation;
         let (signature, seen_mark) = (&self.signature, &mut self.seen_mark);
