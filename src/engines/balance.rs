@@ -354,9 +354,9 @@ struct Chains<'a> {
     /// Each holder's signature (type, load, new copies), interned: alike holders share one.
     signature: Vec<u32>,
     signature_ids: BTreeMap<Signature, u32>,
-    /// Per signature, the [`Self::distinct`] call that last kept one.
-    seen_mark: Vec<u32>,
-    generation: u32,
+    /// Per signature, the [`Self::distinct`] call that last kept one (calls are numbered from 1).
+    seen_mark: Vec<u64>,
+    generation: u64,
 }
 
 impl<'a> Chains<'a> {
@@ -402,7 +402,7 @@ impl<'a> Chains<'a> {
         for (rank, &z) in azs.iter().enumerate() {
             az_rank[z] = rank;
         }
-        let pass = Chains {
+        Some(Chains {
             problem,
             holders,
             counts,
@@ -424,8 +424,7 @@ impl<'a> Chains<'a> {
             signature_ids: BTreeMap::new(),
             seen_mark: Vec::new(),
             generation: 0,
-        };
-        Some(pass)
+        })
     }
 
     fn max_imbalance(&self, c: usize) -> Option<u32> {
@@ -571,16 +570,16 @@ impl<'a> Chains<'a> {
     /// instances are alike as sources and targets, so one of them is tried.
     fn distinct(&mut self, mut candidates: Vec<usize>) -> Vec<usize> {
         // Compared by interned signature, in place: this runs for every step of every chain
-        // searched, over AZs of hundreds of instances, most of them alike.
-        // Signed when first needed: most holders never are a candidate (another AZ, another
-        // type), and a move only marks the two it changed.
+        // searched, over AZs of hundreds of instances, most of them alike. A holder is signed
+        // when first a candidate (most never are: another AZ, another type), and a move only
+        // marks the two holders it changed.
         for &index in &candidates {
             if self.signature.get(index) == Some(&UNSIGNED) {
                 self.sign(index);
             }
         }
-        let generation = self.generation.wrapping_add(1);
-        self.generation = generation;
+        self.generation += 1;
+        let generation = self.generation;
         let (signature, seen_mark) = (&self.signature, &mut self.seen_mark);
         candidates.retain(|&index| {
             let Some(mark) = signature.get(index).and_then(|&id| seen_mark.get_mut(id as usize)) else {
@@ -593,7 +592,7 @@ impl<'a> Chains<'a> {
         candidates
     }
 
-    /// Recomputes holder `index`'s signature after it changed.
+    /// Computes holder `index`'s signature, interning it (a new one gets its own mark).
     fn sign(&mut self, index: usize) {
         let Some(holder) = self.holders.get(index) else { return };
         let key = (holder.type_index, holder.used, holder.new_copies.clone());

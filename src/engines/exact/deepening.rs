@@ -83,8 +83,9 @@ impl ExactPlanner {
     /// times … as long after the start, each seeded with the best plan so far (no quick
     /// attempt, no greedy warm start) and planning as if its whole stage were left. The
     /// caller's deadline reaches a stage as a cancellation check, so a stage cut short has
-    /// followed the same schedule as the same stage of a longer run up to the cut. `None` runs the planner once: the ladder is off, a
-    /// node limit is set, or the deadline is within the first stage.
+    /// followed the same schedule as the same stage of a longer run up to the cut. `None` runs
+    /// the planner once: the ladder is off, a node limit is set, or the deadline is within the
+    /// first stage.
     pub(super) fn plan_by_time_ladder(&self, problem: &Problem) -> Option<(Plan, Stats)> {
         let limits = self.effective_limits();
         let cut = limits.deadline_at()?;
