@@ -704,14 +704,9 @@ fn put_back(
 /// handed out again per (type, AZ) in launch order. `None` unless the result verifies and is
 /// strictly better.
 pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan> {
-    let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
-    if !violations.is_empty() {
-        return None;
-    }
+    let (fleet, preferred) = fleet_and_preferred(problem, plan)?;
     let types = problem.instance_types();
-    let priority = |t: usize| types.get(t).map_or(u8::MAX, |info| info.priority);
-    let mut preferred: Vec<usize> = problem.pool_types().collect();
-    preferred.sort_by_key(|&t| (priority(t), t));
+    let priority = |t: usize| priority_of(problem, t);
     let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
     let mut launches = launches_per_group(&drafts);
     let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
@@ -745,6 +740,249 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
     }
     hand_out_reservations(problem, &mut drafts);
     rebuilt_if_better(problem, plan, &drafts)
+}
+
+/// `plan` with launches of fallback types moved to a more preferred type in any AZ: a launch
+/// whose copies one instance of a more preferred pool type holds becomes such an instance in the
+/// AZ where that type may still launch and the balance excess grows least, when it does not grow
+/// at all (L1 unchanged, L2 no worse, L3 strictly better per launch). What a retype within the
+/// launch's AZ ([`retype_to_preferred`]) cannot do when the preferred type's launch limit there is
+/// reached while another AZ has room. Least preferred launches first; the most preferred type
+/// that fits first. The SPREAD rule is restored in every AZ. `None` unless the result verifies
+/// and is strictly better.
+pub(super) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
+    if problem.azs().len() < 2 {
+        return None;
+    }
+    let (fleet, preferred) = fleet_and_preferred(problem, plan)?;
+    let types = problem.instance_types();
+    let priority = |t: usize| priority_of(problem, t);
+    let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
+    let mut counts = fleet.copies_per_az(problem);
+    let mut launches = launches_per_group(&drafts);
+    let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(priority(drafts[i].type_index)), i));
+    let excess_of = |counts: &[Vec<u64>], component: usize| {
+        let limit = problem.components().get(component).and_then(|c| c.max_imbalance);
+        counts.get(component).map_or(0, |per_az| balance_excess(per_az, limit))
+    };
+    let mut moved = false;
+    for a in order {
+        if limits.stop_now().is_some() {
+            break;
+        }
+        let Some(draft) = drafts.get(a) else { continue };
+        let (from, from_az) = (draft.type_index, draft.az_index);
+        let held = draft.copies.clone();
+        let target = preferred.iter().copied().take_while(|&t| priority(t) < priority(from)).find_map(|t| {
+            let eligible = held.keys().all(|&c| {
+                problem
+                    .components()
+                    .get(c)
+                    .is_some_and(|component| component.placement_requirement(problem, t).is_some())
+            });
+            let fits = types.get(t).is_some_and(|info| problem.copies_footprint(t, &held).fits_in(&info.capacity));
+            if !eligible || !fits {
+                return None;
+            }
+            (0..problem.azs().len())
+                .filter(|&z| launch_room(problem, &launches, t, z))
+                .filter_map(|z| {
+                    // The excess the move adds (negative: removes) over the components it moves.
+                    let mut after = counts.clone();
+                    let mut delta: i64 = 0;
+                    for (&component, &count) in &held {
+                        let before = excess_of(&counts, component);
+                        if let Some(per_az) = after.get_mut(component) {
+                            per_az[from_az] = per_az[from_az].saturating_sub(u64::from(count));
+                            per_az[z] += u64::from(count);
+                        }
+                        let now = excess_of(&after, component);
+                        delta += i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(before).unwrap_or(i64::MAX);
+                    }
+                    (delta <= 0).then_some((delta, z))
+                })
+                .min()
+                .map(|(_, z)| (t, z))
+        });
+        let Some((to, to_az)) = target else { continue };
+        for (&component, &count) in &held {
+            if let Some(per_az) = counts.get_mut(component) {
+                per_az[from_az] = per_az[from_az].saturating_sub(u64::from(count));
+                per_az[to_az] += u64::from(count);
+            }
+        }
+        if let Some(count) = launches.get_mut(&(from, from_az)) {
+            *count = count.saturating_sub(1);
+        }
+        *launches.entry((to, to_az)).or_insert(0) += 1;
+        if let Some(draft) = drafts.get_mut(a) {
+            draft.type_index = to;
+            draft.az_index = to_az;
+        }
+        moved = true;
+    }
+    if !moved {
+        return None;
+    }
+    hand_out_reservations(problem, &mut drafts);
+    let azs: Vec<usize> = (0..problem.azs().len()).collect();
+    spread_balance(problem, &mut drafts, &azs);
+    rebuilt_if_better(problem, plan, &drafts)
+}
+
+/// Packing attempts one run of [`retype_pairs_to_preferred`] may make (each places the copies of
+/// two instances once).
+const PAIR_WORK: u64 = 200_000;
+
+/// `plan` with pairs of launches in one AZ repacked so that one of them can be of a more
+/// preferred type: the copies of a fallback launch `a` and of another launch `b` in its AZ are
+/// packed afresh, first fit decreasing in a few orders, into `a` retyped to a more preferred pool
+/// type (within its launch limit) and `b` as it is. Copies only the fallback type holds (larger
+/// accelerator memory, say) go to `b` when `b` holds them, which a one-launch retype
+/// ([`retype_to_preferred`]) cannot do: its launch keeps every copy it had. Copies stay in their
+/// AZ and instances stay as many (L1, L2 unchanged; L3 strictly better per pair). Least
+/// preferred launches first. The SPREAD rule is restored within the AZs changed. Stops when
+/// `limits` say so or after [`PAIR_WORK`] packings. `None` unless the result verifies and is
+/// strictly better.
+pub(super) fn retype_pairs_to_preferred(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
+    let (fleet, preferred) = fleet_and_preferred(problem, plan)?;
+    let priority = |t: usize| priority_of(problem, t);
+    let best = preferred.first().map_or(u8::MAX, |&t| priority(t));
+    let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
+    let mut launches = launches_per_group(&drafts);
+    let mut order: Vec<usize> =
+        (0..drafts.len()).filter(|&i| drafts[i].existing.is_none() && priority(drafts[i].type_index) > best).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(priority(drafts[i].type_index)), i));
+    let mut work: u64 = 0;
+    let mut changed_azs: BTreeSet<usize> = BTreeSet::new();
+    'launches: for a in order {
+        let Some(&Draft { type_index: from, az_index: z, .. }) = drafts.get(a) else { continue };
+        let targets: Vec<usize> = preferred
+            .iter()
+            .copied()
+            .take_while(|&t| priority(t) < priority(from))
+            .filter(|&t| launch_room(problem, &launches, t, z))
+            .collect();
+        for to in targets {
+            for b in 0..drafts.len() {
+                if work >= PAIR_WORK || limits.stop_now().is_some() {
+                    break 'launches;
+                }
+                let partner = &drafts[b];
+                if b == a || partner.existing.is_some() || partner.az_index != z {
+                    continue;
+                }
+                work += 1;
+                let Some((into_a, into_b)) =
+                    repack_pair(problem, [to, partner.type_index], [&drafts[a].copies, &partner.copies])
+                else {
+                    continue;
+                };
+                if let Some(count) = launches.get_mut(&(from, z)) {
+                    *count = count.saturating_sub(1);
+                }
+                *launches.entry((to, z)).or_insert(0) += 1;
+                drafts[a].type_index = to;
+                drafts[a].new_copies = into_a.clone();
+                drafts[a].copies = into_a;
+                drafts[b].new_copies = into_b.clone();
+                drafts[b].copies = into_b;
+                changed_azs.insert(z);
+                continue 'launches;
+            }
+        }
+    }
+    if changed_azs.is_empty() {
+        return None;
+    }
+    hand_out_reservations(problem, &mut drafts);
+    spread_balance(problem, &mut drafts, &changed_azs.into_iter().collect::<Vec<_>>());
+    rebuilt_if_better(problem, plan, &drafts)
+}
+
+/// The copies `held` of two launches packed afresh into one instance of each of `types`: first
+/// fit decreasing by accelerators, by memory and by CPU, each trying the first instance first and
+/// then the second first; the first packing that places every copy, as copies per component of
+/// each instance.
+fn repack_pair(
+    problem: &Problem,
+    types: [usize; 2],
+    held: [&BTreeMap<usize, u32>; 2],
+) -> Option<(BTreeMap<usize, u32>, BTreeMap<usize, u32>)> {
+    let capacity = types.map(|t| problem.instance_types().get(t).map(|info| info.capacity));
+    let [Some(first_room), Some(second_room)] = capacity else { return None };
+    let rooms = [first_room, second_room];
+    let mut copies: Vec<usize> = Vec::new();
+    for map in held {
+        for (&component, &count) in map {
+            copies.extend(std::iter::repeat_n(component, usize::try_from(count).ok()?));
+        }
+    }
+    let eligible = |component: usize, slot: usize| {
+        problem.components().get(component).is_some_and(|c| c.placement_requirement(problem, types[slot]).is_some())
+    };
+    // A copy's size on the larger of its footprints over the two types, so that copies only one
+    // type holds (or holds smaller) are weighed by what they need where they fit worst.
+    let size = |component: usize| {
+        let one = BTreeMap::from([(component, 1u32)]);
+        let [x, y] = types.map(|t| problem.copies_footprint(t, &one));
+        [x.accelerators.max(y.accelerators), x.memory_mib.max(y.memory_mib), x.milli_cpus.max(y.milli_cpus)]
+    };
+    // The order of (accelerators, memory, CPU) each pass sorts by, largest first.
+    let keys: [[usize; 3]; 3] = [[0, 1, 2], [1, 0, 2], [2, 0, 1]];
+    for key in keys {
+        let mut ordered = copies.clone();
+        // Copies one type cannot hold first (they have one place), then by size.
+        ordered.sort_by_key(|&c| {
+            (
+                std::cmp::Reverse(u8::from(!eligible(c, 0) || !eligible(c, 1))),
+                std::cmp::Reverse(key.map(|i| size(c)[i])),
+                c,
+            )
+        });
+        for first in [0usize, 1] {
+            let mut bins: [BTreeMap<usize, u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
+            let placed_all = ordered.iter().all(|&component| {
+                [first, 1 - first].into_iter().any(|slot| {
+                    if !eligible(component, slot) {
+                        return false;
+                    }
+                    *bins[slot].entry(component).or_insert(0) += 1;
+                    if problem.copies_footprint(types[slot], &bins[slot]).fits_in(&rooms[slot]) {
+                        return true;
+                    }
+                    if let Some(count) = bins[slot].get_mut(&component) {
+                        *count -= 1;
+                    }
+                    bins[slot].retain(|_, n| *n > 0);
+                    false
+                })
+            });
+            if placed_all {
+                let [into_first, into_second] = bins;
+                return Some((into_first, into_second));
+            }
+        }
+    }
+    None
+}
+
+/// `plan`'s final fleet (`None` when its actions do not apply cleanly) and the pool types, most
+/// preferred first: where each polish that moves launches to preferred types starts.
+fn fleet_and_preferred(problem: &Problem, plan: &Plan) -> Option<(FinalFleet, Vec<usize>)> {
+    let (fleet, violations) = FinalFleet::apply(problem, &plan.actions);
+    if !violations.is_empty() {
+        return None;
+    }
+    let mut preferred: Vec<usize> = problem.pool_types().collect();
+    preferred.sort_by_key(|&t| (priority_of(problem, t), t));
+    Some((fleet, preferred))
+}
+
+/// The priority of type `t` (`u8::MAX` for a type outside the catalogue).
+fn priority_of(problem: &Problem, t: usize) -> u8 {
+    problem.instance_types().get(t).map_or(u8::MAX, |info| info.priority)
 }
 
 /// The plan `drafts` describe, finished like `plan` (solver, status, stop reason, bound);
@@ -1066,21 +1304,8 @@ mod tests {
     /// A plan launching `launches` (id, type) in `us-east-1a` and placing `copies` (component,
     /// id) there, checked by `verify`.
     fn plan_of(problem: &Problem, launches: &[(&str, &str)], copies: &[(&str, &str)]) -> Plan {
-        let mut actions = Vec::new();
-        for &(id, instance_type) in launches {
-            actions.push(Action::LaunchInstance {
-                instance_id: id.into(),
-                instance_type: instance_type.into(),
-                availability_zone: "us-east-1a".into(),
-                reserved: false,
-            });
-        }
-        for &(component, id) in copies {
-            actions.push(Action::PlaceCopy { component: component.into(), instance_id: id.into(), model_name: None });
-        }
-        let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::TimeLimit, actions, None);
-        assert!(verify(problem, &plan).is_empty());
-        plan
+        let in_first_az: Vec<(&str, &str, &str)> = launches.iter().map(|&(id, t)| (id, t, "us-east-1a")).collect();
+        plan_in(problem, &in_first_az, copies)
     }
 
     #[test]
@@ -1206,5 +1431,83 @@ mod tests {
         assert_eq!(left_over(limited, (6, 2)), LaunchLimit { reserved: 0, available: Some(0) });
         let unlimited = LaunchLimit { reserved: 1, available: None };
         assert_eq!(left_over(unlimited, (5, 1)), LaunchLimit { reserved: 0, available: None });
+    }
+    /// A plan with `launches` (id, type, AZ) and `copies` (component, id), checked by `verify`.
+    fn plan_in(problem: &Problem, launches: &[(&str, &str, &str)], copies: &[(&str, &str)]) -> Plan {
+        let mut actions = Vec::new();
+        for &(id, instance_type, az) in launches {
+            actions.push(Action::LaunchInstance {
+                instance_id: id.into(),
+                instance_type: instance_type.into(),
+                availability_zone: az.into(),
+                reserved: false,
+            });
+        }
+        for &(component, id) in copies {
+            actions.push(Action::PlaceCopy { component: component.into(), instance_id: id.into(), model_name: None });
+        }
+        let plan = finish(problem, SolverKind::Exact, Status::Feasible, StopReason::TimeLimit, actions, None);
+        assert!(verify(problem, &plan).is_empty());
+        plan
+    }
+
+    #[test]
+    fn two_fallback_launches_repack_so_one_moves_up() {
+        // Two fallback g5.12xlarge: one holds a half (2 accelerators) and a small (1), the other
+        // a half. The preferred g5.xlarge (1 accelerator) holds no half, so neither launch moves
+        // up alone; repacked, the halves share one g5.12xlarge and the small has a g5.xlarge.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a"])
+            .pool("ml.g5.xlarge", 1)
+            .pool("ml.g5.12xlarge", 2)
+            .component("small", 1, 1, 1.0, 1024)
+            .component("half", 2, 2, 1.0, 1024)
+            .strategy("half", crate::PlacementStrategy::Binpack)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let launches = [("new-1", "ml.g5.12xlarge", "us-east-1a"), ("new-2", "ml.g5.12xlarge", "us-east-1a")];
+        let plan = plan_in(&problem, &launches, &[("half", "new-1"), ("small", "new-1"), ("half", "new-2")]);
+        assert!(retype_to_preferred(&problem, &plan).is_none(), "no launch moves up alone");
+        let better = retype_pairs_to_preferred(&problem, &plan, &EngineLimits::new())
+            .unwrap_or_else(|| panic!("the pair repacks"));
+        assert!(verify(&problem, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 3);
+        assert_eq!(better.objective.balance_excess, 0);
+        assert_eq!((better.objective.instances_of_priority(1), better.objective.instances_of_priority(2)), (1, 1));
+        assert!(retype_pairs_to_preferred(&problem, &better, &EngineLimits::new()).is_none(), "nothing left");
+    }
+
+    #[test]
+    fn a_fallback_launch_moves_up_in_another_az_only_when_balance_allows() {
+        // The preferred g6 may not launch in us-east-1a, but may in us-east-1b. A fallback g5 in
+        // 1a holding a copy of a component without MaxImbalance moves there as a g6; one holding
+        // a copy of a component held at MaxImbalance 0 (one copy in each AZ) stays.
+        let build = |balanced: bool| {
+            let mut builder = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+                .pool("ml.g6.12xlarge", 1)
+                .pool("ml.g5.12xlarge", 2)
+                .capacity("ml.g6.12xlarge", "us-east-1a", Some(0), 0)
+                .component("model", 2, 1, 1.0, 1024)
+                .instance_limits(1, None);
+            if balanced {
+                builder = builder.max_imbalance("model", 0);
+            }
+            let scenario = builder.build().unwrap_or_else(|e| panic!("{e}"));
+            Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let launches = [("new-1", "ml.g5.12xlarge", "us-east-1a"), ("new-2", "ml.g6.12xlarge", "us-east-1b")];
+        let copies = [("model", "new-1"), ("model", "new-2")];
+        let free = build(false);
+        let plan = plan_in(&free, &launches, &copies);
+        assert!(retype_to_preferred(&free, &plan).is_none(), "no room for a g6 in 1a");
+        let better = relocate_to_preferred(&free, &plan, &EngineLimits::new())
+            .unwrap_or_else(|| panic!("the g5 moves to 1b as a g6"));
+        assert!(verify(&free, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 2);
+        assert_eq!((better.objective.instances_of_priority(1), better.objective.instances_of_priority(2)), (2, 0));
+        let balanced = build(true);
+        let plan = plan_in(&balanced, &launches, &copies);
+        assert_eq!(plan.objective.balance_excess, 0);
+        assert!(relocate_to_preferred(&balanced, &plan, &EngineLimits::new()).is_none(), "balance would suffer");
     }
 }

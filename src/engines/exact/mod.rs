@@ -544,7 +544,8 @@ fn ending_early(limits: &EngineLimits, reserve: Duration) -> EngineLimits {
 }
 
 /// The last polish of an unproven plan: launches of fallback types whose copies a preferred type
-/// holds move up ([`lns::retype_to_preferred`], L3). After the large-neighbourhood phase, so the
+/// holds move up ([`lns::retype_to_preferred`], L3), then pairs of launches repacked so one moves
+/// up ([`lns::retype_pairs_to_preferred`]). After the large-neighbourhood phase, so the
 /// phase starts from the plan it always started from and this only ever improves its result.
 /// Then launches emptied by chains ([`lns::empty_launches`]), until `limits` say stop.
 fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
@@ -557,6 +558,18 @@ fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Sta
         None => plan,
     };
     stats.phase("retype to preferred", phase);
+    let phase = Instant::now();
+    let plan = match lns::retype_pairs_to_preferred(problem, &plan, limits) {
+        Some(better) => mark_if_proven(better),
+        None => plan,
+    };
+    stats.phase("retype pairs to preferred", phase);
+    let phase = Instant::now();
+    let plan = match lns::relocate_to_preferred(problem, &plan, limits) {
+        Some(better) => mark_if_proven(better),
+        None => plan,
+    };
+    stats.phase("relocate to preferred", phase);
     let phase = Instant::now();
     let plan = match lns::empty_launches(problem, &plan, limits) {
         Some(better) => mark_if_proven(better),
