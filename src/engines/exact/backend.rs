@@ -317,11 +317,12 @@ impl MipBackend for Microlp {
     }
 
     fn solve(&self, mip: &Mip, request: &SolveRequest) -> MipOutcome {
-        if request.time_limit.is_some_and(|left| left > PRESOLVE_FROM) {
-            solve_with_retries(mip, request, |mip, request| guarded(|| microlp_presolve::solve_once(mip, request)))
+        let attempt = if request.time_limit.is_some_and(|left| left > PRESOLVE_FROM) {
+            microlp_presolve::solve_once
         } else {
-            solve_with_retries(mip, request, |mip, request| guarded(|| microlp_stable::solve_once(mip, request)))
-        }
+            microlp_stable::solve_once
+        };
+        solve_with_retries(mip, request, |mip, request| guarded(|| attempt(mip, request)))
     }
 }
 
@@ -403,17 +404,18 @@ fn solve_with_retries(
 mod microlp_stable {
     use super::*;
 
-    fn configure(_options: &mut microlp::SolveOptions, _request: &SolveRequest) {}
+    fn configure(_options: &mut microlp::SolveOptions) {}
 
     include!("microlp_attempt.rs");
 }
 
-/// One microlp attempt with microlp 0.7 and its presolve: solves under a deadline only.
+/// One microlp attempt with microlp 0.7 and its presolve: solves with more than
+/// [`PRESOLVE_FROM`] left.
 mod microlp_presolve {
     use super::*;
     use microlp_next as microlp;
 
-    fn configure(options: &mut microlp::SolveOptions, _request: &SolveRequest) {
+    fn configure(options: &mut microlp::SolveOptions) {
         options.presolve = true;
     }
 

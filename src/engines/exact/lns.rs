@@ -705,7 +705,6 @@ fn put_back(
 /// strictly better.
 pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan> {
     let (fleet, preferred) = fleet_and_preferred(problem, plan)?;
-    let types = problem.instance_types();
     let priority = |t: usize| priority_of(problem, t);
     let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
     let mut launches = launches_per_group(&drafts);
@@ -715,24 +714,14 @@ pub(super) fn retype_to_preferred(problem: &Problem, plan: &Plan) -> Option<Plan
     for i in order {
         let Some(draft) = drafts.get_mut(i) else { continue };
         let (from, z) = (draft.type_index, draft.az_index);
-        let target = preferred.iter().copied().take_while(|&t| priority(t) < priority(from)).find(|&t| {
-            let room = launch_room(problem, &launches, t, z);
-            let eligible = draft.copies.keys().all(|&c| {
-                problem
-                    .components()
-                    .get(c)
-                    .is_some_and(|component| component.placement_requirement(problem, t).is_some())
-            });
-            let capacity = types.get(t).map(|info| info.capacity);
-            room && eligible
-                && capacity.is_some_and(|capacity| problem.copies_footprint(t, &draft.copies).fits_in(&capacity))
-        });
+        let target = preferred
+            .iter()
+            .copied()
+            .take_while(|&t| priority(t) < priority(from))
+            .find(|&t| launch_room(problem, &launches, t, z) && one_instance_holds(problem, t, &draft.copies));
         let Some(to) = target else { continue };
         draft.type_index = to;
-        if let Some(count) = launches.get_mut(&(from, z)) {
-            *count = count.saturating_sub(1);
-        }
-        *launches.entry((to, z)).or_insert(0) += 1;
+        move_launch(&mut launches, (from, z), (to, z));
         retyped = true;
     }
     if !retyped {
@@ -755,16 +744,14 @@ pub(super) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &Eng
         return None;
     }
     let (fleet, preferred) = fleet_and_preferred(problem, plan)?;
-    let types = problem.instance_types();
     let priority = |t: usize| priority_of(problem, t);
     let mut drafts: Vec<Draft> = fleet.instances.iter().map(draft_of).collect();
     let mut counts = fleet.copies_per_az(problem);
     let mut launches = launches_per_group(&drafts);
     let mut order: Vec<usize> = (0..drafts.len()).filter(|&i| drafts[i].existing.is_none()).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(priority(drafts[i].type_index)), i));
-    let excess_of = |counts: &[Vec<u64>], component: usize| {
-        let limit = problem.components().get(component).and_then(|c| c.max_imbalance);
-        counts.get(component).map_or(0, |per_az| balance_excess(per_az, limit))
+    let excess_of = |component: usize, per_az: &[u64]| {
+        balance_excess(per_az, problem.components().get(component).and_then(|c| c.max_imbalance))
     };
     let mut moved = false;
     for a in order {
@@ -775,31 +762,23 @@ pub(super) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &Eng
         let (from, from_az) = (draft.type_index, draft.az_index);
         let held = draft.copies.clone();
         let target = preferred.iter().copied().take_while(|&t| priority(t) < priority(from)).find_map(|t| {
-            let eligible = held.keys().all(|&c| {
-                problem
-                    .components()
-                    .get(c)
-                    .is_some_and(|component| component.placement_requirement(problem, t).is_some())
-            });
-            let fits = types.get(t).is_some_and(|info| problem.copies_footprint(t, &held).fits_in(&info.capacity));
-            if !eligible || !fits {
+            if !one_instance_holds(problem, t, &held) {
                 return None;
             }
             (0..problem.azs().len())
                 .filter(|&z| launch_room(problem, &launches, t, z))
                 .filter_map(|z| {
                     // The excess the move adds (negative: removes) over the components it moves.
-                    let mut after = counts.clone();
-                    let mut delta: i64 = 0;
-                    for (&component, &count) in &held {
-                        let before = excess_of(&counts, component);
-                        if let Some(per_az) = after.get_mut(component) {
-                            per_az[from_az] = per_az[from_az].saturating_sub(u64::from(count));
-                            per_az[z] += u64::from(count);
-                        }
-                        let now = excess_of(&after, component);
-                        delta += i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(before).unwrap_or(i64::MAX);
-                    }
+                    let delta: i64 = held
+                        .iter()
+                        .filter_map(|(&component, &count)| {
+                            let per_az = counts.get(component)?;
+                            let mut after = per_az.clone();
+                            shift(&mut after, from_az, z, count);
+                            let signed = |excess: u64| i64::try_from(excess).unwrap_or(i64::MAX);
+                            Some(signed(excess_of(component, &after)) - signed(excess_of(component, per_az)))
+                        })
+                        .sum();
                     (delta <= 0).then_some((delta, z))
                 })
                 .min()
@@ -808,14 +787,10 @@ pub(super) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &Eng
         let Some((to, to_az)) = target else { continue };
         for (&component, &count) in &held {
             if let Some(per_az) = counts.get_mut(component) {
-                per_az[from_az] = per_az[from_az].saturating_sub(u64::from(count));
-                per_az[to_az] += u64::from(count);
+                shift(per_az, from_az, to_az, count);
             }
         }
-        if let Some(count) = launches.get_mut(&(from, from_az)) {
-            *count = count.saturating_sub(1);
-        }
-        *launches.entry((to, to_az)).or_insert(0) += 1;
+        move_launch(&mut launches, (from, from_az), (to, to_az));
         if let Some(draft) = drafts.get_mut(a) {
             draft.type_index = to;
             draft.az_index = to_az;
@@ -879,10 +854,7 @@ pub(super) fn retype_pairs_to_preferred(problem: &Problem, plan: &Plan, limits: 
                 else {
                     continue;
                 };
-                if let Some(count) = launches.get_mut(&(from, z)) {
-                    *count = count.saturating_sub(1);
-                }
-                *launches.entry((to, z)).or_insert(0) += 1;
+                move_launch(&mut launches, (from, z), (to, z));
                 drafts[a].type_index = to;
                 drafts[a].new_copies = into_a.clone();
                 drafts[a].copies = into_a;
@@ -934,7 +906,7 @@ fn repack_pair(
     for key in keys {
         let mut ordered = copies.clone();
         // Copies one type cannot hold first (they have one place), then by size.
-        ordered.sort_by_key(|&c| {
+        ordered.sort_by_cached_key(|&c| {
             (
                 std::cmp::Reverse(u8::from(!eligible(c, 0) || !eligible(c, 1))),
                 std::cmp::Reverse(key.map(|i| size(c)[i])),
@@ -991,6 +963,37 @@ fn rebuilt_if_better(problem: &Problem, plan: &Plan, drafts: &[Draft]) -> Option
     let actions = actions_of(problem, drafts);
     let better = finish(problem, plan.solver, plan.status, plan.stop_reason.clone(), actions, plan.bound.clone());
     (better.objective.better_than(&plan.objective) && verify(problem, &better).is_empty()).then_some(better)
+}
+
+/// Whether one instance of type `t` may hold all of `copies`: every one eligible on `t`, all of
+/// them within its capacity.
+fn one_instance_holds(problem: &Problem, t: usize, copies: &BTreeMap<usize, u32>) -> bool {
+    let eligible = copies.keys().all(|&c| {
+        problem.components().get(c).is_some_and(|component| component.placement_requirement(problem, t).is_some())
+    });
+    eligible
+        && problem
+            .instance_types()
+            .get(t)
+            .is_some_and(|info| problem.copies_footprint(t, copies).fits_in(&info.capacity))
+}
+
+/// One launch of (type, AZ) `from` counted as one of `to` in `launches`.
+fn move_launch(launches: &mut BTreeMap<(usize, usize), u32>, from: (usize, usize), to: (usize, usize)) {
+    if let Some(count) = launches.get_mut(&from) {
+        *count = count.saturating_sub(1);
+    }
+    *launches.entry(to).or_insert(0) += 1;
+}
+
+/// `count` copies of one component moved from AZ `from` to AZ `to` in its copies per AZ.
+fn shift(per_az: &mut [u64], from: usize, to: usize, count: u32) {
+    if let Some(held) = per_az.get_mut(from) {
+        *held = held.saturating_sub(u64::from(count));
+    }
+    if let Some(held) = per_az.get_mut(to) {
+        *held += u64::from(count);
+    }
 }
 
 /// Launches per (type, AZ) among `drafts`.

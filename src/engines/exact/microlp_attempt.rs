@@ -69,7 +69,7 @@ pub(super) fn solve_once(mip: &Mip, request: &SolveRequest) -> Attempt {
         Err(attempt) => return attempt,
     };
     let mut options = options(request, &handles);
-    configure(&mut options, request);
+    configure(&mut options);
     let integral = request.integral_objective_bound.is_some_and(f64::is_finite);
     // With an integral objective the search runs in node chunks: between chunks, an
     // incumbent within less than one unit of the best bound is optimal (microlp would keep
