@@ -149,12 +149,18 @@ impl Planner<'_> {
             _ => 0,
         };
         for target in first..self.nodes.len() {
-            if !self.may_receive(candidate, component, target, balance_before) {
+            if !self.may_receive(candidate, component, target) {
                 continue;
             }
             self.add_copy(target, component, source_az);
             moves.push((component, target));
-            self.assign(candidate, units, moves, balance_before, spread_before, search);
+            // Units are grouped by component: after its last copy, the component's AZ counts
+            // are final for this release, and its imbalance must not have grown (checked here
+            // rather than per copy, where it would depend on the order targets are tried in).
+            let component_done = units.get(moves.len()) != Some(&component);
+            if !component_done || self.balance_kept(component, balance_before) {
+                self.assign(candidate, units, moves, balance_before, spread_before, search);
+            }
             moves.pop();
             self.undo_copy(target, component, source_az);
         }

@@ -608,14 +608,13 @@ impl<'p> Planner<'p> {
             .map(|(_, index)| index)
     }
 
-    /// Whether `target` may receive one copy of `component` leaving `candidate` now: alive,
-    /// eligible, room for the copy with the target type's requirement, and (across AZs) the
-    /// component's imbalance no larger than `balance_before`.
-    fn may_receive(&self, candidate: usize, component: usize, target: usize, balance_before: &[u64]) -> bool {
+    /// Whether `target` may receive one copy of `component` leaving `candidate` now: alive, not
+    /// draining, eligible, and room for the copy with the target type's requirement. AZ balance
+    /// is the caller's to check once all copies of the component have moved: a check per copy
+    /// would depend on the order the copies are tried in.
+    fn may_receive(&self, candidate: usize, component: usize, target: usize) -> bool {
         let problem = self.problem;
-        let (Some(node), Some(source), Some(info)) =
-            (self.nodes.get(target), self.nodes.get(candidate), problem.components().get(component))
-        else {
+        let (Some(node), Some(info)) = (self.nodes.get(target), problem.components().get(component)) else {
             return false;
         };
         if !node.alive || node.draining || target == candidate {
@@ -623,20 +622,18 @@ impl<'p> Planner<'p> {
         }
         let Some(requirement) = info.placement_requirement(problem, node.type_index) else { return false };
         let Some(type_info) = problem.instance_types().get(node.type_index) else { return false };
-        if !node.used.plus(&requirement.resources).fits_in(&type_info.capacity) {
-            return false;
-        }
-        if node.az_index == source.az_index || info.max_imbalance.is_none() {
-            return true;
-        }
-        let Some(mut after) = self.per_az.get(component).cloned() else { return false };
-        if let Some(slot) = after.get_mut(source.az_index) {
-            *slot = slot.saturating_sub(1);
-        }
-        if let Some(slot) = after.get_mut(node.az_index) {
-            *slot += 1;
-        }
-        imbalance(&after) <= balance_before.get(component).copied().unwrap_or(0)
+        node.used.plus(&requirement.resources).fits_in(&type_info.capacity)
+    }
+
+    /// Whether `component`'s imbalance over the AZs is at most what it was before the release
+    /// (`balance_before`), or the component has no `AvailabilityZoneBalance`.
+    fn balance_kept(&self, component: usize, balance_before: &[u64]) -> bool {
+        let balanced = self.problem.components().get(component).is_some_and(|info| info.max_imbalance.is_some());
+        !balanced
+            || self
+                .per_az
+                .get(component)
+                .is_some_and(|row| imbalance(row) <= balance_before.get(component).copied().unwrap_or(0))
     }
 
     /// Groups a sequence of releases into steps: a release joins the current step when the step
