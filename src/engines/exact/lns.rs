@@ -44,6 +44,10 @@ const WINDOW_NODES: u64 = 20_000;
 /// bounded by this many node-limited window solves.
 const WINDOWS_WITHOUT_DEADLINE: u64 = 16;
 
+/// Time left at the start of the phase from which windows aimed at fallback launches join in
+/// its first round (with less, from the second; docs/sweep.md, session of 2026-12-06, fourth).
+const FALLBACK_WINDOWS_FIRST: Duration = Duration::from_secs(1);
+
 /// Least time a window's solve gets (when that much is left).
 const MIN_SLICE: Duration = Duration::from_millis(100);
 
@@ -97,7 +101,14 @@ pub(super) fn improve(
     let mut fleet = FinalFleet::apply(problem, &best.actions).0;
     let largest_az = largest_az_copies(problem, &fleet);
     let mut cap = FIRST_WINDOW_COPIES;
-    let mut list = windows(problem, &fleet, cap);
+    // Windows aimed at fallback launches join from the first round when the phase starts with
+    // more than FALLBACK_WINDOWS_FIRST left (the time ladder's later stages), else from the
+    // second: within a second they took the slices of windows that do better there.
+    let fallback_from = match limits.time_left() {
+        Some(left) if left > FALLBACK_WINDOWS_FIRST => FIRST_WINDOW_COPIES,
+        _ => FIRST_WINDOW_COPIES.saturating_mul(WINDOW_GROWTH),
+    };
+    let mut list = windows(problem, &fleet, cap, fallback_from);
     let (mut next, mut idle) = (0usize, 0usize);
     loop {
         if let Some(stop) = limits.stop_now() {
@@ -115,7 +126,7 @@ pub(super) fn improve(
                 break;
             }
             cap = cap.saturating_mul(WINDOW_GROWTH);
-            list = windows(problem, &fleet, cap);
+            list = windows(problem, &fleet, cap, fallback_from);
             (next, idle) = (0, 0);
             continue;
         }
@@ -145,7 +156,7 @@ pub(super) fn improve(
             break;
         }
         // The fleet changed: the windows are drawn again, the rotation goes on from here.
-        list = windows(problem, &fleet, cap);
+        list = windows(problem, &fleet, cap, fallback_from);
         idle = 0;
     }
     (best, progress)
@@ -182,7 +193,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
 
 /// Every window of the fleet, in the order they are tried: per AZ (round robin), the least
 /// loaded launched instances of the AZ, then of each type, then of each component group.
-fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
+fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64, fallback_from: u64) -> Vec<Window> {
     let missing = missing_copies(problem, fleet, cap);
     let groups = component_groups(problem);
     // Launched instances per AZ, the emptiest first (per mille of the most used resource).
@@ -217,6 +228,16 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Window> {
         let aimed: Vec<Window> =
             excess_groups(problem, fleet, cap, &movable).iter().map(|group| spanning_window(&holders, group)).collect();
         per_az.insert(0, aimed);
+        // Then at fallback launches (L3), from windows of `fallback_from` copies: their
+        // components may move to AZs where a more preferred type can still launch, others
+        // making room for them.
+        if cap >= fallback_from {
+            let fallback: Vec<Window> = fallback_groups(problem, fleet, cap, &movable)
+                .iter()
+                .map(|group| spanning_window(&holders, group))
+                .collect();
+            per_az.insert(1, fallback);
+        }
         let groups = spanning_groups(problem, cap, &movable);
         per_az.push(groups.iter().map(|group| spanning_window(&holders, group)).collect());
     }
@@ -336,6 +357,68 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTre
             }
             for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c && movable.contains(&d)) {
                 *neighbours.entry(d).or_insert(0) += u64::from(n);
+            }
+        }
+        let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
+        let mut group = vec![c];
+        let mut copies = copies_of(c);
+        for (_, d) in ranked {
+            if copies + copies_of(d) <= cap {
+                group.push(d);
+                copies += copies_of(d);
+            }
+        }
+        group.sort_unstable();
+        groups.push(group);
+    }
+    groups
+}
+
+/// Windows across AZs aimed at fallback launches (L3): per `movable` component on launches of a
+/// type less preferred than the pool's best (most copies on the least preferred first), the
+/// component and those with most copies on the same launches or on more preferred launches in
+/// their AZs (what must move or make room for them to go up), up to `cap` copies a group.
+fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+    let components = problem.components();
+    let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
+    let best = problem.pool_types().map(|t| priority_of(problem, t)).min().unwrap_or(u8::MAX);
+    let launched = || fleet.instances.iter().filter(|instance| instance.existing.is_none());
+    // Per component: the least preferred priority of a fallback launch holding it, and its
+    // copies on fallback launches.
+    let mut on_fallback: BTreeMap<usize, (u8, u64)> = BTreeMap::new();
+    for instance in launched().filter(|instance| priority_of(problem, instance.type_index) > best) {
+        let priority = priority_of(problem, instance.type_index);
+        for (&c, &n) in instance.copies.iter().filter(|(c, _)| movable.contains(c)) {
+            let entry = on_fallback.entry(c).or_insert((0, 0));
+            entry.0 = entry.0.max(priority);
+            entry.1 += u64::from(n);
+        }
+    }
+    let mut seeds: Vec<(u8, u64, usize)> = on_fallback.into_iter().map(|(c, (p, n))| (p, n, c)).collect();
+    seeds.sort_by(|a, b| {
+        b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| components[a.2].name.cmp(&components[b.2].name))
+    });
+    let mut groups = Vec::new();
+    for &(_, _, c) in seeds.iter().take(GROUP_SIZE * 4) {
+        let holds_seed = |instance: &FinalInstance| {
+            instance.copies.contains_key(&c) && priority_of(problem, instance.type_index) > best
+        };
+        let azs: BTreeSet<usize> = launched().filter(|i| holds_seed(i)).map(|i| i.az_index).collect();
+        let seed_priority = launched().filter(|i| holds_seed(i)).map(|i| priority_of(problem, i.type_index)).max();
+        // Neighbours on the seed's fallback launches count twice those on better launches of
+        // the same AZs.
+        let mut neighbours: BTreeMap<usize, u64> = BTreeMap::new();
+        for instance in launched().filter(|instance| azs.contains(&instance.az_index)) {
+            let weight = if holds_seed(instance) {
+                2
+            } else if Some(priority_of(problem, instance.type_index)) < seed_priority {
+                1
+            } else {
+                continue;
+            };
+            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c && movable.contains(&d)) {
+                *neighbours.entry(d).or_insert(0) += weight * u64::from(n);
             }
         }
         let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
@@ -1403,7 +1486,7 @@ mod tests {
         assert!(on_existing.contains(&0), "{on_existing:?}");
         assert_eq!(movable, (0..3).filter(|c| !on_existing.contains(c)).collect());
         assert!(movable.contains(&2), "{movable:?}");
-        let spanning: Vec<Window> = windows(&problem, &fleet, FIRST_WINDOW_COPIES)
+        let spanning: Vec<Window> = windows(&problem, &fleet, FIRST_WINDOW_COPIES, FIRST_WINDOW_COPIES)
             .into_iter()
             .filter(|window| matches!(window.scope, Scope::Components(_)))
             .collect();
@@ -1478,6 +1561,42 @@ mod tests {
         assert_eq!(better.objective.balance_excess, 0);
         assert_eq!((better.objective.instances_of_priority(1), better.objective.instances_of_priority(2)), (1, 1));
         assert!(retype_pairs_to_preferred(&problem, &better, &EngineLimits::new()).is_none(), "nothing left");
+    }
+
+    #[test]
+    fn windows_aimed_at_fallback_launches_take_what_makes_room_in_their_az() {
+        // `up` sits on a fallback g5 in 1a; `room` on the preferred g6 in 1a (it would have to
+        // make room for `up` to move up there); `far` on a g6 in 1b, not in the way.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .pool("ml.g5.12xlarge", 2)
+            .component("up", 1, 1, 1.0, 1024)
+            .component("room", 1, 1, 1.0, 1024)
+            .component("far", 1, 1, 1.0, 1024)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let launches = [
+            ("new-1", "ml.g5.12xlarge", "us-east-1a"),
+            ("new-2", "ml.g6.12xlarge", "us-east-1a"),
+            ("new-3", "ml.g6.12xlarge", "us-east-1b"),
+        ];
+        let plan = plan_in(&problem, &launches, &[("up", "new-1"), ("room", "new-2"), ("far", "new-3")]);
+        let fleet = FinalFleet::apply(&problem, &plan.actions).0;
+        let movable = movable_components(&problem, &fleet);
+        assert_eq!(fallback_groups(&problem, &fleet, FIRST_WINDOW_COPIES, &movable), vec![vec![0, 1]]);
+        // A cap of one copy leaves the seed alone.
+        assert_eq!(fallback_groups(&problem, &fleet, 1, &movable), vec![vec![0]]);
+        // The window is among those the phase tries once the first round is over.
+        let later = FIRST_WINDOW_COPIES * WINDOW_GROWTH;
+        let first_round = windows(&problem, &fleet, FIRST_WINDOW_COPIES, later);
+        assert!(!first_round.iter().any(|window| window.scope == Scope::Components(vec![0, 1])));
+        let spanning: Vec<Window> = windows(&problem, &fleet, later, later)
+            .into_iter()
+            .filter(|window| window.scope == Scope::Components(vec![0, 1]))
+            .collect();
+        assert_eq!(spanning.len(), 1);
+        assert_eq!(spanning[0].members.len(), 2);
     }
 
     #[test]
