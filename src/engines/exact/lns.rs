@@ -335,7 +335,6 @@ fn spanning_groups(problem: &Problem, cap: u64, movable: &BTreeSet<usize>) -> Ve
 fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
     let components = problem.components();
     let per_az = fleet.copies_per_az(problem);
-    let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
     let mut seeds: Vec<(u64, usize)> = (0..components.len())
         .filter_map(|c| {
             if !movable.contains(&c) {
@@ -359,18 +358,7 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTre
                 *neighbours.entry(d).or_insert(0) += u64::from(n);
             }
         }
-        let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
-        let mut group = vec![c];
-        let mut copies = copies_of(c);
-        for (_, d) in ranked {
-            if copies + copies_of(d) <= cap {
-                group.push(d);
-                copies += copies_of(d);
-            }
-        }
-        group.sort_unstable();
-        groups.push(group);
+        groups.push(group_around(problem, c, neighbours, cap));
     }
     groups
 }
@@ -381,7 +369,6 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTre
 /// their AZs (what must move or make room for them to go up), up to `cap` copies a group.
 fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
     let components = problem.components();
-    let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
     let best = problem.pool_types().map(|t| priority_of(problem, t)).min().unwrap_or(u8::MAX);
     let launched = || fleet.instances.iter().filter(|instance| instance.existing.is_none());
     // Per component: the least preferred priority of a fallback launch holding it, and its
@@ -421,20 +408,28 @@ fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BT
                 *neighbours.entry(d).or_insert(0) += weight * u64::from(n);
             }
         }
-        let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
-        let mut group = vec![c];
-        let mut copies = copies_of(c);
-        for (_, d) in ranked {
-            if copies + copies_of(d) <= cap {
-                group.push(d);
-                copies += copies_of(d);
-            }
-        }
-        group.sort_unstable();
-        groups.push(group);
+        groups.push(group_around(problem, c, neighbours, cap));
     }
     groups
+}
+
+/// `seed` and its `neighbours` (component → weight), heaviest first (ties by name), while the
+/// group stays within `cap` copies; in component order.
+fn group_around(problem: &Problem, seed: usize, neighbours: BTreeMap<usize, u64>, cap: u64) -> Vec<usize> {
+    let components = problem.components();
+    let copies_of = |c: usize| components.get(c).map_or(0, |component| u64::from(component.copy_count));
+    let mut ranked: Vec<(u64, usize)> = neighbours.into_iter().map(|(d, n)| (n, d)).collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| components[a.1].name.cmp(&components[b.1].name)));
+    let mut group = vec![seed];
+    let mut copies = copies_of(seed);
+    for (_, d) in ranked {
+        if copies + copies_of(d) <= cap {
+            group.push(d);
+            copies += copies_of(d);
+        }
+    }
+    group.sort_unstable();
+    group
 }
 
 /// Positions in order until `cap` copies are taken (at least one instance).
