@@ -725,11 +725,12 @@ fn run_command(dir: &Path, bin: &Path, time_limit_ms: u64, out: &Path) -> ExitCo
                 problems.push(format!("{label}: output is not a plan"));
             }
             let verify = run_cli(bin, &["verify", &path, &plan_path.to_string_lossy(), "--json"]);
-            if !verified_as_claimed(&verify, plan.as_ref()) {
+            let accepted = verified_as_claimed(&verify, plan.as_ref());
+            if !accepted {
                 let first = verify.stdout.lines().chain(verify.stderr.lines()).take(3).collect::<Vec<_>>().join(" | ");
                 problems.push(format!("{label}: verify exit {}: {first}", verify.code));
             }
-            verified.push(if verified_as_claimed(&verify, plan.as_ref()) { 0 } else { verify.code });
+            verified.push(if accepted { 0 } else { verify.code });
             if let (Some(plan), Some(scenario)) = (&plan, &scenario) {
                 let checked = check(scenario, plan);
                 // An Infeasible plan is expected to break a hard constraint; report only the rest.

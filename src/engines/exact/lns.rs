@@ -374,8 +374,11 @@ fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BT
     // Per component: the least preferred priority of a fallback launch holding it, and its
     // copies on fallback launches.
     let mut on_fallback: BTreeMap<usize, (u8, u64)> = BTreeMap::new();
-    for instance in launched().filter(|instance| priority_of(problem, instance.type_index) > best) {
+    for instance in launched() {
         let priority = priority_of(problem, instance.type_index);
+        if priority <= best {
+            continue;
+        }
         for (&c, &n) in instance.copies.iter().filter(|(c, _)| movable.contains(c)) {
             let entry = on_fallback.entry(c).or_insert((0, 0));
             entry.0 = entry.0.max(priority);
@@ -387,19 +390,18 @@ fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BT
         b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then_with(|| components[a.2].name.cmp(&components[b.2].name))
     });
     let mut groups = Vec::new();
-    for &(_, _, c) in seeds.iter().take(GROUP_SIZE * 4) {
+    for &(seed_priority, _, c) in seeds.iter().take(GROUP_SIZE * 4) {
         let holds_seed = |instance: &FinalInstance| {
             instance.copies.contains_key(&c) && priority_of(problem, instance.type_index) > best
         };
         let azs: BTreeSet<usize> = launched().filter(|i| holds_seed(i)).map(|i| i.az_index).collect();
-        let seed_priority = launched().filter(|i| holds_seed(i)).map(|i| priority_of(problem, i.type_index)).max();
         // Neighbours on the seed's fallback launches count twice those on better launches of
         // the same AZs.
         let mut neighbours: BTreeMap<usize, u64> = BTreeMap::new();
         for instance in launched().filter(|instance| azs.contains(&instance.az_index)) {
             let weight = if holds_seed(instance) {
                 2
-            } else if Some(priority_of(problem, instance.type_index)) < seed_priority {
+            } else if priority_of(problem, instance.type_index) < seed_priority {
                 1
             } else {
                 continue;

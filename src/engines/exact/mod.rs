@@ -545,37 +545,29 @@ fn ending_early(limits: &EngineLimits, reserve: Duration) -> EngineLimits {
 
 /// The last polish of an unproven plan: launches of fallback types whose copies a preferred type
 /// holds move up ([`lns::retype_to_preferred`], L3), then pairs of launches repacked so one moves
-/// up ([`lns::retype_pairs_to_preferred`]). After the large-neighbourhood phase, so the
-/// phase starts from the plan it always started from and this only ever improves its result.
-/// Then launches emptied by chains ([`lns::empty_launches`]), until `limits` say stop.
+/// up ([`lns::retype_pairs_to_preferred`]), then fallback launches moved up into another AZ
+/// ([`lns::relocate_to_preferred`]). After the large-neighbourhood phase, so the phase starts
+/// from the plan it always started from and this only ever improves its result. Then launches
+/// emptied by chains ([`lns::empty_launches`]), until `limits` say stop.
 fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
     if plan.status != Status::Feasible {
         return plan;
     }
-    let phase = Instant::now();
-    let plan = match lns::retype_to_preferred(problem, &plan) {
-        Some(better) => mark_if_proven(better),
-        None => plan,
-    };
-    stats.phase("retype to preferred", phase);
-    let phase = Instant::now();
-    let plan = match lns::retype_pairs_to_preferred(problem, &plan, limits) {
-        Some(better) => mark_if_proven(better),
-        None => plan,
-    };
-    stats.phase("retype pairs to preferred", phase);
-    let phase = Instant::now();
-    let plan = match lns::relocate_to_preferred(problem, &plan, limits) {
-        Some(better) => mark_if_proven(better),
-        None => plan,
-    };
-    stats.phase("relocate to preferred", phase);
-    let phase = Instant::now();
-    let plan = match lns::empty_launches(problem, &plan, limits) {
-        Some(better) => mark_if_proven(better),
-        None => plan,
-    };
-    stats.phase("empty launches", phase);
+    type Polish = fn(&Problem, &Plan, &EngineLimits) -> Option<Plan>;
+    let polishes: [(&str, Polish); 4] = [
+        ("retype to preferred", |problem, plan, _| lns::retype_to_preferred(problem, plan)),
+        ("retype pairs to preferred", lns::retype_pairs_to_preferred),
+        ("relocate to preferred", lns::relocate_to_preferred),
+        ("empty launches", lns::empty_launches),
+    ];
+    let mut plan = plan;
+    for (name, polish) in polishes {
+        let phase = Instant::now();
+        if let Some(better) = polish(problem, &plan, limits) {
+            plan = mark_if_proven(better);
+        }
+        stats.phase(name, phase);
+    }
     plan
 }
 
