@@ -288,14 +288,15 @@ fn mixed_packing_places_what_the_optimum_places_on_hard_22_020() {
 /// 99 copies on 23 priority-4 instances; greedy placed 94, opening priority-1 instances because
 /// one of them held the most copies at the time. A mixed pass led by the priority-4 type (which
 /// holds more over the whole budget) places 95; repacking pairs of instances (`repack.rs`)
-/// places 97. Still 2 short of the optimum.
+/// places 97. The LP-guided openings (`lp_packing.rs`: the configuration LP over the whole
+/// budget, rounded by diving) place the optimum's 99.
 #[test]
 fn type_led_mixed_packing_places_more_on_hard_22_005() {
     let objective = &verified_greedy(include_str!("greedy_fixtures/hard-22-005.json"));
     assert_eq!(
         objective.placed_copies,
-        97,
-        "{} (94 without the type-led passes, 95 without the repack)",
+        99,
+        "{} (94 without the type-led passes, 95 without the repack, 97 without the LP-guided openings)",
         show(objective)
     );
 }
@@ -317,14 +318,15 @@ fn the_final_repair_places_the_last_copy_of_hard_22_011() {
 /// 196, with 4-accelerator copies filling whole priority-1 instances of four accelerators.
 /// Retyping those launches to the six-accelerator type (`retype.rs`) leaves two accelerators on
 /// each for small copies, and the relocations and pair repacks after it place 200. The same
-/// planner blind to priorities (run when copies stay unplaced) places 201, at priority 2.
+/// planner blind to priorities (run when copies stay unplaced) places 201, at priority 2; the
+/// LP-guided openings place the optimum's 202.
 #[test]
 fn retyping_launches_for_room_places_more_on_hard_22_013() {
     let objective = &verified_greedy(include_str!("greedy_fixtures/hard-22-013.json"));
     assert_eq!(
         objective.placed_copies,
-        201,
-        "{} (196 without retyping, 200 without the flat-priority run)",
+        202,
+        "{} (196 without retyping, 200 without the flat-priority run, 201 without the LP-guided openings)",
         show(objective)
     );
 }

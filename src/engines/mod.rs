@@ -11,6 +11,7 @@ pub mod consolidate;
 pub mod contract;
 pub mod exact;
 pub mod greedy;
+pub(crate) mod knapsack;
 pub mod limits;
 pub mod rebalance;
 pub(crate) mod spread;

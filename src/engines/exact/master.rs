@@ -13,7 +13,8 @@ use std::time::Instant;
 use super::backend::{
     Mip, MipBackend, MipOutcome, MipSolution, Sense, SolveRequest, Termination, Var as Variable, CHECK_TOLERANCE,
 };
-use super::patterns::{pattern_prices, Demand};
+use super::patterns::pattern_prices;
+use crate::engines::knapsack::Demand;
 use crate::index::{AzIndex, ComponentIndex, TypeIndex};
 use crate::plan::CostUnit;
 use crate::problem::{Component, ExistingInstance, InstanceTypeInfo, Problem, Resources};
@@ -424,13 +425,7 @@ pub(crate) fn eligible_need(
 }
 
 /// One resource of a [`Resources`] (0 accelerators, 1 milli-CPUs, 2 memory).
-pub(crate) fn resource(r: &Resources, index: usize) -> u64 {
-    match index {
-        0 => r.accelerators,
-        1 => r.milli_cpus,
-        _ => r.memory_mib,
-    }
-}
+pub(crate) use crate::engines::knapsack::resource;
 
 /// A linear expression with a constant.
 #[derive(Default, Clone)]

@@ -7,7 +7,8 @@
 
 use std::time::Instant;
 
-use super::patterns::{dive, Demand};
+use super::patterns::dive;
+use crate::engines::knapsack::Demand;
 use crate::problem::Resources;
 
 /// Most copies packed by the search in one group (bounds the recursion depth).

@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use super::master::{self, Group, MasterSolution};
 use super::packing::{pack_group, Packing};
-use super::patterns::{first_fit_decreasing_with_rest, Demand};
+use super::patterns::first_fit_decreasing_with_rest;
+use crate::engines::knapsack::Demand;
 use crate::engines::spread::has_room_for_copy;
 use crate::index::{AzIndex, TypeIndex};
 use crate::plan::Action;

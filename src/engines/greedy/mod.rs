@@ -31,7 +31,10 @@
 //! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
-//! copy at once, so copies of different shapes share it. Plans that place every copy pay
+//! copy at once, so copies of different shapes share it; last, **LP-guided openings**
+//! (`lp_packing.rs`): the configuration LP of L1 over the instances left chooses which patterns
+//! of copies to open, rounded by diving (it sees the whole budget, where the other passes look
+//! one instance ahead). Plans that place every copy pay
 //! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
 //! When copies still stay unplaced, the best plan and the next best distinct ones are
 //! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
@@ -47,6 +50,7 @@
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
 
+mod lp_packing;
 mod mixed;
 mod place;
 mod repack;
@@ -477,6 +481,9 @@ struct Mode {
     /// Before the main pass, fill the fleet's free room and open instances packed with copies
     /// of several components at once (`mixed.rs`), this way.
     mixed: Option<mixed::MixedPacking>,
+    /// Before the main pass, fill the fleet's free room and open the instances the
+    /// configuration LP of L1 chooses (`lp_packing.rs`). Rescue passes only.
+    lp_openings: bool,
 }
 
 impl Mode {
@@ -491,6 +498,7 @@ impl Mode {
         az_turns: false,
         trim_fullest: false,
         mixed: None,
+        lp_openings: false,
     };
 }
 
@@ -506,6 +514,15 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.scale_in();
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
+    if mode.lp_openings {
+        let packing = mixed::MixedPacking {
+            opening: mixed::MixedOpening::CopiesFirst,
+            capped: false,
+            summed: false,
+            scarcity: false,
+        };
+        planner.pack_by_lp(packing);
+    }
     if let Some(packing) = mode.mixed {
         planner.pack_mixed(packing);
     }

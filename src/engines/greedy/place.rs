@@ -217,6 +217,9 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             out.push((orders.first().cloned().unwrap_or_default(), Mode { mixed: Some(packing), ..Mode::DEFAULT }));
         }
     }
+    // Last, beyond the budget (one pass, a later pass wins only when strictly better): the
+    // openings the configuration LP of L1 chooses (`lp_packing.rs`).
+    out.push((orders.first().cloned().unwrap_or_default(), Mode { lp_openings: true, ..Mode::DEFAULT }));
     out
 }
 
