@@ -1,5 +1,5 @@
-//! LP-guided openings: which instances to open for the missing copies, chosen by the
-//! configuration LP of L1 instead of one instance ahead.
+//! LP-guided openings: where the missing copies go, chosen by the configuration LP of L1
+//! instead of one instance ahead.
 //!
 //! When the instances left (MaxInstanceCount, launch limits) cannot hold every copy, L1 is
 //! decided by which copies go on which type: a copy that fills a whole instance of one type may
@@ -8,32 +8,48 @@
 //! preferred), so they spend the budget on instances that look good alone — many small copies
 //! first — and end with big copies that each need an instance of their own. The configuration
 //! LP sees the whole budget at once. Its columns are *patterns*, multisets of copies that fit one
-//! instance of a pool type:
+//! instance of a *kind*: the openings of a pool type (launches and idle instances, over its AZs),
+//! or the same free room on instances of the fleet (grouped by type and room):
 //!
 //! ```text
-//! max Σ_p |p| λ_p   s.t.   Σ_p λ_p ≤ B            (instances MaxInstanceCount still allows)
-//!                          Σ_{p on t} λ_p ≤ L_t   (openings of type t left: idle instances, launches)
-//!                          Σ_p a_cp λ_p ≤ m_c     (missing copies of component c)
+//! max Σ_p |p| λ_p   s.t.   Σ_{p on openings} λ_p ≤ B   (instances MaxInstanceCount still allows)
+//!                          Σ_{p on kind k} λ_p ≤ L_k   (openings of the type left; instances with the room)
+//!                          Σ_p a_cp λ_p ≤ m_c          (missing copies of component c)
 //!                          λ ≥ 0
 //! ```
 //!
 //! microlp gives no duals, so columns come from row generation on the dual
-//! (`min B σ + Σ L_t ν_t + Σ m_c π_c`, `σ + ν_t + Σ_c a_cp π_c ≥ |p|`): the pattern of type `t`
-//! most worth `Σ_c a_c (1 − π_c)` (the knapsack shared with the exact planner,
-//! [`crate::engines::knapsack::price_several`]) is a violated row while it is worth more than
-//! `σ + ν_t`. With the columns found, the primal LP gives `λ`; each pattern is opened `⌊λ_p⌋`
-//! times, largest patterns first, each instance in the AZ of its type that still opens and
-//! holds the fewest copies of the pattern's components (balance), then the main pass places what
-//! is left. It runs as one rescue pass (after the fleet's free room is filled), so its plan
-//! wins only when strictly better than the others.
+//! (`min B σ + Σ L_k ν_k + Σ m_c π_c`, `[σ] + ν_k + Σ_c a_cp π_c ≥ |p|`, σ in the rows of
+//! openings only): the pattern of kind `k` most worth `Σ_c a_c (1 − π_c)` (the knapsack shared
+//! with the exact planner, [`crate::engines::knapsack::price_within`]) is a violated row while it
+//! is worth more than its row's `[σ] + ν_k`. Pricing has a node budget per pass
+//! ([`PRICING_WORK`]): the LP need not be solved to optimality for good columns, and the best
+//! pattern a stopped search found is still a violated row (never a bound: nothing here proves
+//! anything). The prices `π` have no upper bound: capped at 1 (as a single copy's row would
+//! suggest), row generation stopped short of the LP optimum (`hard-24-006`: 181.0 against 182.2).
+//!
+//! With the columns found, the primal LP gives `λ`; each pattern is used `⌊λ_p⌋` times, room
+//! first, then the largest patterns: a new instance of its type in the AZ that still opens one
+//! and holds the fewest copies of the pattern's components (balance), or the instance of the
+//! room group in such an AZ. Then the LP runs again on what is left (a dive: whole columns
+//! used each round, the largest `λ` once when all are below 1, the openings' columns found so
+//! far seeding the next round), and the main pass places the rest. Components, kinds and ties
+//! go by name, so permuting the input does not change the LP or its rounding.
+//!
+//! The planner runs it apart, once its own plan is final and still leaves copies unplaced
+//! ([`super::GreedyPlanner`]): this pass, the same final repairs and last phases, kept only
+//! when strictly better.
 
-use super::mixed::MixedPacking;
 use super::Greedy;
 use crate::engines::knapsack::{price_within, Demand};
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
-/// Rounds of the dive (LP, then its whole columns opened) at most.
+/// Groups of equal free room in the fleet the LP sees at most (the most room first); the main
+/// pass fills the rest.
+const ROOM_KINDS: usize = 32;
+
+/// Rounds of the dive (LP, then its whole columns used) at most.
 const DIVE_ROUNDS: usize = 64;
 
 /// Most row-generation rounds (each adds at least one pattern).
@@ -49,11 +65,14 @@ const PRICING_NODES: u64 = 20_000;
 /// A pattern is a violated dual row only when worth this much more than its row's right side.
 const PRICE_TOLERANCE: f64 = 1e-7;
 
-/// One column of the LP: a pattern of copies on one pool type.
+/// One column of the LP: a pattern of copies on one instance of a kind.
 #[derive(Debug, Clone, PartialEq)]
 struct Column {
+    /// The [`Kind`] (of this round) it fills.
+    kind: usize,
+    /// The kind's pool type.
     type_index: usize,
-    /// Copies per component (indexed like the problem's components).
+    /// Copies per component, components by name (the pass's canonical order).
     copies: Vec<u64>,
 }
 
@@ -63,78 +82,97 @@ impl Column {
     }
 }
 
+/// What one group of the LP's instances is: openings of a pool type (launches and idle
+/// instances; they count in MaxInstanceCount) or the same free room on instances of the fleet.
+#[derive(Debug, Clone)]
+struct Kind {
+    type_index: usize,
+    /// An empty instance's capacity, or the room.
+    capacity: Resources,
+    /// Instances of the kind the LP may use.
+    left: u64,
+    /// Openings (else room).
+    opening: bool,
+    /// The fleet's instances with this room (none for openings).
+    rooms: Vec<usize>,
+}
+
+impl Kind {
+    fn opens(&self) -> bool {
+        self.opening
+    }
+}
+
 impl Greedy<'_> {
-    /// Fills the fleet's free room (`packing`'s room fill), then opens the instances the
-    /// configuration LP chooses for the copies still missing (module docs). Does nothing when
-    /// no copy is missing, no opening is left or the LP fails.
-    pub(super) fn pack_by_lp(&mut self, packing: MixedPacking) {
-        self.fill_room_mixed(packing);
-        let needs = super::fitting_needs(self.problem);
+    /// Places missing copies in the fleet's free room and on openings as the configuration LP
+    /// chooses, by diving (module docs): rounds of LP, each using its whole columns, until
+    /// nothing more is placed or [`DIVE_ROUNDS`]. Does nothing when no copy is missing, no room
+    /// or opening is left or the LP fails.
+    pub(super) fn pack_by_lp(&mut self) {
+        // The LP sees components by name (its rows, columns and pricing ties in that order), so
+        // permuting the input does not change its solution.
+        let mut canon: Vec<usize> = (0..self.problem.components.len()).collect();
+        canon.sort_by_key(|&c| self.component_rank.get(c).copied().unwrap_or(c));
+        let all_needs = super::fitting_needs(self.problem);
+        let needs: Vec<Vec<Option<Resources>>> =
+            canon.iter().map(|&c| all_needs.get(c).cloned().unwrap_or_default()).collect();
         // Columns of earlier rounds seed the next (capped at what is still missing).
         let mut pool: Vec<Column> = Vec::new();
         let mut nodes_left = PRICING_WORK;
         for _ in 0..DIVE_ROUNDS {
-            if !self.open_lp_round(&needs, &mut pool, &mut nodes_left) {
+            if !self.open_lp_round(&canon, &needs, &mut pool, &mut nodes_left) {
                 break;
             }
         }
     }
 
-    /// One round of the dive: the LP over what is missing and the openings left, then each
-    /// pattern opened `⌊λ_p⌋` times (or, when every `λ_p` is below 1, the largest once); false
-    /// when nothing was opened (nothing missing, no opening left, the LP failed or is empty).
+    /// One round of the dive: the LP over what is missing, the fleet's free room and the
+    /// openings left, then each pattern used `⌊λ_p⌋` times (or, when every `λ_p` is below 1,
+    /// the largest once); false when nothing was placed (nothing missing, no room or opening
+    /// left, the LP failed or is empty).
     fn open_lp_round(
         &mut self,
+        canon: &[usize],
         needs: &[Vec<Option<Resources>>],
         pool: &mut Vec<Column>,
         nodes_left: &mut u64,
     ) -> bool {
-        let problem = self.problem;
-        let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
-        let budget = self.budget();
-        if missing.iter().all(|&m| m == 0) || budget == 0 {
+        let missing: Vec<u64> = canon.iter().map(|&c| self.missing_new_copies(c)).collect();
+        if missing.iter().all(|&m| m == 0) {
             return false;
         }
-        // Openings left per pool type, over its AZs (at most the budget).
-        let openings: Vec<(usize, u64)> = problem
-            .pool_types()
-            .filter_map(|t| {
-                let left = (0..problem.azs.len()).fold(0u64, |sum, z| sum.saturating_add(self.openings_left(t, z)));
-                let left = left.min(budget);
-                let holds_one =
-                    needs.iter().zip(&missing).any(|(row, &m)| m > 0 && row.get(t).copied().flatten().is_some());
-                (left > 0 && holds_one).then_some((t, left))
-            })
-            .collect();
-        if openings.is_empty() {
+        let mut kinds = self.bin_kinds(needs, &missing);
+        if kinds.is_empty() {
             return false;
         }
-        let budget = budget.min(openings.iter().fold(0u64, |sum, &(_, left)| sum.saturating_add(left)));
-        let demands: Vec<Vec<Demand>> = openings
+        let budget = kinds.iter().filter(|kind| kind.opens()).fold(0u64, |sum, kind| sum.saturating_add(kind.left));
+        let budget = budget.min(self.budget());
+        let demands: Vec<Vec<Demand>> = kinds
             .iter()
-            .map(|&(t, _)| {
+            .map(|kind| {
                 needs
                     .iter()
                     .zip(&missing)
-                    .map(|(row, &m)| match row.get(t).copied().flatten() {
+                    .map(|(row, &m)| match row.get(kind.type_index).copied().flatten() {
                         Some(need) => Demand { copies: m, need },
                         None => Demand { copies: 0, need: Resources::ZERO },
                     })
                     .collect()
             })
             .collect();
+        // Patterns of openings found in earlier rounds, on this round's opening of their type.
         let seed: Vec<Column> = pool
             .iter()
-            .map(|column| Column {
-                type_index: column.type_index,
-                copies: column.copies.iter().zip(&missing).map(|(&a, &m)| a.min(m)).collect(),
+            .filter_map(|column| {
+                let kind = kinds.iter().position(|kind| kind.opens() && kind.type_index == column.type_index)?;
+                let copies: Vec<u64> = column.copies.iter().zip(&missing).map(|(&a, &m)| a.min(m)).collect();
+                (copies.iter().sum::<u64>() > 0).then_some(Column { kind, type_index: column.type_index, copies })
             })
-            .filter(|column| column.size() > 0 && openings.iter().any(|&(t, _)| t == column.type_index))
             .collect();
-        let Some(columns) = generate(problem, &openings, &demands, &missing, budget, &seed, nodes_left) else {
+        let Some(columns) = generate(&kinds, &demands, &missing, budget, &seed, nodes_left) else {
             return false;
         };
-        let Some(lambda) = solve_primal(&openings, &columns, &missing, budget) else { return false };
+        let Some(lambda) = solve_primal(&kinds, &columns, &missing, budget) else { return false };
         let mut chosen: Vec<(u64, &Column)> = columns
             .iter()
             .zip(&lambda)
@@ -150,24 +188,96 @@ impl Greedy<'_> {
             let Some((column, _)) = most else { return false };
             chosen.push((1, column));
         }
-        // Largest patterns first, then by type name and copies: independent of input order.
+        // The fleet's room first (it costs no instance), then largest patterns first, then by
+        // type name and copies: independent of input order.
         chosen.sort_by(|a, b| {
-            b.1.size()
-                .cmp(&a.1.size())
+            kinds[a.1.kind]
+                .opens()
+                .cmp(&kinds[b.1.kind].opens())
+                .then(b.1.size().cmp(&a.1.size()))
                 .then(self.type_rank[a.1.type_index].cmp(&self.type_rank[b.1.type_index]))
                 .then(b.1.copies.cmp(&a.1.copies))
         });
         let before = self.placed_new_copies();
         for (count, column) in chosen {
             for _ in 0..count {
-                if self.budget() == 0 {
+                if kinds[column.kind].opens() && self.budget() == 0 {
                     break;
                 }
-                self.open_pattern(column, needs);
+                self.use_pattern(column, &mut kinds[column.kind], canon, needs);
             }
         }
-        *pool = columns;
+        *pool = columns.into_iter().filter(|column| kinds[column.kind].opens()).collect();
         self.placed_new_copies() > before
+    }
+
+    /// What the LP may fill this round: per pool type, its openings left over the AZs (idle
+    /// instances and launches, at most the budget), and the free room of instances in the fleet
+    /// grouped by type and room (at most [`ROOM_KINDS`] groups, most room first), each only
+    /// when some missing copy fits. By type name, then room: independent of input order.
+    fn bin_kinds(&self, needs: &[Vec<Option<Resources>>], missing: &[u64]) -> Vec<Kind> {
+        let problem = self.problem;
+        let fits = |t: usize, room: &Resources| {
+            needs
+                .iter()
+                .zip(missing)
+                .any(|(row, &m)| m > 0 && row.get(t).copied().flatten().is_some_and(|need| need.fits_in(room)))
+        };
+        let mut types: Vec<usize> = problem.pool_types().collect();
+        types.sort_by_key(|&t| self.type_rank.get(t).copied().unwrap_or(t));
+        let budget = self.budget();
+        let mut kinds: Vec<Kind> = Vec::new();
+        for &t in &types {
+            let Some(capacity) = problem.types.get(t).map(|info| info.capacity) else { continue };
+            let left = (0..problem.azs.len()).fold(0u64, |sum, z| sum.saturating_add(self.openings_left(t, z)));
+            let left = left.min(budget);
+            if left > 0 && fits(t, &capacity) {
+                kinds.push(Kind { type_index: t, capacity, left, opening: true, rooms: Vec::new() });
+            }
+        }
+        let mut rooms: Vec<(usize, Resources, usize)> = Vec::new();
+        for list in &self.fleet_by_az {
+            for &index in list {
+                let instance = &self.instances[index];
+                let Some(room) =
+                    problem.types.get(instance.type_index).and_then(|info| info.capacity.minus(&instance.used))
+                else {
+                    continue;
+                };
+                if !instance.draining && fits(instance.type_index, &room) {
+                    rooms.push((instance.type_index, room, index));
+                }
+            }
+        }
+        let key = |r: &Resources| (r.accelerators, r.milli_cpus, r.memory_mib);
+        rooms.sort_by(|a, b| {
+            key(&b.1)
+                .cmp(&key(&a.1))
+                .then(self.type_rank[a.0].cmp(&self.type_rank[b.0]))
+                .then(self.instances[a.2].rank.cmp(&self.instances[b.2].rank))
+        });
+        let mut room_kinds: Vec<Kind> = Vec::new();
+        for (t, room, index) in rooms {
+            let full = room_kinds.len() >= ROOM_KINDS;
+            match room_kinds.iter_mut().find(|kind| kind.type_index == t && kind.capacity == room) {
+                Some(kind) => {
+                    kind.left += 1;
+                    kind.rooms.push(index);
+                }
+                None if !full => {
+                    room_kinds.push(Kind {
+                        type_index: t,
+                        capacity: room,
+                        left: 1,
+                        opening: false,
+                        rooms: vec![index],
+                    });
+                }
+                None => {}
+            }
+        }
+        kinds.extend(room_kinds);
+        kinds
     }
 
     /// Idle instances plus launches left of (type `t`, AZ `z`).
@@ -176,10 +286,11 @@ impl Greedy<'_> {
         idle.saturating_add(self.launches_left(TypeIndex::new(t), AzIndex::new(z)))
     }
 
-    /// Opens one instance of `column`'s type in the AZ that still opens one and holds the
-    /// fewest copies of its components (then by AZ name), and places the pattern's copies still
-    /// missing there.
-    fn open_pattern(&mut self, column: &Column, needs: &[Vec<Option<crate::problem::Resources>>]) {
+    /// Places `column`'s copies still missing on one instance of `kind`: for an opening, a new
+    /// instance of its type in the AZ that still opens one and holds the fewest copies of the
+    /// pattern's components (then by AZ name); for room, the instance of the group in such an
+    /// AZ (then by rank), taken out of the group. `column` and `needs` are in the order `canon`.
+    fn use_pattern(&mut self, column: &Column, kind: &mut Kind, canon: &[usize], needs: &[Vec<Option<Resources>>]) {
         let t = column.type_index;
         let held = |z: usize| -> u64 {
             column
@@ -187,19 +298,32 @@ impl Greedy<'_> {
                 .iter()
                 .enumerate()
                 .filter(|&(_, &a)| a > 0)
-                .map(|(c, _)| self.az_copies.get(c).and_then(|row| row.get(z)).copied().unwrap_or(0))
+                .filter_map(|(i, _)| canon.get(i))
+                .map(|&c| self.az_copies.get(c).and_then(|row| row.get(z)).copied().unwrap_or(0))
                 .sum()
         };
-        let Some(z) = (0..self.problem.azs.len())
-            .filter(|&z| self.openings_left(t, z) > 0)
-            .min_by_key(|&z| (held(z), self.az_rank.get(z).copied().unwrap_or(z)))
-        else {
-            return;
+        let index = if kind.opens() {
+            let Some(z) = (0..self.problem.azs.len())
+                .filter(|&z| self.openings_left(t, z) > 0)
+                .min_by_key(|&z| (held(z), self.az_rank.get(z).copied().unwrap_or(z)))
+            else {
+                return;
+            };
+            let Some(index) = self.open(TypeIndex::new(t), AzIndex::new(z)) else { return };
+            index
+        } else {
+            let Some(position) = (0..kind.rooms.len()).min_by_key(|&p| {
+                let instance = &self.instances[kind.rooms[p]];
+                (held(instance.az), instance.rank)
+            }) else {
+                return;
+            };
+            kind.rooms.remove(position)
         };
-        let Some(index) = self.open(TypeIndex::new(t), AzIndex::new(z)) else { return };
         let Some(capacity) = self.problem.types.get(t).map(|info| info.capacity) else { return };
-        for (c, &a) in column.copies.iter().enumerate() {
-            let Some(need) = needs.get(c).and_then(|row| row.get(t)).copied().flatten() else { continue };
+        for (i, &a) in column.copies.iter().enumerate() {
+            let Some(&c) = canon.get(i) else { continue };
+            let Some(need) = needs.get(i).and_then(|row| row.get(t)).copied().flatten() else { continue };
             let room = capacity.minus(&self.instances[index].used).unwrap_or(Resources::ZERO);
             let count = a.min(self.missing_new_copies(c)).min(room.copies_of(&need));
             self.place(c, index, super::place::as_count(count), &need);
@@ -207,43 +331,11 @@ impl Greedy<'_> {
     }
 }
 
-/// The dual LP of the module docs over the rows (patterns) found so far: variables σ, ν_t (one
-/// per opening type) and π_c; re-solved from the previous basis as each row is added.
-struct DualLp {
-    sigma: microlp::Variable,
-    nu: Vec<microlp::Variable>,
-    pi: Vec<microlp::Variable>,
-    solution: microlp::Solution,
-}
-
-impl DualLp {
-    fn row(&self, position: usize, column: &Column) -> microlp::LinearExpr {
-        let mut expr = microlp::LinearExpr::empty();
-        expr.add(self.sigma, 1.0);
-        expr.add(self.nu[position], 1.0);
-        for (c, &a) in column.copies.iter().enumerate() {
-            if a > 0 {
-                expr.add(self.pi[c], a as f64);
-            }
-        }
-        expr
-    }
-
-    fn add(self, position: usize, column: &Column) -> Option<DualLp> {
-        let expr = self.row(position, column);
-        match self.solution.add_constraint(expr, microlp::ComparisonOp::Ge, column.size() as f64) {
-            Ok(microlp::SolveOutcome::Solution(solution)) => Some(DualLp { solution, ..self }),
-            _ => None,
-        }
-    }
-}
-
 /// The patterns row generation finds (module docs): starting from each component alone on
-/// each type, then per round the most valuable pattern of each type at the current prices while
-/// one is a violated row. `None` when an LP solve fails.
+/// each kind, then per round the most valuable pattern of each kind at the current prices while
+/// one is a violated row (σ only in the rows of openings). `None` when an LP solve fails.
 fn generate(
-    problem: &crate::problem::Problem,
-    openings: &[(usize, u64)],
+    kinds: &[Kind],
     demands: &[Vec<Demand>],
     missing: &[u64],
     budget: u64,
@@ -253,80 +345,86 @@ fn generate(
     let mut lp = microlp::Problem::new(microlp::OptimizationDirection::Minimize);
     let sigma = lp.add_var(budget as f64, (0.0, f64::INFINITY));
     let nu: Vec<microlp::Variable> =
-        openings.iter().map(|&(_, left)| lp.add_var(left as f64, (0.0, f64::INFINITY))).collect();
-    // A price above 1 is never needed: one copy alone is a pattern worth 1.
-    let pi: Vec<microlp::Variable> = missing.iter().map(|&m| lp.add_var(m as f64, (0.0, 1.0))).collect();
-    let mut columns: Vec<(usize, Column)> = Vec::new();
-    for (position, &(t, _)) in openings.iter().enumerate() {
-        let capacity = problem.types.get(t)?.capacity;
-        for (c, demand) in demands[position].iter().enumerate() {
-            let most = demand.copies.min(capacity.copies_of(&demand.need));
+        kinds.iter().map(|kind| lp.add_var(kind.left as f64, (0.0, f64::INFINITY))).collect();
+    // No upper bound on π: over the rows found so far a price above 1 can be the restricted
+    // dual's optimum, and capping it would let row generation stop short of the LP optimum.
+    let pi: Vec<microlp::Variable> = missing.iter().map(|&m| lp.add_var(m as f64, (0.0, f64::INFINITY))).collect();
+    let mut columns: Vec<Column> = Vec::new();
+    for (k, kind) in kinds.iter().enumerate() {
+        for (c, demand) in demands[k].iter().enumerate() {
+            let most = demand.copies.min(kind.capacity.copies_of(&demand.need));
             if demand.copies == 0 || most == 0 {
                 continue;
             }
             let mut copies = vec![0; missing.len()];
             copies[c] = most;
-            columns.push((position, Column { type_index: t, copies }));
+            columns.push(Column { kind: k, type_index: kind.type_index, copies });
         }
     }
     for column in seed {
-        let Some(position) = openings.iter().position(|&(t, _)| t == column.type_index) else { continue };
-        if !columns.iter().any(|(p, existing)| *p == position && existing == column) {
-            columns.push((position, column.clone()));
+        if !columns.contains(column) {
+            columns.push(column.clone());
         }
     }
     if columns.is_empty() {
         return None;
     }
-    for (position, column) in &columns {
+    let dual_row = |column: &Column| {
         let mut expr = microlp::LinearExpr::empty();
-        expr.add(sigma, 1.0);
-        expr.add(nu[*position], 1.0);
+        if kinds[column.kind].opens() {
+            expr.add(sigma, 1.0);
+        }
+        expr.add(nu[column.kind], 1.0);
         for (c, &a) in column.copies.iter().enumerate() {
             if a > 0 {
                 expr.add(pi[c], a as f64);
             }
         }
-        lp.add_constraint(expr, microlp::ComparisonOp::Ge, column.size() as f64);
+        expr
+    };
+    for column in &columns {
+        lp.add_constraint(dual_row(column), microlp::ComparisonOp::Ge, column.size() as f64);
     }
-    let solution = match lp.solve() {
+    let mut solution = match lp.solve() {
         Ok(microlp::SolveOutcome::Solution(solution)) => solution,
         _ => return None,
     };
-    let mut dual = DualLp { sigma, nu, pi, solution };
     for _ in 0..LP_ROUNDS {
-        let sigma_value = dual.solution.var_value(dual.sigma).max(0.0);
-        let prices: Vec<f64> = dual.pi.iter().map(|&var| (1.0 - dual.solution.var_value(var)).max(0.0)).collect();
+        let sigma_value = solution.var_value(sigma).max(0.0);
+        let prices: Vec<f64> = pi.iter().map(|&var| (1.0 - solution.var_value(var)).max(0.0)).collect();
         let mut added = false;
-        for (position, &(t, _)) in openings.iter().enumerate() {
-            let capacity = problem.types.get(t)?.capacity;
+        for (k, kind) in kinds.iter().enumerate() {
             if *nodes_left == 0 {
                 break;
             }
-            let pricing = price_within(&demands[position], &prices, capacity, (*nodes_left).min(PRICING_NODES));
+            let pricing = price_within(&demands[k], &prices, kind.capacity, (*nodes_left).min(PRICING_NODES));
             *nodes_left = nodes_left.saturating_sub(pricing.nodes);
             let (pattern, worth) = pricing.best;
-            let right_side = sigma_value + dual.solution.var_value(dual.nu[position]).max(0.0);
+            let right_side = if kind.opens() { sigma_value } else { 0.0 } + solution.var_value(nu[k]).max(0.0);
             if worth <= right_side + PRICE_TOLERANCE {
                 continue;
             }
-            let column = Column { type_index: t, copies: pattern };
-            if columns.iter().any(|(p, existing)| *p == position && *existing == column) {
+            let column = Column { kind: k, type_index: kind.type_index, copies: pattern };
+            if columns.contains(&column) {
                 continue; // Numerical stall: the LP has this row already.
             }
-            dual = dual.add(position, &column)?;
-            columns.push((position, column));
+            solution = match solution.add_constraint(dual_row(&column), microlp::ComparisonOp::Ge, column.size() as f64)
+            {
+                Ok(microlp::SolveOutcome::Solution(solution)) => solution,
+                _ => return None,
+            };
+            columns.push(column);
             added = true;
         }
         if !added {
             break;
         }
     }
-    Some(columns.into_iter().map(|(_, column)| column).collect())
+    Some(columns)
 }
 
 /// The primal LP of the module docs over `columns`: the `λ` per column.
-fn solve_primal(openings: &[(usize, u64)], columns: &[Column], missing: &[u64], budget: u64) -> Option<Vec<f64>> {
+fn solve_primal(kinds: &[Kind], columns: &[Column], missing: &[u64], budget: u64) -> Option<Vec<f64>> {
     let mut lp = microlp::Problem::new(microlp::OptimizationDirection::Maximize);
     let vars: Vec<microlp::Variable> =
         columns.iter().map(|column| lp.add_var(column.size() as f64, (0.0, f64::INFINITY))).collect();
@@ -340,12 +438,16 @@ fn solve_primal(openings: &[(usize, u64)], columns: &[Column], missing: &[u64], 
         }
         expr
     };
-    lp.add_constraint(sum(&|_| 1.0), microlp::ComparisonOp::Le, budget as f64);
-    for &(t, left) in openings {
+    lp.add_constraint(
+        sum(&|column| if kinds[column.kind].opens() { 1.0 } else { 0.0 }),
+        microlp::ComparisonOp::Le,
+        budget as f64,
+    );
+    for (k, kind) in kinds.iter().enumerate() {
         lp.add_constraint(
-            sum(&|column| if column.type_index == t { 1.0 } else { 0.0 }),
+            sum(&|column| if column.kind == k { 1.0 } else { 0.0 }),
             microlp::ComparisonOp::Le,
-            left as f64,
+            kind.left as f64,
         );
     }
     for (c, &m) in missing.iter().enumerate() {
@@ -364,12 +466,12 @@ fn solve_primal(openings: &[(usize, u64)], columns: &[Column], missing: &[u64], 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::greedy::mixed::MixedOpening;
+    use crate::engines::greedy::mixed::{MixedOpening, MixedPacking};
     use crate::fleet::{objective, FinalFleet};
     use crate::model::{InstanceTypeSpec, ScenarioBuilder};
     use crate::problem::Problem;
 
-    const PACKING: MixedPacking =
+    const ROOM_PACKING: MixedPacking =
         MixedPacking { opening: MixedOpening::CopiesFirst, capped: false, summed: false, scarcity: false };
 
     /// One AZ, at most three 6-accelerator instances: `big` (4 accelerators) ×3, `small` (2) ×3.
@@ -407,10 +509,10 @@ mod tests {
     fn lp_openings_pair_big_and_small_copies_where_one_instance_ahead_does_not() {
         let problem = problem();
         let mut ahead = planner(&problem);
-        ahead.pack_mixed(PACKING);
+        ahead.pack_mixed(ROOM_PACKING);
         assert_eq!(ahead.placed_new_copies(), 5, "the one-ahead packing this pass exists for");
         let mut guided = planner(&problem);
-        guided.pack_by_lp(PACKING);
+        guided.pack_by_lp();
         assert_eq!(guided.placed_new_copies(), 6);
         assert_eq!(guided.fleet_size, 3);
         for instance in guided.instances.iter().filter(|instance| instance.in_fleet) {
@@ -427,10 +529,10 @@ mod tests {
     fn lp_openings_stay_within_the_budget_and_the_missing_copies() {
         let problem = problem();
         let mut guided = planner(&problem);
-        guided.pack_by_lp(PACKING);
+        guided.pack_by_lp();
         let opened = guided.fleet_size;
         let placed = guided.placed_new_copies();
-        guided.pack_by_lp(PACKING);
+        guided.pack_by_lp();
         assert_eq!((guided.fleet_size, guided.placed_new_copies()), (opened, placed), "nothing left to do");
         assert!(guided.fleet_size <= 3);
         assert_eq!(guided.missing_copies(), 0);

@@ -93,7 +93,31 @@ impl Greedy<'_> {
     pub(super) fn pack_mixed(&mut self, packing: MixedPacking) {
         let opening = packing.opening;
         let problem = self.problem;
-        let Some(mut demand) = self.fill_room(packing) else { return };
+        let needs = fitting_needs(problem);
+        let missing = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
+        let component_rank = name_ranks(problem.components.iter().map(|c| c.name.as_str()));
+        let mut demand = Demand { needs, missing, component_rank, work: 0 };
+        if demand.missing.iter().all(|&m| m == 0) {
+            return;
+        }
+        // Free room of instances that stay anyway: it costs nothing. AZs by name, not input order
+        // (the room filled first takes the copies).
+        let mut zones: Vec<usize> = (0..problem.azs.len()).collect();
+        zones.sort_by_key(|&z| self.az_rank.get(z).copied().unwrap_or(z));
+        for z in zones {
+            let mut indices = self.fleet_by_az.get(z).cloned().unwrap_or_default();
+            indices.sort_by_key(|&index| self.instances[index].rank);
+            for index in indices {
+                let instance = &self.instances[index];
+                let Some(room) =
+                    problem.types.get(instance.type_index).and_then(|info| info.capacity.minus(&instance.used))
+                else {
+                    continue;
+                };
+                let packing = self.best_packing(&mut demand, instance.type_index, z, room, packing);
+                self.commit_packing(&mut demand, index, &packing);
+            }
+        }
         while demand.missing.iter().any(|&m| m > 0) && self.budget() > 0 && demand.work < MIXED_WORK {
             type Key = (bool, Reverse<u64>, u8, Reverse<u64>, i64, usize, usize);
             let mut best: Option<(Key, usize, usize, Packing)> = None;
@@ -140,43 +164,6 @@ impl Greedy<'_> {
             };
             self.commit_packing(&mut demand, index, &packing);
         }
-    }
-
-    /// The room fill of [`Self::pack_mixed`] alone (no openings), for the LP-guided openings.
-    pub(super) fn fill_room_mixed(&mut self, packing: MixedPacking) {
-        self.fill_room(packing);
-    }
-
-    /// Packs missing copies into the free room of the fleet's instances, as `packing` packs
-    /// one instance; the demand left, `None` when no copy was missing.
-    fn fill_room(&mut self, packing: MixedPacking) -> Option<Demand> {
-        let problem = self.problem;
-        let needs = fitting_needs(problem);
-        let missing = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
-        let component_rank = name_ranks(problem.components.iter().map(|c| c.name.as_str()));
-        let mut demand = Demand { needs, missing, component_rank, work: 0 };
-        if demand.missing.iter().all(|&m| m == 0) {
-            return None;
-        }
-        // Free room of instances that stay anyway: it costs nothing. AZs by name, not input order
-        // (the room filled first takes the copies).
-        let mut zones: Vec<usize> = (0..problem.azs.len()).collect();
-        zones.sort_by_key(|&z| self.az_rank.get(z).copied().unwrap_or(z));
-        for z in zones {
-            let mut indices = self.fleet_by_az.get(z).cloned().unwrap_or_default();
-            indices.sort_by_key(|&index| self.instances[index].rank);
-            for index in indices {
-                let instance = &self.instances[index];
-                let Some(room) =
-                    problem.types.get(instance.type_index).and_then(|info| info.capacity.minus(&instance.used))
-                else {
-                    continue;
-                };
-                let packing = self.best_packing(&mut demand, instance.type_index, z, room, packing);
-                self.commit_packing(&mut demand, index, &packing);
-            }
-        }
-        Some(demand)
     }
 
     fn commit_packing(&mut self, demand: &mut Demand, index: usize, packing: &Packing) {

@@ -31,10 +31,7 @@
 //! it keeps for other missing copies, and AZs by that before balance (when MaxInstanceCount or
 //! capacity binds, L1 is won by copies per instance), AZs taking turns under a short
 //! budget, and **mixed packing** (`mixed.rs`): each opened instance filled from every missing
-//! copy at once, so copies of different shapes share it; last, **LP-guided openings**
-//! (`lp_packing.rs`): the configuration LP of L1 over the instances left chooses which patterns
-//! of copies to open, rounded by diving (it sees the whole budget, where the other passes look
-//! one instance ahead). Plans that place every copy pay
+//! copy at once, so copies of different shapes share it. Plans that place every copy pay
 //! nothing for them; small ones also get one first-fit-decreasing mixed pass (fewer instances).
 //! When copies still stay unplaced, the best plan and the next best distinct ones are
 //! **repacked** (`repack.rs`): two instances' new copies and a missing copy packed together
@@ -46,6 +43,12 @@
 //! MaxInstanceCount go to openings for missing copies (**refill**, rounds while each places
 //! more; kept when strictly better). Phases 5 and 6 run on the kept result only (they do not
 //! change L1, L3 or L4).
+//!
+//! When that plan still leaves copies unplaced, the **LP-guided openings** (`lp_packing.rs`)
+//! plan once more, apart: the configuration LP of L1 over the instances left chooses which
+//! patterns of copies to open, rounded by diving (it sees the whole instance budget, where the
+//! passes above look one instance ahead), then the same final repairs and phases 5 and 6; that
+//! plan is kept only when strictly better, so it never makes a plan worse.
 //!
 //! Every decision compares intrinsic keys (requirements, priority, price, names), never input
 //! positions, so permuting components, pool entries or AZs does not change the objective.
@@ -157,16 +160,41 @@ impl GreedyPlanner {
             stats.solves += 1;
             Self::relocate_and_retype_best(&limits, problem, &mut best);
         }
-        let mut planner = match best {
+        let planner = match best {
             Some((planner, _)) => planner,
             None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
         };
         stats.phase("passes", started);
+        let (plan, missing) = Self::finished(&limits, problem, planner, stop, &mut stats);
+        if !missing {
+            return (plan, stats);
+        }
         let phase = Instant::now();
-        planner.lower_excess_by_chains(&limits);
+        let plan = Self::lp_guided_if_better(&limits, problem, plan, &mut stats);
+        stats.phase("LP-guided openings", phase);
+        if self.priority_first_only {
+            return (plan, stats);
+        }
+        let phase = Instant::now();
+        let plan = Self::flat_if_better(&limits, problem, plan, &mut stats);
+        stats.phase("flat priorities", phase);
+        (plan, stats)
+    }
+
+    /// The kept plan's last phases (balance moves, emptied launches, the SPREAD pass) and the
+    /// plan; also whether copies are still missing in a run the limits did not stop.
+    fn finished(
+        limits: &Limits,
+        problem: &Problem,
+        mut planner: Greedy<'_>,
+        stop: StopReason,
+        stats: &mut Stats,
+    ) -> (Plan, bool) {
+        let phase = Instant::now();
+        planner.lower_excess_by_chains(limits);
         stats.phase("balance moves", phase);
         let phase = Instant::now();
-        planner.empty_by_chains(&limits);
+        planner.empty_by_chains(limits);
         stats.phase("empty launches", phase);
         let status = if planner.min_reached { Status::Feasible } else { Status::Infeasible };
         let missing = planner.missing_copies() > 0 && stop == StopReason::Completed;
@@ -180,14 +208,33 @@ impl GreedyPlanner {
         let phase = Instant::now();
         let actions = spread::rebalance_spread_indexed(problem, actions, slots, placed);
         stats.phase("SPREAD pass", phase);
-        let plan = super::finish(problem, SolverKind::Greedy, status, stop, actions, None);
-        if !missing || self.priority_first_only {
-            return (plan, stats);
+        (super::finish(problem, SolverKind::Greedy, status, stop, actions, None), missing)
+    }
+
+    /// `plan`, or the plan of the LP-guided passes (`lp_packing.rs`) with the same final repairs
+    /// and last phases when that one is strictly better and verifies. Run apart, after `plan`
+    /// is complete, so they never make a plan worse: placed among the rescue passes, an LP plan
+    /// one copy ahead before the final repairs won there, and then lost the balance those
+    /// repairs gave the other plan at the same copies (`hard-25-025`: excess 14 → 38).
+    fn lp_guided_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
+        if limits.stop_now().is_some() {
+            return plan;
         }
-        let phase = Instant::now();
-        let plan = Self::flat_if_better(&limits, problem, plan, &mut stats);
-        stats.phase("flat priorities", phase);
-        (plan, stats)
+        let mut stop = StopReason::Completed;
+        let mut guided: Option<(Greedy<'_>, Option<PassRank>)> = None;
+        let mut runners_up = Vec::new();
+        Self::run_passes(limits, problem, &place::lp_passes(problem), &mut guided, &mut runners_up, stats, &mut stop);
+        if guided.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
+            stats.solves += 1;
+            Self::relocate_and_retype_best(limits, problem, &mut guided);
+        }
+        let Some((planner, _)) = guided else { return plan };
+        let (candidate, _) = Self::finished(limits, problem, planner, stop, stats);
+        if candidate.objective.better_than(&plan.objective) && crate::verify::verify(problem, &candidate).is_empty() {
+            candidate
+        } else {
+            plan
+        }
     }
 
     /// `plan`, or the same planner's plan with every pool priority at 1 (priorities only rank
@@ -481,8 +528,8 @@ struct Mode {
     /// Before the main pass, fill the fleet's free room and open instances packed with copies
     /// of several components at once (`mixed.rs`), this way.
     mixed: Option<mixed::MixedPacking>,
-    /// Before the main pass, fill the fleet's free room and open the instances the
-    /// configuration LP of L1 chooses (`lp_packing.rs`). Rescue passes only.
+    /// Before the main pass, fill the fleet's free room and open instances as the
+    /// configuration LP of L1 chooses (`lp_packing.rs`). Run apart, last (`lp_passes`).
     lp_openings: bool,
 }
 
@@ -515,13 +562,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
     if mode.lp_openings {
-        let packing = mixed::MixedPacking {
-            opening: mixed::MixedOpening::CopiesFirst,
-            capped: false,
-            summed: false,
-            scarcity: false,
-        };
-        planner.pack_by_lp(packing);
+        planner.pack_by_lp();
     }
     if let Some(packing) = mode.mixed {
         planner.pack_mixed(packing);

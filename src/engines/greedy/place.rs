@@ -217,10 +217,15 @@ pub(super) fn rescue_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
             out.push((orders.first().cloned().unwrap_or_default(), Mode { mixed: Some(packing), ..Mode::DEFAULT }));
         }
     }
-    // Last, beyond the budget (one pass, a later pass wins only when strictly better): the
-    // openings the configuration LP of L1 chooses (`lp_packing.rs`).
-    out.push((orders.first().cloned().unwrap_or_default(), Mode { lp_openings: true, ..Mode::DEFAULT }));
     out
+}
+
+/// The pass run apart when copies are still missing once the best plan is final: room and
+/// openings as the configuration LP of L1 chooses (`lp_packing.rs`), then the main pass with
+/// the first order. (Filling the fleet's room before the LP, one instance ahead, left 4 of 60
+/// fresh endpoints one copy short; with the room in the LP, 1.)
+pub(super) fn lp_passes(problem: &Problem) -> Vec<(Vec<usize>, Mode)> {
+    vec![(component_order(problem), Mode { lp_openings: true, ..Mode::DEFAULT })]
 }
 
 /// Component orders to try, best guess first, without duplicates. Every order is derived from
