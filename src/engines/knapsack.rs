@@ -168,22 +168,8 @@ impl Search<'_> {
         let most = |c: usize| self.demands[c].copies.min(room.copies_of(&self.demands[c].need));
         let mut best: f64 = self.order[depth..].iter().map(|&c| self.prices[c] * most(c) as f64).sum();
         for (r, list) in &self.by_density {
-            let mut left = resource(room, *r) as f64;
-            let mut total = 0.0;
-            for &c in list {
-                if self.position[c] < depth {
-                    continue;
-                }
-                let copies = most(c) as f64;
-                let need = resource(&self.demands[c].need, *r) as f64;
-                if need == 0.0 {
-                    total += self.prices[c] * copies;
-                } else if left > 0.0 {
-                    let taken = copies.min(left / need);
-                    total += self.prices[c] * taken;
-                    left -= taken * need;
-                }
-            }
+            let left = resource(room, *r) as f64;
+            let total = self.fractional_fill(depth, list, left, &most, |c| resource(&self.demands[c].need, *r) as f64);
             best = best.min(total);
         }
         if let Some(surrogate) = &self.surrogate {
@@ -191,25 +177,40 @@ impl Search<'_> {
                 surrogate.shares.iter().map(|&r| resource(room, r) as f64 / resource(&self.capacity, r) as f64).sum();
             // Margins for the rounded float weights: a bound below the true maximum could cut
             // the best pattern off, and a "converged" LP would then give an invalid bound.
-            let mut left = room_weight * (1.0 + 1e-9) + 1e-12;
-            let mut total = 0.0;
-            for &c in &surrogate.list {
-                if self.position[c] < depth {
-                    continue;
-                }
-                let copies = most(c) as f64;
-                let weight = surrogate.weights[c];
-                if weight == 0.0 {
-                    total += self.prices[c] * copies;
-                } else if left > 0.0 {
-                    let taken = copies.min(left / weight);
-                    total += self.prices[c] * taken;
-                    left -= taken * weight;
-                }
-            }
+            let left = room_weight * (1.0 + 1e-9) + 1e-12;
+            let total = self.fractional_fill(depth, &surrogate.list, left, &most, |c| surrogate.weights[c]);
             best = best.min(total * (1.0 + 1e-9) + 1e-12);
         }
         best
+    }
+
+    /// The fractional knapsack over the components of `list` not yet decided at `depth` (in
+    /// that order: most price per unit of weight first), `left` units of weight, at most
+    /// `most(c)` copies of `c`, each weighing `weight(c)` (a weightless copy always fits).
+    fn fractional_fill(
+        &self,
+        depth: usize,
+        list: &[usize],
+        mut left: f64,
+        most: &dyn Fn(usize) -> u64,
+        weight: impl Fn(usize) -> f64,
+    ) -> f64 {
+        let mut total = 0.0;
+        for &c in list {
+            if self.position[c] < depth {
+                continue;
+            }
+            let copies = most(c) as f64;
+            let weight = weight(c);
+            if weight == 0.0 {
+                total += self.prices[c] * copies;
+            } else if left > 0.0 {
+                let taken = copies.min(left / weight);
+                total += self.prices[c] * taken;
+                left -= taken * weight;
+            }
+        }
+        total
     }
 
     fn go(&mut self, depth: usize, room: Resources, value: f64) -> bool {

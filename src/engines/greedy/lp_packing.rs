@@ -146,7 +146,7 @@ impl Greedy<'_> {
             return false;
         }
         let budget = kinds.iter().filter(|kind| kind.opens()).fold(0u64, |sum, kind| sum.saturating_add(kind.left));
-        let budget = budget.min(self.budget());
+        let budget = budget.min(self.budget()).min(missing.iter().sum());
         let demands: Vec<Vec<Demand>> = kinds
             .iter()
             .map(|kind| {
@@ -212,9 +212,10 @@ impl Greedy<'_> {
     }
 
     /// What the LP may fill this round: per pool type, its openings left over the AZs (idle
-    /// instances and launches, at most the budget), and the free room of instances in the fleet
-    /// grouped by type and room (at most [`ROOM_KINDS`] groups, most room first), each only
-    /// when some missing copy fits. By type name, then room: independent of input order.
+    /// instances and launches, at most the budget and the copies missing), and the free room
+    /// of instances in the fleet grouped by type and room (at most [`ROOM_KINDS`] groups, most
+    /// room first), each only when some missing copy fits. By type name, then room:
+    /// independent of input order.
     fn bin_kinds(&self, needs: &[Vec<Option<Resources>>], missing: &[u64]) -> Vec<Kind> {
         let problem = self.problem;
         let fits = |t: usize, room: &Resources| {
@@ -225,7 +226,9 @@ impl Greedy<'_> {
         };
         let mut types: Vec<usize> = problem.pool_types().collect();
         types.sort_by_key(|&t| self.type_rank.get(t).copied().unwrap_or(t));
-        let budget = self.budget();
+        // No more instances than copies missing are of use: keeps unlimited launches (and no
+        // MaxInstanceCount) out of the LP's coefficients.
+        let budget = self.budget().min(missing.iter().sum());
         let mut kinds: Vec<Kind> = Vec::new();
         for &t in &types {
             let Some(capacity) = problem.types.get(t).map(|info| info.capacity) else { continue };
