@@ -42,6 +42,7 @@
 
 use super::Greedy;
 use crate::engines::knapsack::{price_within, Demand};
+use crate::engines::limits::Limits;
 use crate::index::{AzIndex, TypeIndex};
 use crate::problem::Resources;
 
@@ -106,9 +107,11 @@ impl Kind {
 impl Greedy<'_> {
     /// Places missing copies in the fleet's free room and on openings as the configuration LP
     /// chooses, by diving (module docs): rounds of LP, each using its whole columns, until
-    /// nothing more is placed or [`DIVE_ROUNDS`]. Does nothing when no copy is missing, no room
-    /// or opening is left or the LP fails.
-    pub(super) fn pack_by_lp(&mut self) {
+    /// nothing more is placed, [`DIVE_ROUNDS`] or `limits` (checked every round and every row
+    /// generated: a cancelled run returns promptly with what the dive placed so far, the main
+    /// pass placing the rest). Does nothing when no copy is missing, no room or opening is left
+    /// or the LP fails.
+    pub(super) fn pack_by_lp(&mut self, limits: &Limits) {
         // The LP sees components by name (its rows, columns and pricing ties in that order), so
         // permuting the input does not change its solution.
         let mut canon: Vec<usize> = (0..self.problem.components.len()).collect();
@@ -120,7 +123,7 @@ impl Greedy<'_> {
         let mut pool: Vec<Column> = Vec::new();
         let mut nodes_left = PRICING_WORK;
         for _ in 0..DIVE_ROUNDS {
-            if !self.open_lp_round(&canon, &needs, &mut pool, &mut nodes_left) {
+            if limits.stop_now().is_some() || !self.open_lp_round(&canon, &needs, &mut pool, &mut nodes_left, limits) {
                 break;
             }
         }
@@ -136,6 +139,7 @@ impl Greedy<'_> {
         needs: &[Vec<Option<Resources>>],
         pool: &mut Vec<Column>,
         nodes_left: &mut u64,
+        limits: &Limits,
     ) -> bool {
         let missing: Vec<u64> = canon.iter().map(|&c| self.missing_new_copies(c)).collect();
         if missing.iter().all(|&m| m == 0) {
@@ -169,9 +173,12 @@ impl Greedy<'_> {
                 (copies.iter().sum::<u64>() > 0).then_some(Column { kind, type_index: column.type_index, copies })
             })
             .collect();
-        let Some(columns) = generate(&kinds, &demands, &missing, budget, &seed, nodes_left) else {
+        let Some(columns) = generate(&kinds, &demands, &missing, budget, &seed, nodes_left, limits) else {
             return false;
         };
+        if limits.stop_now().is_some() {
+            return false;
+        }
         let Some(lambda) = solve_primal(&kinds, &columns, &missing, budget) else { return false };
         let mut chosen: Vec<(u64, &Column)> = columns
             .iter()
@@ -344,6 +351,7 @@ fn generate(
     budget: u64,
     seed: &[Column],
     nodes_left: &mut u64,
+    limits: &Limits,
 ) -> Option<Vec<Column>> {
     let mut lp = microlp::Problem::new(microlp::OptimizationDirection::Minimize);
     let sigma = lp.add_var(budget as f64, (0.0, f64::INFINITY));
@@ -393,11 +401,14 @@ fn generate(
         _ => return None,
     };
     for _ in 0..LP_ROUNDS {
+        if limits.stop_now().is_some() {
+            break;
+        }
         let sigma_value = solution.var_value(sigma).max(0.0);
         let prices: Vec<f64> = pi.iter().map(|&var| (1.0 - solution.var_value(var)).max(0.0)).collect();
         let mut added = false;
         for (k, kind) in kinds.iter().enumerate() {
-            if *nodes_left == 0 {
+            if *nodes_left == 0 || limits.stop_now().is_some() {
                 break;
             }
             let pricing = price_within(&demands[k], &prices, kind.capacity, (*nodes_left).min(PRICING_NODES));
@@ -515,7 +526,7 @@ mod tests {
         ahead.pack_mixed(ROOM_PACKING);
         assert_eq!(ahead.placed_new_copies(), 5, "the one-ahead packing this pass exists for");
         let mut guided = planner(&problem);
-        guided.pack_by_lp();
+        guided.pack_by_lp(&Limits::new());
         assert_eq!(guided.placed_new_copies(), 6);
         assert_eq!(guided.fleet_size, 3);
         for instance in guided.instances.iter().filter(|instance| instance.in_fleet) {
@@ -532,10 +543,10 @@ mod tests {
     fn lp_openings_stay_within_the_budget_and_the_missing_copies() {
         let problem = problem();
         let mut guided = planner(&problem);
-        guided.pack_by_lp();
+        guided.pack_by_lp(&Limits::new());
         let opened = guided.fleet_size;
         let placed = guided.placed_new_copies();
-        guided.pack_by_lp();
+        guided.pack_by_lp(&Limits::new());
         assert_eq!((guided.fleet_size, guided.placed_new_copies()), (opened, placed), "nothing left to do");
         assert!(guided.fleet_size <= 3);
         assert_eq!(guided.missing_copies(), 0);

@@ -162,7 +162,7 @@ impl GreedyPlanner {
         }
         let planner = match best {
             Some((planner, _)) => planner,
-            None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT),
+            None => plan_pass(problem, &place::component_order(problem), Mode::DEFAULT, &limits),
         };
         stats.phase("passes", started);
         let (plan, missing) = Self::finished(&limits, problem, planner, stop, &mut stats);
@@ -224,17 +224,28 @@ impl GreedyPlanner {
         let mut guided: Option<(Greedy<'_>, Option<PassRank>)> = None;
         let mut runners_up = Vec::new();
         Self::run_passes(limits, problem, &place::lp_passes(problem), &mut guided, &mut runners_up, stats, &mut stop);
+        // The dive stops at the limits inside the pass, which `run_passes` does not see.
+        if let Some(reason) = limits.stop_now() {
+            stop = reason;
+        }
         if guided.as_ref().is_some_and(|(planner, _)| planner.missing_copies() > 0) && stop == StopReason::Completed {
             stats.solves += 1;
             Self::relocate_and_retype_best(limits, problem, &mut guided);
         }
         let Some((planner, _)) = guided else { return plan };
-        let (candidate, _) = Self::finished(limits, problem, planner, stop, stats);
-        if candidate.objective.better_than(&plan.objective) && crate::verify::verify(problem, &candidate).is_empty() {
+        let (candidate, _) = Self::finished(limits, problem, planner, stop.clone(), stats);
+        let mut kept = if candidate.objective.better_than(&plan.objective)
+            && crate::verify::verify(problem, &candidate).is_empty()
+        {
             candidate
         } else {
             plan
+        };
+        // A run the limits cut says so, whichever plan it keeps.
+        if stop != StopReason::Completed {
+            kept.stop_reason = stop;
         }
+        kept
     }
 
     /// `plan`, or the same planner's plan with every pool priority at 1 (priorities only rank
@@ -333,7 +344,7 @@ impl GreedyPlanner {
                 }
             }
             stats.solves += 1;
-            let planner = plan_pass(problem, order, *mode);
+            let planner = plan_pass(problem, order, *mode, limits);
             let Some((current, current_rank)) = best.as_mut() else {
                 // Ranked only once another pass competes: a single pass is the plan as it is.
                 *best = Some((planner, None));
@@ -549,8 +560,10 @@ impl Mode {
     };
 }
 
-/// One greedy pass placing components in `order` (without the SPREAD pass).
-fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a> {
+/// One greedy pass placing components in `order` (without the SPREAD pass). `limits` stop only
+/// the LP-guided openings' dive (whose LP solves grow with the input); every other part of a
+/// pass is bounded by its work budget.
+fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode, limits: &Limits) -> Greedy<'a> {
     let mut planner = Greedy::new(problem);
     planner.coverage_first = mode.coverage_first;
     planner.largest_first = mode.largest_first;
@@ -562,7 +575,7 @@ fn plan_pass<'a>(problem: &'a Problem, order: &[usize], mode: Mode) -> Greedy<'a
     planner.index_fleet();
     planner.no_launches |= mode.forbid_launches;
     if mode.lp_openings {
-        planner.pack_by_lp();
+        planner.pack_by_lp(limits);
     }
     if let Some(packing) = mode.mixed {
         planner.pack_mixed(packing);
@@ -1248,8 +1261,9 @@ mod tests {
     #[test]
     fn final_fleet_is_the_fleet_the_actions_build() {
         let problem = stacked_problem();
-        for (order, mode) in place::candidate_passes(&problem) {
-            let planner = plan_pass(&problem, &order, mode);
+        let passes = [place::candidate_passes(&problem), place::lp_passes(&problem)].concat();
+        for (order, mode) in passes {
+            let planner = plan_pass(&problem, &order, mode, &Limits::new());
             let fleet = planner.final_fleet();
             let (applied, violations) = FinalFleet::apply(&problem, &planner.into_actions());
             assert!(violations.is_empty(), "{violations:?}");
@@ -1260,7 +1274,7 @@ mod tests {
     #[test]
     fn indexed_spread_pass_matches_the_one_reading_actions() {
         let problem = stacked_problem();
-        let planner = plan_pass(&problem, &place::component_order(&problem), Mode::DEFAULT);
+        let planner = plan_pass(&problem, &place::component_order(&problem), Mode::DEFAULT, &Limits::new());
         let (slots, placed) = (planner.spread_slots(), planner.placement_positions());
         let actions = planner.into_actions();
         let by_strings = spread::rebalance_spread(&problem, actions.clone());
