@@ -216,8 +216,14 @@ impl GreedyPlanner {
     /// is complete, so they never make a plan worse: placed among the rescue passes, an LP plan
     /// one copy ahead before the final repairs won there, and then lost the balance those
     /// repairs gave the other plan at the same copies (`hard-25-025`: excess 14 → 38).
-    fn lp_guided_if_better(limits: &Limits, problem: &Problem, plan: Plan, stats: &mut Stats) -> Plan {
-        if limits.stop_now().is_some() {
+    fn lp_guided_if_better(limits: &Limits, problem: &Problem, mut plan: Plan, stats: &mut Stats) -> Plan {
+        if let Some(reason) = limits.stop_now() {
+            plan.stop_reason = reason;
+            return plan;
+        }
+        // The node limit counts passes: this one is a pass more.
+        if limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+            plan.stop_reason = StopReason::NodeLimit;
             return plan;
         }
         let mut stop = StopReason::Completed;
