@@ -290,12 +290,6 @@ impl Greedy<'_> {
         kinds
     }
 
-    /// Idle instances plus launches left of (type `t`, AZ `z`).
-    fn openings_left(&self, t: usize, z: usize) -> u64 {
-        let idle = self.idle.get(t).and_then(|row| row.get(z)).map_or(0, Vec::len) as u64;
-        idle.saturating_add(self.launches_left(TypeIndex::new(t), AzIndex::new(z)))
-    }
-
     /// Places `column`'s copies still missing on one instance of `kind`: for an opening, a new
     /// instance of its type in the AZ that still opens one and holds the fewest copies of the
     /// pattern's components (then by AZ name); for room, the instance of the group in such an

@@ -128,7 +128,7 @@ impl Greedy<'_> {
                 for z in 0..problem.azs.len() {
                     let (type_index, az) = (TypeIndex::new(t), AzIndex::new(z));
                     let idle = self.idle.get(t).and_then(|row| row.get(z)).map_or(&[][..], Vec::as_slice);
-                    if idle.is_empty() && self.launches_left(type_index, az) == 0 {
+                    if self.openings_left(t, z) == 0 {
                         continue;
                     }
                     let packing = self.best_packing(&mut demand, t, z, info.capacity, packing);

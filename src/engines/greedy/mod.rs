@@ -240,13 +240,7 @@ impl GreedyPlanner {
         }
         let Some((planner, _)) = guided else { return plan };
         let (candidate, _) = Self::finished(limits, problem, planner, stop.clone(), stats);
-        let mut kept = if candidate.objective.better_than(&plan.objective)
-            && crate::verify::verify(problem, &candidate).is_empty()
-        {
-            candidate
-        } else {
-            plan
-        };
+        let mut kept = if replaces(problem, &plan, &candidate) { candidate } else { plan };
         // A run the limits cut says so, whichever plan it keeps.
         if stop != StopReason::Completed {
             kept.stop_reason = stop;
@@ -308,7 +302,7 @@ impl GreedyPlanner {
         // The flat run's stop reason: a limit that cut it is what the candidate must say.
         let candidate =
             super::finish(problem, SolverKind::Greedy, plan.status, flat_plan.stop_reason, flat_plan.actions, None);
-        if candidate.objective.better_than(&plan.objective) && crate::verify::verify(problem, &candidate).is_empty() {
+        if replaces(problem, &plan, &candidate) {
             candidate
         } else {
             plan
@@ -479,6 +473,15 @@ impl GreedyPlanner {
             }
         }
     }
+}
+
+/// Whether a second run's `candidate` replaces `plan`: it reaches MinInstanceCount whenever
+/// `plan` does (as passes rank, [`pass_rank`]), its objective is strictly better, and it
+/// verifies. The flat-priority run and the LP-guided openings both decide this way.
+fn replaces(problem: &Problem, plan: &Plan, candidate: &Plan) -> bool {
+    (candidate.status != Status::Infeasible || plan.status == Status::Infeasible)
+        && candidate.objective.better_than(&plan.objective)
+        && crate::verify::verify(problem, candidate).is_empty()
 }
 
 /// Rounds of retyping for room on the final best plan.
@@ -909,6 +912,12 @@ impl<'a> Greedy<'a> {
             Some(total) => u64::from(total.saturating_sub(done)),
             None => u64::MAX,
         }
+    }
+
+    /// Instances of (type `t`, AZ `z`) the plan may still open: idle ones plus launches left.
+    fn openings_left(&self, t: usize, z: usize) -> u64 {
+        let idle = self.idle.get(t).and_then(|row| row.get(z)).map_or(0, Vec::len) as u64;
+        idle.saturating_add(self.launches_left(TypeIndex::new(t), AzIndex::new(z)))
     }
 
     /// Reservation slots still unused in (type, AZ).

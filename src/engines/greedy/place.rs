@@ -499,7 +499,7 @@ impl Greedy<'_> {
             let idle = self.idle.get(t).and_then(|row| row.get(az)).map_or(&[][..], Vec::as_slice);
             let idle_reserved = idle.iter().filter(|&&i| self.instances[i].reserved).count() as u64;
             let (type_index, az_index) = (TypeIndex::new(t), AzIndex::new(az));
-            let available = (idle.len() as u64).saturating_add(self.launches_left(type_index, az_index));
+            let available = self.openings_left(t, az);
             let instances = remaining.div_ceil(per_instance).min(available).min(budget);
             if instances == 0 {
                 continue;
