@@ -5,6 +5,7 @@
 // a type users get but cannot name is a hole in the API.
 #![warn(unnameable_types)]
 
+mod canonical;
 mod catalogue;
 mod control;
 mod engines;

@@ -17,6 +17,7 @@ pub mod rebalance;
 pub(crate) mod spread;
 pub(crate) mod steps;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::fleet::{objective, FinalFleet};
@@ -52,6 +53,28 @@ impl LaunchIds {
             }
         }
     }
+}
+
+/// Runs a planner on `problem` in canonical order ([`Problem::canonical`]: names, not input
+/// positions, decide every tie, so permuting the input does not change the plan) and returns its
+/// plan as a plan of `problem` itself: the actions name everything, and the plan is finished
+/// again on `problem`, so `Unplaced` lists its components in the input's order.
+pub(crate) fn in_canonical_order<S>(problem: &Problem, run: impl FnOnce(&Problem) -> (Plan, S)) -> (Plan, S) {
+    match problem.canonical() {
+        Cow::Borrowed(problem) => run(problem),
+        Cow::Owned(canonical) => {
+            let (plan, stats) = run(&canonical);
+            let plan = finish(problem, plan.solver, plan.status, plan.stop_reason, plan.actions, plan.bound);
+            (plan, stats)
+        }
+    }
+}
+
+/// Runs an engine whose result names instances, components, types and AZs (never positions) on
+/// `problem` in canonical order ([`Problem::canonical`]), so that the order of the input does not
+/// steer it: its result is a result for `problem` itself.
+pub(crate) fn on_canonical<T>(problem: &Problem, run: impl FnOnce(&Problem) -> T) -> T {
+    run(problem.canonical().as_ref())
 }
 
 /// Builds a plan from an engine's actions: canonical action order, objective and `Unplaced`

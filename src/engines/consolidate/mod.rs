@@ -240,8 +240,13 @@ impl Consolidator {
     }
 
     /// [`plan`](Self::plan), with what the planner did (greedy runs as `solves`, steps as
-    /// `rounds`).
+    /// `rounds`). Runs on the problem in canonical order, so the input's order does not steer it.
     pub fn plan_with_stats(&self, problem: &Problem) -> (ConsolidationPlan, Stats) {
+        super::on_canonical(problem, |problem| self.plan_canonical(problem))
+    }
+
+    /// [`Self::plan_with_stats`] on a problem in canonical order.
+    fn plan_canonical(&self, problem: &Problem) -> (ConsolidationPlan, Stats) {
         let started = Instant::now();
         let limits = self.limits.armed(None);
         let mut stats = Stats::default();

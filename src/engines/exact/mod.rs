@@ -305,8 +305,14 @@ impl ExactPlanner {
         self.plan_with_stats(problem).0
     }
 
-    /// [`plan`](Self::plan), with what the search did.
+    /// [`plan`](Self::plan), with what the search did. Runs on the problem in canonical order
+    /// (as the greedy planner does), so the order of the input does not steer the search.
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
+        super::in_canonical_order(problem, |problem| self.plan_canonical(problem))
+    }
+
+    /// [`Self::plan_with_stats`] on a problem in canonical order.
+    fn plan_canonical(&self, problem: &Problem) -> (Plan, Stats) {
         if let Some(portfolio) = self.plan_by_portfolio(problem) {
             return portfolio;
         }

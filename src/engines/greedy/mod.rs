@@ -50,8 +50,10 @@
 //! passes above look one instance ahead), then the same final repairs and phases 5 and 6; that
 //! plan is kept only when strictly better, so it never makes a plan worse.
 //!
-//! Every decision compares intrinsic keys (requirements, priority, price, names), never input
-//! positions, so permuting components, pool entries or AZs does not change the objective.
+//! The planner runs on the problem in canonical order (`Problem::canonical`: AZs, types,
+//! components and fleet instances by name), so no tie it breaks by position depends on the order
+//! of the input: permuting components, pool entries, AZs, capacity or the fleet does not change
+//! the plan.
 
 mod lp_packing;
 mod mixed;
@@ -138,6 +140,11 @@ impl GreedyPlanner {
 
     /// [`plan`](Self::plan), with what the planner did (passes as `solves`).
     pub fn plan_with_stats(&self, problem: &Problem) -> (Plan, Stats) {
+        super::in_canonical_order(problem, |problem| self.plan_canonical(problem))
+    }
+
+    /// [`Self::plan_with_stats`] on a problem in canonical order.
+    fn plan_canonical(&self, problem: &Problem) -> (Plan, Stats) {
         let started = Instant::now();
         let limits = self.limits.armed(None);
         let mut stats = Stats::default();

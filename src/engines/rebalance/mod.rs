@@ -287,8 +287,14 @@ impl Rebalancer {
     }
 
     /// [`plan`](Self::plan), also returning what the planner did (the target and greedy runs
-    /// as solves, release candidates tried as nodes, steps as rounds).
+    /// as solves, release candidates tried as nodes, steps as rounds). Runs on the problem in
+    /// canonical order, so the input's order does not steer it.
     pub fn plan_with_stats(&self, problem: &Problem) -> (RebalancePlan, Stats) {
+        super::on_canonical(problem, |problem| self.plan_canonical(problem))
+    }
+
+    /// [`Self::plan_with_stats`] on a problem in canonical order.
+    fn plan_canonical(&self, problem: &Problem) -> (RebalancePlan, Stats) {
         let started = Instant::now();
         let limits = self.limits.armed(None);
         let mut stats = Stats::default();
