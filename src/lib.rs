@@ -82,7 +82,7 @@ pub use violation::{Violation, ViolationKind};
 #[doc(hidden)]
 pub mod __internal {
     pub use crate::engines::consolidate::{consolidation_score, spread_offender_total, ConsolidationScore};
-    pub use crate::engines::exact::{lower_balance_excess, packing_bound};
+    pub use crate::engines::exact::{balance_floor_at, lower_balance_excess, packing_bound};
     pub use crate::engines::rebalance::{
         change_text, reachable_problem, rebalance_score, summarize, RebalanceScore, RebalanceSummary, StepSummary,
     };

@@ -298,6 +298,9 @@ fn check_bounds_against_oracle(problem: &Problem) -> Result<(), TestCaseError> {
     let Some(best) = oracle(problem) else { return Ok(()) };
     let packing = fleetplan::__internal::packing_bound(problem);
     prop_assert!(packing.key() <= best.key(), "packing bound {:?} above the optimum {:?}", packing, best);
+    // The balance floor at the optimum's own L1 (not only at the bound's, where L1 may decide).
+    let floor = fleetplan::__internal::balance_floor_at(problem, best.placed_copies);
+    prop_assert!(floor <= best.balance_excess, "balance floor {} above the optimum {:?}", floor, best);
     for planner in [ExactPlanner::new().node_limit(1), ExactPlanner::new().time_limit(std::time::Duration::ZERO)] {
         let plan = planner.plan(problem);
         if plan.status == Status::Optimal {

@@ -28,6 +28,8 @@ use crate::index::{AzIndex, TypeIndex};
 use crate::plan::{CostUnit, Objective};
 use crate::problem::{Problem, Resources};
 
+use super::master::least_excess_of;
+
 /// An item size `numerator / denominator` (a share of one instance), `count` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Item {
@@ -271,6 +273,7 @@ pub(crate) fn complete(problem: &Problem, bound: Option<Objective>) -> Objective
         placed_copies: problem.components().iter().map(|c| u64::from(c.copy_count)).sum(),
         ..Objective::default()
     });
+    raise_to_balance_floor(problem, &mut bound);
     let types = problem.instance_types();
     let Some(preferred) = types.iter().filter(|info| info.in_pool).map(|info| info.priority).min() else {
         return bound;
@@ -300,6 +303,53 @@ pub(crate) fn complete(problem: &Problem, bound: Option<Objective>) -> Objective
         }
     }
     bound
+}
+
+/// No plan places more copies than every component's most final copies ([`most_final_copies`]),
+/// so L1 is capped there; and a plan that places `P` copies, `D` fewer than that sum, has a
+/// balance excess of at least [`balance_floor`]`(D)`. `bound` says both: L2 is raised to that
+/// floor at the bound's L1. The bound stays valid whether or not L1 is proven: a plan placing
+/// fewer copies than the bound's L1 is beyond it at L1 already. Raising L2 drops what the bound
+/// said after it (proven for the lower L2 only); the packing bound on instances holds for
+/// every plan and is added after.
+fn raise_to_balance_floor(problem: &Problem, bound: &mut Objective) {
+    let most = most_final_copies(problem);
+    let wanted: u64 = most.iter().sum();
+    bound.placed_copies = bound.placed_copies.min(wanted);
+    let floor = balance_floor(problem, &most, wanted - bound.placed_copies);
+    if floor > bound.balance_excess {
+        bound.balance_excess = floor;
+        bound.instances_by_priority.clear();
+        bound.cost_micros = 0;
+    }
+}
+
+/// The least balance excess of any plan that leaves `short` of the components' `most` final
+/// copies unplaced. Only a component with MaxImbalance 0 whose most copies the AZs do not divide
+/// has an excess at every total near its most (1, [`least_excess_of`]); leaving out the
+/// remainder of its most modulo the AZs takes it to 0. So the floor is those components' count
+/// less the most of them whose remainders fit in `short`, smallest remainders first (each saves
+/// one). Copies left out beyond that are taken to cost nothing, which only lowers the floor.
+pub(crate) fn balance_floor(problem: &Problem, most: &[u64], short: u64) -> u64 {
+    let zones = problem.azs().len() as u64;
+    let mut remainders: Vec<u64> = problem
+        .components()
+        .iter()
+        .zip(most)
+        .filter(|&(component, &total)| least_excess_of(component, total, zones as usize).is_some_and(|e| e > 0))
+        .map(|(_, &total)| total % zones)
+        .collect();
+    remainders.sort_unstable();
+    let mut left = short;
+    let mut saved = 0u64;
+    for remainder in &remainders {
+        if *remainder > left {
+            break;
+        }
+        left -= remainder;
+        saved += 1;
+    }
+    remainders.len() as u64 - saved
 }
 
 /// The least L4 cost of a fleet with exactly the bound's instance count per priority, and its
@@ -364,6 +414,34 @@ mod tests {
         // Greedy places exactly that much here: the most any plan can.
         let placed = crate::plan_greedy(&problem).objective.placed_copies;
         assert_eq!(placed, 4);
+    }
+
+    #[test]
+    fn balance_floor_counts_uneven_components_less_those_the_shortfall_evens_out() {
+        // Three AZs, MaxImbalance 0: `four` (4 = 2/1/1, remainder 1) and `five` (5, remainder 2)
+        // can never be even at their most; `six` always can; `loose` has MaxImbalance 1.
+        let scenario = crate::ScenarioBuilder::new(["a", "b", "c"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("four", 4, 1, 1.0, 1024)
+            .component("five", 5, 1, 1.0, 1024)
+            .component("six", 6, 1, 1.0, 1024)
+            .component("loose", 5, 1, 1.0, 1024)
+            .max_imbalance("four", 0)
+            .max_imbalance("five", 0)
+            .max_imbalance("six", 0)
+            .max_imbalance("loose", 1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let most = most_final_copies(&problem);
+        assert_eq!(balance_floor(&problem, &most, 0), 2);
+        // One copy short evens out `four` (4 → 3), two more `five` as well.
+        assert_eq!(balance_floor(&problem, &most, 1), 1);
+        assert_eq!(balance_floor(&problem, &most, 2), 1);
+        assert_eq!(balance_floor(&problem, &most, 3), 0);
+        // The reported bound carries the floor at its L1.
+        let bound = complete(&problem, None);
+        assert_eq!((bound.placed_copies, bound.balance_excess), (20, 2));
     }
 
     #[test]

@@ -721,12 +721,22 @@ impl MipBackend for Instrumented<'_> {
     }
 }
 
-/// The bound the planner reports when it proves nothing: L1 at `Σ CopyCount` and the most
-/// preferred priority's instance count at the packing bounds (trivial and Martello–Toth L2 per
-/// resource, MinInstanceCount). A valid lexicographic lower bound on every plan's objective.
+/// The bound the planner reports when it proves nothing: L1 at the most copies any plan can
+/// place, L2 at the balance floor there, and the most preferred priority's instance count at
+/// the packing bounds (trivial and Martello–Toth L2 per resource, MinInstanceCount). A valid
+/// lexicographic lower bound on every plan's objective.
 #[doc(hidden)]
 pub fn packing_bound(problem: &Problem) -> Objective {
     bounds::complete(problem, None)
+}
+
+/// The least balance excess of any plan that places `placed` copies (existing ones included):
+/// the L2 the planner's bounds carry at that L1 (see `bounds::balance_floor`). For tests.
+#[doc(hidden)]
+pub fn balance_floor_at(problem: &Problem, placed: u64) -> u64 {
+    let most = bounds::most_final_copies(problem);
+    let wanted: u64 = most.iter().sum();
+    bounds::balance_floor(problem, &most, wanted.saturating_sub(placed))
 }
 
 /// The plan that seeds the search and that the result is never worse than: the greedy plan,
