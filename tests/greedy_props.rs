@@ -2,6 +2,7 @@
 //! deterministic, and permuting the input (components, pool entries, AZs, fleet, capacity)
 //! does not change the objective.
 
+use crate::common;
 use crate::common::generator::{generate, Config, Rng};
 
 use fleetplan::{plan_greedy, verify, Problem, Scenario, Status, ViolationKind};
@@ -123,11 +124,10 @@ fn the_generator_covers_the_interesting_cases() {
 /// scenario and its permutation as the old generator drew them.
 #[test]
 fn permutation_regression_balance_excess() {
-    let load = |name: &str| {
-        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-        Problem::from_json(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
-    };
-    let (problem, other) = (load("greedy-permutation.json"), load("greedy-permutation-permuted.json"));
+    let (problem, other) = (
+        common::fixture_problem("greedy-permutation.json"),
+        common::fixture_problem("greedy-permutation-permuted.json"),
+    );
     let (a, b) = (plan_greedy(&problem), plan_greedy(&other));
     assert_eq!(a.objective, b.objective);
 }
@@ -138,11 +138,8 @@ fn permutation_regression_balance_excess() {
 /// of 150 such endpoints changed their objective under a shuffle.
 #[test]
 fn permutation_regression_hard_endpoint() {
-    let load = |name: &str| {
-        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-        Problem::from_json(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
-    };
-    let (problem, other) = (load("hard-29-011.json"), load("hard-29-011-shuffled.json"));
+    let (problem, other) =
+        (common::fixture_problem("hard-29-011.json"), common::fixture_problem("hard-29-011-shuffled.json"));
     let (a, b) = (plan_greedy(&problem), plan_greedy(&other));
     assert_eq!(a.objective, b.objective);
     assert_eq!(a.actions, b.actions);

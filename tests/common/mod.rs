@@ -30,6 +30,13 @@ pub fn bundled_problem(name: &str) -> Problem {
     Problem::from_json(&text).expect("bundled scenario is valid")
 }
 
+/// A scenario of `tests/fixtures/`, validated.
+pub fn fixture_problem(name: &str) -> Problem {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    Problem::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 pub mod generator;
 
 pub use generator::Config;
