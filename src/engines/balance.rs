@@ -14,6 +14,13 @@
 //! one move of a component with several fullest AZs cannot lower its excess yet. Every chain
 //! lowers the pair, so the pass ends; its work is bounded (`work`: instance checks).
 //!
+//! When no chain is left, a **swap** shares out anew the new copies of two instances of one
+//! type in different AZs (every split of the pair's copies per component when there are at
+//! most 512, else trading all of them), the pair and split that lower the pair of terms most
+//! (`Chains::any_swap`): it gives one large copy's room in a crowded AZ to several small copies
+//! short there, which no chain can, since the large copy's move alone makes its own balance
+//! worse. Chains run again after each swap.
+//!
 //! When not every copy could be placed, an **exchange** also counts: a new copy of one component
 //! is left out (dropped) and an unplaced copy of another placed instead, so the copies placed
 //! (L1) stay the same. Which copies are left out decides the balance: dropping a copy in a
@@ -42,6 +49,15 @@ const MAX_EJECTED: usize = 8;
 
 /// Most instance checks the search for one chain may do.
 const CHAIN_WORK: u64 = 4_000;
+
+/// Most pairs of holders the search for one swap may look at.
+const SWAP_WORK: u64 = 200_000;
+
+/// Most splits of a pair's copies a swap tries one by one (beyond, only trading everything).
+const SWAP_SPLITS: u64 = 512;
+
+/// Splits tried per instance check charged to the pass.
+const SPLITS_PER_CHECK: u64 = 16;
 
 /// Instance checks between two looks at the limits of a [`Budget`] (a look reads the clock).
 const CHECKS_PER_LOOK: u64 = 1_024;
@@ -172,7 +188,7 @@ pub(crate) fn lower_excess(
             }
             depth = if moved { 0 } else { depth + 1 };
         }
-        match pass.any_exchange(order) {
+        match pass.any_exchange(order).or_else(|| pass.any_swap()) {
             Some(chain) => moves.extend(chain.into_iter().map(Step::to_move)),
             None => break,
         }
@@ -306,6 +322,10 @@ pub(crate) fn empty_holder(
     }
     None
 }
+
+/// How a swap shares out a pair of holders' copies: (component, copies on the first holder
+/// after, copies there before).
+type Split = Vec<(usize, u32, u32)>;
 
 /// A holder whose signature is not computed (yet, or since it changed).
 const UNSIGNED: u32 = u32::MAX;
@@ -660,6 +680,146 @@ impl<'a> Chains<'a> {
             }
         }
         None
+    }
+
+    /// The first **swap** found that lowers (total excess, copies still to move), applied: two
+    /// open holders of one type in different AZs share out their new copies anew — the best
+    /// split of the pair's copies of each component between them (every split when there are
+    /// at most [`SWAP_SPLITS`], else only trading all of them). A chain moves one copy at a time
+    /// and each prefix must pay, so it cannot give one large copy's room in a crowded AZ to
+    /// several small copies of components short there: the large copy's move alone makes its
+    /// own balance worse. A swap moves both sides at once. Same type, so a copy needs the same
+    /// on either side; each side must fit what it keeps (existing copies stay) plus what it
+    /// receives. The steps come in no particular order of room (the callers apply them whole).
+    fn any_swap(&mut self) -> Option<Vec<Step>> {
+        self.budget = SWAP_WORK;
+        let count = self.holders.len();
+        let mut best: Option<(Gain, usize, usize, Split)> = None;
+        'pairs: for x in 0..count {
+            for y in x + 1..count {
+                if !self.tick() {
+                    break 'pairs;
+                }
+                let Some((gain, split)) = self.best_split(x, y) else { continue };
+                if best.as_ref().is_none_or(|kept| gain < kept.0) {
+                    best = Some((gain, x, y, split));
+                }
+            }
+        }
+        let (_, x, y, split) = best?;
+        self.chain.clear();
+        for (c, on_x, had_on_x) in split {
+            let (from, to, times) = if had_on_x > on_x { (x, y, had_on_x - on_x) } else { (y, x, on_x - had_on_x) };
+            for _ in 0..times {
+                self.push(Step { component: c, from, to });
+            }
+        }
+        Some(std::mem::take(&mut self.chain))
+    }
+
+    /// The split of holders `x` and `y`'s new copies that lowers (total excess, copies still to
+    /// move) most, as (component, copies on `x` after, copies on `x` before); `None` when no
+    /// split lowers it (or the two may not share: closed, other type, same AZ).
+    fn best_split(&mut self, x: usize, y: usize) -> Option<(Gain, Split)> {
+        let (hx, hy) = (self.holders.get(x)?, self.holders.get(y)?);
+        if !hx.open || !hy.open || hx.az == hy.az || hx.type_index != hy.type_index {
+            return None;
+        }
+        if hx.new_copies.is_empty() && hy.new_copies.is_empty() {
+            return None;
+        }
+        let (az_x, az_y, type_index) = (hx.az, hy.az, hx.type_index);
+        let capacity = *self.capacity.get(type_index)?;
+        // (component, copies the pair holds, copies on x now, need per copy), by component.
+        let mut shared: SmallVec<[(usize, u32, u32, Resources); 8]> = SmallVec::new();
+        for (list, on_x) in [(&hx.new_copies, true), (&hy.new_copies, false)] {
+            for &(c, n) in list {
+                let need = self.need_on.get(type_index)?.get(c).copied().flatten()?;
+                match shared.iter_mut().find(|entry| entry.0 == c) {
+                    Some(entry) => {
+                        entry.1 += n;
+                        if on_x {
+                            entry.2 += n;
+                        }
+                    }
+                    None => shared.push((c, n, if on_x { n } else { 0 }, need)),
+                }
+            }
+        }
+        shared.sort_unstable_by_key(|entry| entry.0);
+        let load = |holder: &Holder| -> Option<Resources> {
+            holder.new_copies.iter().try_fold(Resources::ZERO, |sum, &(c, n)| {
+                let need = shared.iter().find(|entry| entry.0 == c)?.3;
+                Some(sum.plus(&need.times(u64::from(n))))
+            })
+        };
+        let kept_x = hx.used.minus(&load(hx)?)?;
+        let kept_y = hy.used.minus(&load(hy)?)?;
+        // What each possible count on x does to its component's standing.
+        let mut change: Vec<Vec<Gain>> = Vec::with_capacity(shared.len());
+        for &(c, total, had, _) in &shared {
+            let before = self.standing(c);
+            let mut row = Vec::with_capacity(total as usize + 1);
+            for on_x in 0..=total {
+                let (from, to, times) = if had > on_x { (az_x, az_y, had - on_x) } else { (az_y, az_x, on_x - had) };
+                for _ in 0..times {
+                    self.shift_count(c, from, to);
+                }
+                let after = self.standing(c);
+                for _ in 0..times {
+                    self.shift_count(c, to, from);
+                }
+                row.push((after.0 - before.0, after.1 - before.1));
+            }
+            change.push(row);
+        }
+        let splits = shared.iter().try_fold(1u64, |product, entry| product.checked_mul(u64::from(entry.1) + 1));
+        let fits = |on_x: &[u32]| {
+            let (mut load_x, mut load_y) = (kept_x, kept_y);
+            for (entry, &k) in shared.iter().zip(on_x) {
+                load_x = load_x.plus(&entry.3.times(u64::from(k)));
+                load_y = load_y.plus(&entry.3.times(u64::from(entry.1 - k)));
+            }
+            load_x.fits_in(&capacity) && load_y.fits_in(&capacity)
+        };
+        let gain_of = |on_x: &[u32]| {
+            on_x.iter().zip(&change).fold((0i64, 0i64), |sum, (&k, row)| {
+                let delta = row.get(k as usize).copied().unwrap_or((0, 0));
+                (sum.0 + delta.0, sum.1 + delta.1)
+            })
+        };
+        let mut best: Option<(Gain, SmallVec<[u32; 8]>)> = None;
+        let mut consider = |on_x: &[u32]| {
+            let gain = gain_of(on_x);
+            if gain < (0, 0) && best.as_ref().is_none_or(|(kept, _)| gain < *kept) && fits(on_x) {
+                best = Some((gain, on_x.iter().copied().collect()));
+            }
+        };
+        match splits {
+            Some(splits) if splits <= SWAP_SPLITS => {
+                // Every split, as a mixed-radix counter over the components.
+                let mut on_x: SmallVec<[u32; 8]> = shared.iter().map(|_| 0).collect();
+                loop {
+                    consider(&on_x);
+                    let Some(position) = on_x.iter().zip(&shared).position(|(&k, entry)| k < entry.1) else {
+                        break;
+                    };
+                    on_x[position] += 1;
+                    for earlier in on_x.iter_mut().take(position) {
+                        *earlier = 0;
+                    }
+                }
+                // Charged to the pass: a pair with many splits is that much work.
+                self.work = self.work.saturating_sub(splits / SPLITS_PER_CHECK);
+            }
+            // Too many splits: only trading everything (x takes what y had, and back).
+            _ => {
+                let traded: SmallVec<[u32; 8]> = shared.iter().map(|entry| entry.1 - entry.2).collect();
+                consider(&traded);
+            }
+        }
+        let (gain, on_x) = best?;
+        Some((gain, shared.iter().zip(on_x).map(|(entry, k)| (entry.0, k, entry.2)).collect()))
     }
 
     /// The first exchange found for the components of `order` still over their MaxImbalance,
@@ -1036,6 +1196,77 @@ mod tests {
             }
         }
         counts
+    }
+
+    #[test]
+    fn a_swap_gives_a_large_copys_room_to_several_small_ones() {
+        // One 4-accelerator type. `small` (1 accelerator, 8 copies) sits 4 + 4 in AZ a, `large`
+        // (4 accelerators, 2 copies) one per instance in AZ b; MaxImbalance 0 for both, every
+        // instance full. No chain helps: a small copy moving to b must eject a large one, which
+        // fits nowhere in a. Swapping one instance of each side balances both.
+        let scenario = ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("small", 8, 1, 1.0, 1024)
+            .component("large", 2, 4, 1.0, 1024)
+            .max_imbalance("small", 0)
+            .max_imbalance("large", 0)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let (small, large) = (0, 1);
+        let mut holders = vec![
+            holder(&problem, "ml.g6.12xlarge", 0, &[(small, 4)]),
+            holder(&problem, "ml.g6.12xlarge", 0, &[(small, 4)]),
+            holder(&problem, "ml.g6.12xlarge", 1, &[(large, 1)]),
+            holder(&problem, "ml.g6.12xlarge", 1, &[(large, 1)]),
+        ];
+        let mut counts = counts_of(&problem, &holders);
+        assert_eq!((balance_excess(&counts[small], Some(0)), balance_excess(&counts[large], Some(0))), (8, 2));
+        let moves = lower_excess(&problem, &mut holders, &mut counts, &[large, small], &[], Budget::checks(10_000));
+        assert_eq!(counts[small], vec![4, 4], "{moves:?}");
+        assert_eq!(counts[large], vec![1, 1], "{moves:?}");
+        assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
+        assert_eq!(moves.len(), 5, "four small copies one way, one large copy the other: {moves:?}");
+        for h in &holders {
+            assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
+        }
+        // A draining instance takes no new copy: with both of b's instances draining, no swap.
+        let mut closed = vec![
+            holder(&problem, "ml.g6.12xlarge", 0, &[(small, 4)]),
+            holder(&problem, "ml.g6.12xlarge", 0, &[(small, 4)]),
+            Holder { open: false, ..holder(&problem, "ml.g6.12xlarge", 1, &[(large, 1)]) },
+            Holder { open: false, ..holder(&problem, "ml.g6.12xlarge", 1, &[(large, 1)]) },
+        ];
+        let mut counts = counts_of(&problem, &closed);
+        assert!(
+            lower_excess(&problem, &mut closed, &mut counts, &[large, small], &[], Budget::checks(10_000)).is_empty()
+        );
+    }
+
+    #[test]
+    fn a_swap_splits_a_pair_of_instances_copies_at_the_best_counts() {
+        // `s` runs 4 copies on one instance in AZ a, `t` 4 on one in AZ b (MaxImbalance 0, 1
+        // accelerator each, both instances full): trading everything leaves both at excess 4;
+        // two of each per instance balances both.
+        let scenario = ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("s", 4, 1, 1.0, 1024)
+            .component("t", 4, 1, 1.0, 1024)
+            .max_imbalance("s", 0)
+            .max_imbalance("t", 0)
+            .build()
+            .unwrap();
+        let problem = Problem::new(&scenario).unwrap();
+        let (s, t) = (0, 1);
+        let mut holders =
+            vec![holder(&problem, "ml.g6.12xlarge", 0, &[(s, 4)]), holder(&problem, "ml.g6.12xlarge", 1, &[(t, 4)])];
+        let mut counts = counts_of(&problem, &holders);
+        let mut pass = Chains::new(&problem, &mut holders, &mut counts, &[], Budget::checks(10_000)).unwrap();
+        let (gain, split) = pass.best_split(0, 1).unwrap();
+        assert_eq!(gain.0, -8, "excess 4 + 4 → 0");
+        assert_eq!(split, vec![(s, 2, 4), (t, 2, 0)]);
+        // Two instances in one AZ never share out their copies.
+        assert!(pass.best_split(0, 0).is_none());
     }
 
     #[test]
