@@ -50,8 +50,9 @@ const MAX_EJECTED: usize = 8;
 /// Most instance checks the search for one chain may do.
 const CHAIN_WORK: u64 = 4_000;
 
-/// Most pairs of holders the search for one swap may look at.
-const SWAP_WORK: u64 = 200_000;
+/// Most instance checks the search for one swap may do (a pair looked at is one, each count
+/// of a component weighed for it one more).
+const SWAP_WORK: u64 = 50_000;
 
 /// Most splits of a pair's copies a swap tries one by one (beyond, only trading everything).
 const SWAP_SPLITS: u64 = 512;
@@ -321,6 +322,25 @@ pub(crate) fn empty_holder(
         return Some((moves, opening));
     }
     None
+}
+
+/// One component's copies on a pair of holders a swap shares out ([`Chains::best_split`]).
+struct Shared {
+    component: usize,
+    /// Copies the pair holds.
+    total: u32,
+    /// Copies on the first holder now.
+    had: u32,
+    /// What one copy needs on the first holder's type and the second's (`None`: not allowed).
+    need_x: Option<Resources>,
+    need_y: Option<Resources>,
+}
+
+impl Shared {
+    /// Whether its copies may go to either holder.
+    fn movable(&self) -> bool {
+        self.need_x.is_some() && self.need_y.is_some()
+    }
 }
 
 /// How a swap shares out a pair of holders' copies: (component, copies on the first holder
@@ -682,23 +702,40 @@ impl<'a> Chains<'a> {
         None
     }
 
-    /// The first **swap** found that lowers (total excess, copies still to move), applied: two
-    /// open holders of one type in different AZs share out their new copies anew — the best
+    /// The best **swap** that lowers (total excess, copies still to move), applied: two open
+    /// holders in different AZs share out their new copies anew — the best
     /// split of the pair's copies of each component between them (every split when there are
     /// at most [`SWAP_SPLITS`], else only trading all of them). A chain moves one copy at a time
     /// and each prefix must pay, so it cannot give one large copy's room in a crowded AZ to
     /// several small copies of components short there: the large copy's move alone makes its
-    /// own balance worse. A swap moves both sides at once. Same type, so a copy needs the same
-    /// on either side; each side must fit what it keeps (existing copies stay) plus what it
-    /// receives. The steps come in no particular order of room (the callers apply them whole).
+    /// own balance worse. A swap moves both sides at once. A component moves only between types
+    /// that both take it, each copy needing what its new type asks; each side must fit what it
+    /// keeps (existing copies stay) plus what it receives. The steps come in no particular order
+    /// of room (the callers apply them whole).
     fn any_swap(&mut self) -> Option<Vec<Step>> {
         self.budget = SWAP_WORK;
         let count = self.holders.len();
+        // A swap lowers the pair of terms only by moving a copy of a component not at its best
+        // balance from an AZ where it has more to one where it has fewer: one side of a useful
+        // pair holds such a copy (a source), and the pair is only looked at when it can move.
+        let wanting: Vec<bool> = (0..self.counts.len()).map(|c| self.standing(c) > (0, 0)).collect();
+        let is_source: Vec<bool> = self
+            .holders
+            .iter()
+            .map(|h| h.open && h.new_copies.iter().any(|&(c, _)| wanting.get(c).copied().unwrap_or(false)))
+            .collect();
         let mut best: Option<(Gain, usize, usize, Split)> = None;
-        'pairs: for x in 0..count {
-            for y in x + 1..count {
+        'pairs: for x in (0..count).filter(|&x| is_source[x]) {
+            for (y, &y_is_source) in is_source.iter().enumerate() {
+                // A pair of two sources is looked at once.
+                if y == x || (y_is_source && y < x) {
+                    continue;
+                }
                 if !self.tick() {
                     break 'pairs;
+                }
+                if !self.may_gain(x, y, &wanting) && !self.may_gain(y, x, &wanting) {
+                    continue;
                 }
                 let Some((gain, split)) = self.best_split(x, y) else { continue };
                 if best.as_ref().is_none_or(|kept| gain < kept.0) {
@@ -717,50 +754,72 @@ impl<'a> Chains<'a> {
         Some(std::mem::take(&mut self.chain))
     }
 
+    /// Whether holder `from` holds a new copy of a component not at its best balance (`wanting`)
+    /// that has more copies in `from`'s AZ than in holder `to`'s (different AZs, both open).
+    fn may_gain(&self, from: usize, to: usize, wanting: &[bool]) -> bool {
+        let (Some(source), Some(target)) = (self.holders.get(from), self.holders.get(to)) else { return false };
+        source.open
+            && target.open
+            && source.az != target.az
+            && source.new_copies.iter().any(|&(c, _)| {
+                wanting.get(c).copied().unwrap_or(false) && self.count(c, source.az) > self.count(c, target.az)
+            })
+    }
+
     /// The split of holders `x` and `y`'s new copies that lowers (total excess, copies still to
-    /// move) most, as (component, copies on `x` after, copies on `x` before); `None` when no
-    /// split lowers it (or the two may not share: closed, other type, same AZ).
+    /// move) most, with that change, as (component, copies on `x` after, copies on `x` before);
+    /// `None` when no split lowers it (or the two may not share: closed, or in one AZ). A
+    /// component moves only between types that both take it; its copies stay otherwise.
     fn best_split(&mut self, x: usize, y: usize) -> Option<(Gain, Split)> {
         let (hx, hy) = (self.holders.get(x)?, self.holders.get(y)?);
-        if !hx.open || !hy.open || hx.az == hy.az || hx.type_index != hy.type_index {
+        if !hx.open || !hy.open || hx.az == hy.az {
             return None;
         }
         if hx.new_copies.is_empty() && hy.new_copies.is_empty() {
             return None;
         }
-        let (az_x, az_y, type_index) = (hx.az, hy.az, hx.type_index);
-        let capacity = *self.capacity.get(type_index)?;
-        // (component, copies the pair holds, copies on x now, need per copy), by component.
-        let mut shared: SmallVec<[(usize, u32, u32, Resources); 8]> = SmallVec::new();
+        let (az_x, az_y) = (hx.az, hy.az);
+        let (capacity_x, capacity_y) = (*self.capacity.get(hx.type_index)?, *self.capacity.get(hy.type_index)?);
+        let (needs_x, needs_y) = (self.need_on.get(hx.type_index)?, self.need_on.get(hy.type_index)?);
+        let mut shared: SmallVec<[Shared; 8]> = SmallVec::new();
         for (list, on_x) in [(&hx.new_copies, true), (&hy.new_copies, false)] {
             for &(c, n) in list {
-                let need = self.need_on.get(type_index)?.get(c).copied().flatten()?;
-                match shared.iter_mut().find(|entry| entry.0 == c) {
-                    Some(entry) => {
-                        entry.1 += n;
-                        if on_x {
-                            entry.2 += n;
-                        }
-                    }
-                    None => shared.push((c, n, if on_x { n } else { 0 }, need)),
+                match shared.iter_mut().find(|entry| entry.component == c) {
+                    Some(entry) => entry.total += n,
+                    None => shared.push(Shared {
+                        component: c,
+                        total: n,
+                        had: 0,
+                        need_x: needs_x.get(c).copied().flatten(),
+                        need_y: needs_y.get(c).copied().flatten(),
+                    }),
+                }
+                if let (true, Some(entry)) = (on_x, shared.iter_mut().find(|entry| entry.component == c)) {
+                    entry.had += n;
                 }
             }
         }
-        shared.sort_unstable_by_key(|entry| entry.0);
-        let load = |holder: &Holder| -> Option<Resources> {
+        shared.sort_unstable_by_key(|entry| entry.component);
+        let load = |holder: &Holder, on_x: bool| -> Option<Resources> {
             holder.new_copies.iter().try_fold(Resources::ZERO, |sum, &(c, n)| {
-                let need = shared.iter().find(|entry| entry.0 == c)?.3;
+                let entry = shared.iter().find(|entry| entry.component == c)?;
+                let need = if on_x { entry.need_x } else { entry.need_y }?;
                 Some(sum.plus(&need.times(u64::from(n))))
             })
         };
-        let kept_x = hx.used.minus(&load(hx)?)?;
-        let kept_y = hy.used.minus(&load(hy)?)?;
-        // What each possible count on x does to its component's standing.
+        let kept_x = hx.used.minus(&load(hx, true)?)?;
+        let kept_y = hy.used.minus(&load(hy, false)?)?;
+        // What each possible count on x does to its component's standing (charged to the pass
+        // and to the search: one check per count).
+        let evaluations: u64 = shared.iter().map(|entry| u64::from(entry.total) + 1).sum();
+        self.work = self.work.saturating_sub(evaluations);
+        self.budget = self.budget.saturating_sub(evaluations);
         let mut change: Vec<Vec<Gain>> = Vec::with_capacity(shared.len());
-        for &(c, total, had, _) in &shared {
+        for entry in &shared {
+            let (c, had) = (entry.component, entry.had);
             let before = self.standing(c);
-            let mut row = Vec::with_capacity(total as usize + 1);
-            for on_x in 0..=total {
+            let mut row = Vec::with_capacity(entry.total as usize + 1);
+            for on_x in 0..=entry.total {
                 let (from, to, times) = if had > on_x { (az_x, az_y, had - on_x) } else { (az_y, az_x, on_x - had) };
                 for _ in 0..times {
                     self.shift_count(c, from, to);
@@ -773,14 +832,30 @@ impl<'a> Chains<'a> {
             }
             change.push(row);
         }
-        let splits = shared.iter().try_fold(1u64, |product, entry| product.checked_mul(u64::from(entry.1) + 1));
+        // Each component's counts on x: all of them when both types take it, else as it is.
+        let lowest: SmallVec<[u32; 8]> =
+            shared.iter().map(|entry| if entry.movable() { 0 } else { entry.had }).collect();
+        let highest: SmallVec<[u32; 8]> =
+            shared.iter().map(|entry| if entry.movable() { entry.total } else { entry.had }).collect();
+        let splits = lowest
+            .iter()
+            .zip(&highest)
+            .try_fold(1u64, |product, (&low, &high)| product.checked_mul(u64::from(high - low) + 1));
         let fits = |on_x: &[u32]| {
             let (mut load_x, mut load_y) = (kept_x, kept_y);
             for (entry, &k) in shared.iter().zip(on_x) {
-                load_x = load_x.plus(&entry.3.times(u64::from(k)));
-                load_y = load_y.plus(&entry.3.times(u64::from(entry.1 - k)));
+                let (on_y, needs) = (entry.total - k, (entry.need_x, entry.need_y));
+                match needs {
+                    (Some(need_x), Some(need_y)) => {
+                        load_x = load_x.plus(&need_x.times(u64::from(k)));
+                        load_y = load_y.plus(&need_y.times(u64::from(on_y)));
+                    }
+                    (Some(need_x), None) if on_y == 0 => load_x = load_x.plus(&need_x.times(u64::from(k))),
+                    (None, Some(need_y)) if k == 0 => load_y = load_y.plus(&need_y.times(u64::from(on_y))),
+                    _ => return false,
+                }
             }
-            load_x.fits_in(&capacity) && load_y.fits_in(&capacity)
+            load_x.fits_in(&capacity_x) && load_y.fits_in(&capacity_y)
         };
         let gain_of = |on_x: &[u32]| {
             on_x.iter().zip(&change).fold((0i64, 0i64), |sum, (&k, row)| {
@@ -798,28 +873,31 @@ impl<'a> Chains<'a> {
         match splits {
             Some(splits) if splits <= SWAP_SPLITS => {
                 // Every split, as a mixed-radix counter over the components.
-                let mut on_x: SmallVec<[u32; 8]> = shared.iter().map(|_| 0).collect();
+                let mut on_x = lowest.clone();
                 loop {
                     consider(&on_x);
-                    let Some(position) = on_x.iter().zip(&shared).position(|(&k, entry)| k < entry.1) else {
+                    let Some(position) = on_x.iter().zip(&highest).position(|(&k, &high)| k < high) else {
                         break;
                     };
                     on_x[position] += 1;
-                    for earlier in on_x.iter_mut().take(position) {
-                        *earlier = 0;
+                    for (earlier, &low) in on_x.iter_mut().zip(&lowest).take(position) {
+                        *earlier = low;
                     }
                 }
                 // Charged to the pass: a pair with many splits is that much work.
                 self.work = self.work.saturating_sub(splits / SPLITS_PER_CHECK);
             }
-            // Too many splits: only trading everything (x takes what y had, and back).
+            // Too many splits: only trading everything that may move.
             _ => {
-                let traded: SmallVec<[u32; 8]> = shared.iter().map(|entry| entry.1 - entry.2).collect();
+                let traded: SmallVec<[u32; 8]> = shared
+                    .iter()
+                    .map(|entry| if entry.movable() { entry.total - entry.had } else { entry.had })
+                    .collect();
                 consider(&traded);
             }
         }
         let (gain, on_x) = best?;
-        Some((gain, shared.iter().zip(on_x).map(|(entry, k)| (entry.0, k, entry.2)).collect()))
+        Some((gain, shared.iter().zip(on_x).map(|(entry, k)| (entry.component, k, entry.had)).collect()))
     }
 
     /// The first exchange found for the components of `order` still over their MaxImbalance,
@@ -1267,6 +1345,40 @@ mod tests {
         assert_eq!(split, vec![(s, 2, 4), (t, 2, 0)]);
         // Two instances in one AZ never share out their copies.
         assert!(pass.best_split(0, 0).is_none());
+    }
+
+    #[test]
+    fn a_swap_between_types_moves_only_what_both_take() {
+        // AZ a: a g6 instance with `s` × 4; AZ b: a g5 instance with `t` × 4 (4 accelerators
+        // each, every copy 1). `s` runs on both types, `t` on g5 only: `t` stays, and `s` has no
+        // room on the full g5, so no split helps; with `t` on both types, two of each balance.
+        let build = |t_types: &[&str]| {
+            let mut builder = ScenarioBuilder::new(["a", "b"])
+                .pool("ml.g6.12xlarge", 1)
+                .pool("ml.g5.12xlarge", 1)
+                .component_per_type("s", 4)
+                .specification("s", "ml.g6.12xlarge", 1, 1.0, 1024)
+                .specification("s", "ml.g5.12xlarge", 1, 1.0, 1024)
+                .component_per_type("t", 4);
+            for &type_name in t_types {
+                builder = builder.specification("t", type_name, 1, 1.0, 1024);
+            }
+            Problem::new(&builder.max_imbalance("s", 0).max_imbalance("t", 0).build().unwrap()).unwrap()
+        };
+        let (s, t) = (0, 1);
+        for (t_types, expected) in [
+            (&["ml.g5.12xlarge"][..], None),
+            (&["ml.g5.12xlarge", "ml.g6.12xlarge"][..], Some(vec![(s, 2, 4), (t, 2, 0)])),
+        ] {
+            let problem = build(t_types);
+            let mut holders = vec![
+                holder(&problem, "ml.g6.12xlarge", 0, &[(s, 4)]),
+                holder(&problem, "ml.g5.12xlarge", 1, &[(t, 4)]),
+            ];
+            let mut counts = counts_of(&problem, &holders);
+            let mut pass = Chains::new(&problem, &mut holders, &mut counts, &[], Budget::checks(10_000)).unwrap();
+            assert_eq!(pass.best_split(0, 1).map(|(_, split)| split), expected, "t on {t_types:?}");
+        }
     }
 
     #[test]
