@@ -14,10 +14,10 @@
 //! one move of a component with several fullest AZs cannot lower its excess yet. Every chain
 //! lowers the pair, so the pass ends; its work is bounded (`work`: instance checks).
 //!
-//! When no chain is left, a **swap** shares out anew the new copies of two instances of one
-//! type in different AZs (every split of the pair's copies per component when there are at
-//! most 512, else trading all of them), the pair and split that lower the pair of terms most
-//! (`Chains::any_swap`): it gives one large copy's room in a crowded AZ to several small copies
+//! When no chain is left, a **swap** shares out anew the new copies of two instances in
+//! different AZs (every split of the pair's copies per component when there are at most 512,
+//! else trading all of them; a component moves only between types that both take it), the pair
+//! and split that lower the pair of terms most (`Chains::any_swap`): it gives one large copy's room in a crowded AZ to several small copies
 //! short there, which no chain can, since the large copy's move alone makes its own balance
 //! worse. Chains run again after each swap.
 //!
@@ -347,6 +347,16 @@ impl Shared {
 /// after, copies there before).
 type Split = Vec<(usize, u32, u32)>;
 
+/// The copies that move when the first of two sides (`first`, `second`: holders or AZs) goes
+/// from `had` copies to `now`: (from, to, how many).
+fn shift_between(had: u32, now: u32, first: usize, second: usize) -> (usize, usize, u32) {
+    if had > now {
+        (first, second, had - now)
+    } else {
+        (second, first, now - had)
+    }
+}
+
 /// A holder whose signature is not computed (yet, or since it changed).
 const UNSIGNED: u32 = u32::MAX;
 
@@ -484,14 +494,23 @@ impl<'a> Chains<'a> {
 
     /// What moving one copy of `c` from AZ `a` to AZ `b` changes in [`Self::standing`].
     fn gain_of(&mut self, c: usize, a: usize, b: usize) -> Gain {
-        // No copy to move from a real AZ without one (a shift there would not undo).
-        if self.max_imbalance(c).is_none() || (a < self.by_az.len() && self.count(c, a) == 0) {
+        self.gain_of_moving(c, a, b, 1)
+    }
+
+    /// What moving `times` copies of `c` from AZ `a` to AZ `b` changes in [`Self::standing`].
+    fn gain_of_moving(&mut self, c: usize, a: usize, b: usize, times: u32) -> Gain {
+        // No copies to move from a real AZ with fewer (a shift there would not undo).
+        if self.max_imbalance(c).is_none() || (a < self.by_az.len() && self.count(c, a) < u64::from(times)) {
             return (0, 0);
         }
         let before = self.standing(c);
-        self.shift_count(c, a, b);
+        for _ in 0..times {
+            self.shift_count(c, a, b);
+        }
         let after = self.standing(c);
-        self.shift_count(c, b, a);
+        for _ in 0..times {
+            self.shift_count(c, b, a);
+        }
         (after.0 - before.0, after.1 - before.1)
     }
 
@@ -746,7 +765,7 @@ impl<'a> Chains<'a> {
         let (_, x, y, split) = best?;
         self.chain.clear();
         for (c, on_x, had_on_x) in split {
-            let (from, to, times) = if had_on_x > on_x { (x, y, had_on_x - on_x) } else { (y, x, on_x - had_on_x) };
+            let (from, to, times) = shift_between(had_on_x, on_x, x, y);
             for _ in 0..times {
                 self.push(Step { component: c, from, to });
             }
@@ -784,18 +803,16 @@ impl<'a> Chains<'a> {
         let mut shared: SmallVec<[Shared; 8]> = SmallVec::new();
         for (list, on_x) in [(&hx.new_copies, true), (&hy.new_copies, false)] {
             for &(c, n) in list {
-                match shared.iter_mut().find(|entry| entry.component == c) {
-                    Some(entry) => entry.total += n,
-                    None => shared.push(Shared {
-                        component: c,
-                        total: n,
-                        had: 0,
-                        need_x: needs_x.get(c).copied().flatten(),
-                        need_y: needs_y.get(c).copied().flatten(),
-                    }),
-                }
-                if let (true, Some(entry)) = (on_x, shared.iter_mut().find(|entry| entry.component == c)) {
-                    entry.had += n;
+                let position = shared.iter().position(|entry| entry.component == c).unwrap_or_else(|| {
+                    let (need_x, need_y) = (needs_x.get(c).copied().flatten(), needs_y.get(c).copied().flatten());
+                    shared.push(Shared { component: c, total: 0, had: 0, need_x, need_y });
+                    shared.len() - 1
+                });
+                if let Some(entry) = shared.get_mut(position) {
+                    entry.total += n;
+                    if on_x {
+                        entry.had += n;
+                    }
                 }
             }
         }
@@ -814,24 +831,17 @@ impl<'a> Chains<'a> {
         let evaluations: u64 = shared.iter().map(|entry| u64::from(entry.total) + 1).sum();
         self.work = self.work.saturating_sub(evaluations);
         self.budget = self.budget.saturating_sub(evaluations);
-        let mut change: Vec<Vec<Gain>> = Vec::with_capacity(shared.len());
-        for entry in &shared {
-            let (c, had) = (entry.component, entry.had);
-            let before = self.standing(c);
-            let mut row = Vec::with_capacity(entry.total as usize + 1);
-            for on_x in 0..=entry.total {
-                let (from, to, times) = if had > on_x { (az_x, az_y, had - on_x) } else { (az_y, az_x, on_x - had) };
-                for _ in 0..times {
-                    self.shift_count(c, from, to);
-                }
-                let after = self.standing(c);
-                for _ in 0..times {
-                    self.shift_count(c, to, from);
-                }
-                row.push((after.0 - before.0, after.1 - before.1));
-            }
-            change.push(row);
-        }
+        let change: Vec<Vec<Gain>> = shared
+            .iter()
+            .map(|entry| {
+                (0..=entry.total)
+                    .map(|on_x| {
+                        let (from, to, times) = shift_between(entry.had, on_x, az_x, az_y);
+                        self.gain_of_moving(entry.component, from, to, times)
+                    })
+                    .collect()
+            })
+            .collect();
         // Each component's counts on x: all of them when both types take it, else as it is.
         let lowest: SmallVec<[u32; 8]> =
             shared.iter().map(|entry| if entry.movable() { 0 } else { entry.had }).collect();

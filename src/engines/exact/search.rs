@@ -693,7 +693,7 @@ fn probe_level(
 /// reaches a floor no plan can beat, so no solve is needed: L1 with every copy placed that any
 /// plan can place ([`bounds::most_final_copies`]: a copy no pool type fits stays unplaced); L2,
 /// once L1 is there, at the sum of each balanced component's most even split of its most final
-/// copies (each then holds exactly those; `master::least_balance_excess`); an L3 level at no instance of
+/// copies (each then holds exactly those; [`bounds::balance_floor`]); an L3 level at no instance of
 /// its priority. On large inputs these are the most expensive solves (10,000 copies: 3.5 s for
 /// L1's alone).
 fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goal, f64)]) -> Option<f64> {
@@ -705,13 +705,8 @@ fn floor_met(problem: &Problem, goal: Goal, objective: &Objective, fixed: &[(Goa
     match goal {
         Goal::Unplaced if all_placed && fixed.is_empty() => Some(-(wanted as f64)),
         Goal::Balance if all_placed && fixed == [(Goal::Unplaced, -(wanted as f64))] => {
-            let zones = problem.azs().len();
-            let floor: u64 = problem
-                .components()
-                .iter()
-                .zip(&most)
-                .filter_map(|(component, &total)| master::least_excess_of(component, total, zones))
-                .sum();
+            // No copy short: the floor the reported bounds carry at this L1.
+            let floor = bounds::balance_floor(problem, &most, 0);
             (objective.balance_excess == floor).then_some(floor as f64)
         }
         Goal::Priority(priority) if objective.instances_of_priority(priority) == 0 => Some(0.0),
