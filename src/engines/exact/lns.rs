@@ -213,32 +213,29 @@ fn windows(problem: &Problem, fleet: &FinalFleet, cap: u64, fallback_from: u64) 
         let order: Vec<usize> = launched.into_iter().map(|(_, position)| position).collect();
         per_az.push(az_windows(fleet, az, &order, &groups, &missing, cap));
     }
-    // Windows across AZs move copies between AZs (balance kept exact: each frees all copies
-    // of its components), so only of components with no copy on an existing instance, which
-    // stays put.
-    let movable = movable_components(problem, fleet);
-    if !movable.is_empty() {
+    // Windows across AZs move copies between AZs, each freeing every new copy of its
+    // components. Existing instances holding one of them join as members with their own copies
+    // fixed: the window then sees every copy of its components, so their balance stays exact.
+    if !problem.components().is_empty() {
         let mut holders: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (position, instance) in fleet.instances.iter().enumerate().filter(|(_, i)| i.existing.is_none()) {
+        for (position, instance) in fleet.instances.iter().enumerate() {
             for &c in instance.copies.keys() {
                 holders.entry(c).or_default().push(position);
             }
         }
         // Aimed at balance first: a component with excess and those sharing its instances.
         let aimed: Vec<Window> =
-            excess_groups(problem, fleet, cap, &movable).iter().map(|group| spanning_window(&holders, group)).collect();
+            excess_groups(problem, fleet, cap).iter().map(|group| spanning_window(&holders, group)).collect();
         per_az.insert(0, aimed);
         // Then at fallback launches (L3), from windows of `fallback_from` copies: their
         // components may move to AZs where a more preferred type can still launch, others
         // making room for them.
         if cap >= fallback_from {
-            let fallback: Vec<Window> = fallback_groups(problem, fleet, cap, &movable)
-                .iter()
-                .map(|group| spanning_window(&holders, group))
-                .collect();
+            let fallback: Vec<Window> =
+                fallback_groups(problem, fleet, cap).iter().map(|group| spanning_window(&holders, group)).collect();
             per_az.insert(1, fallback);
         }
-        let groups = spanning_groups(problem, cap, &movable);
+        let groups = spanning_groups(problem, cap);
         per_az.push(groups.iter().map(|group| spanning_window(&holders, group)).collect());
     }
     let longest = per_az.iter().map(Vec::len).max().unwrap_or(0);
@@ -296,24 +293,12 @@ fn spanning_window(holders: &BTreeMap<usize, Vec<usize>>, group: &[usize]) -> Wi
     Window { scope: Scope::Components(group.to_vec()), members }
 }
 
-/// Components without a copy on an existing instance of the plan (all of them from an empty
-/// fleet): every copy of theirs is on a launched instance, which a window may free.
-fn movable_components(problem: &Problem, fleet: &FinalFleet) -> BTreeSet<usize> {
-    let mut movable: BTreeSet<usize> = (0..problem.components().len()).collect();
-    for instance in fleet.instances.iter().filter(|instance| instance.existing.is_some()) {
-        for c in instance.copies.keys() {
-            movable.remove(c);
-        }
-    }
-    movable
-}
-
-/// The `movable` components in runs of at most `cap` copies (at least one component a run),
-/// components that may use the same types next to each other: the windows across AZs.
-fn spanning_groups(problem: &Problem, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+/// The components in runs of at most `cap` copies (at least one component a run), components
+/// that may use the same types next to each other: the windows across AZs.
+fn spanning_groups(problem: &Problem, cap: u64) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut copies = 0u64;
-    for c in component_groups(problem).into_iter().flatten().filter(|c| movable.contains(c)) {
+    for c in component_groups(problem).into_iter().flatten() {
         let count = problem.components().get(c).map_or(0, |component| u64::from(component.copy_count));
         match groups.last_mut() {
             Some(group) if copies + count <= cap => {
@@ -329,17 +314,14 @@ fn spanning_groups(problem: &Problem, cap: u64, movable: &BTreeSet<usize>) -> Ve
     groups
 }
 
-/// Windows across AZs aimed at balance excess: per `movable` component with excess (largest first), the
+/// Windows across AZs aimed at balance excess: per component with excess (largest first), the
 /// component and those with most copies on the launched instances of the AZs where it has
 /// fewest copies (what must make room there), up to `cap` copies a group.
-fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Vec<usize>> {
     let components = problem.components();
     let per_az = fleet.copies_per_az(problem);
     let mut seeds: Vec<(u64, usize)> = (0..components.len())
         .filter_map(|c| {
-            if !movable.contains(&c) {
-                return None;
-            }
             let excess = balance_excess(per_az.get(c)?, components.get(c)?.max_imbalance);
             (excess > 0).then_some((excess, c))
         })
@@ -354,7 +336,7 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTre
             if counts.get(instance.az_index).copied().unwrap_or(0) > fewest + 1 {
                 continue;
             }
-            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c && movable.contains(&d)) {
+            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c) {
                 *neighbours.entry(d).or_insert(0) += u64::from(n);
             }
         }
@@ -363,11 +345,11 @@ fn excess_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTre
     groups
 }
 
-/// Windows across AZs aimed at fallback launches (L3): per `movable` component on launches of a
+/// Windows across AZs aimed at fallback launches (L3): per component on launches of a
 /// type less preferred than the pool's best (most copies on the least preferred first), the
 /// component and those with most copies on the same launches or on more preferred launches in
 /// their AZs (what must move or make room for them to go up), up to `cap` copies a group.
-fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64) -> Vec<Vec<usize>> {
     let components = problem.components();
     let best = problem.pool_types().map(|t| priority_of(problem, t)).min().unwrap_or(u8::MAX);
     let launched = || fleet.instances.iter().filter(|instance| instance.existing.is_none());
@@ -379,7 +361,7 @@ fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BT
         if priority <= best {
             continue;
         }
-        for (&c, &n) in instance.copies.iter().filter(|(c, _)| movable.contains(c)) {
+        for (&c, &n) in &instance.copies {
             let entry = on_fallback.entry(c).or_insert((0, 0));
             entry.0 = entry.0.max(priority);
             entry.1 += u64::from(n);
@@ -406,7 +388,7 @@ fn fallback_groups(problem: &Problem, fleet: &FinalFleet, cap: u64, movable: &BT
             } else {
                 continue;
             };
-            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c && movable.contains(&d)) {
+            for (&d, &n) in instance.copies.iter().filter(|(&d, _)| d != c) {
                 *neighbours.entry(d).or_insert(0) += weight * u64::from(n);
             }
         }
@@ -588,23 +570,32 @@ impl SubProblem {
         let mut placed = Vec::new();
         for (k, instance) in members.iter().filter_map(|&p| fleet.instances.get(p)).enumerate() {
             let id = format!("lns-{k}");
+            // What the window frees: the plan's new copies of `freed`; everything else on the
+            // member (its other copies, an existing instance's own copies) stays.
+            let moved: BTreeMap<usize, u32> = instance
+                .new_copies
+                .iter()
+                .filter(|(c, n)| freed_set.contains(c) && **n > 0)
+                .map(|(&c, &n)| (c, n))
+                .collect();
             let fixed: Vec<(usize, u32)> = instance
                 .copies
                 .iter()
-                .filter(|(c, _)| !freed_set.contains(c))
-                .filter_map(|(c, &n)| Some((*sub_index.get(c)?, n)))
+                .map(|(&c, &n)| (c, n.saturating_sub(moved.get(&c).copied().unwrap_or(0))))
+                .filter(|&(_, n)| n > 0)
+                .filter_map(|(c, n)| Some((*sub_index.get(&c)?, n)))
                 .collect();
+            let draining =
+                instance.existing.and_then(|e| problem.fleet().get(e)).is_some_and(|existing| existing.draining);
             sub.fleet.push(crate::problem::ExistingInstance {
                 id: id.clone(),
                 type_index: instance.type_index,
                 az_index: instance.az_index,
                 reserved: instance.reserved,
                 copies: fixed,
-                draining: false,
+                draining,
             });
             sub.fleet_by_id.insert(id, k);
-            let moved: BTreeMap<usize, u32> =
-                instance.copies.iter().filter(|(c, _)| freed_set.contains(c)).map(|(&c, &n)| (c, n)).collect();
             placed.push((instance.type_index, instance.reserved, moved));
         }
         let ids: Vec<String> = sub.fleet.iter().map(|instance| instance.id.clone()).collect();
@@ -745,19 +736,31 @@ fn put_back(
         .collect();
     let (sub_fleet, _) = FinalFleet::apply(&sub.problem, &sub_plan.actions);
     for instance in sub_fleet.instances {
-        // Every copy is new in the full plan: members and sub-plan launches are all launches.
         let copies: BTreeMap<usize, u32> =
             instance.copies.iter().filter_map(|(&c, &n)| Some((sub.full_index(c)?, n))).collect();
-        let reserved = match instance.existing {
-            Some(k) => fleet.instances.get(*sub.fleet_positions.get(k)?)?.reserved,
-            None => instance.reserved,
+        // A member stands for its instance of the full plan: a launch (every copy new) or an
+        // existing instance, whose own copies are not new.
+        let member = match instance.existing {
+            Some(k) => Some(fleet.instances.get(*sub.fleet_positions.get(k)?)?),
+            None => None,
+        };
+        let new_copies: BTreeMap<usize, u32> = match member.filter(|member| member.existing.is_some()) {
+            Some(member) => copies
+                .iter()
+                .map(|(&c, &n)| {
+                    let own = member.copies_of(c).saturating_sub(member.new_copies.get(&c).copied().unwrap_or(0));
+                    (c, n.saturating_sub(own))
+                })
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+            None => copies.clone(),
         };
         drafts.push(Draft {
             type_index: instance.type_index,
             az_index: sub.az.unwrap_or(instance.az_index),
-            existing: None,
-            reserved,
-            new_copies: copies.clone(),
+            existing: member.and_then(|member| member.existing),
+            reserved: member.map_or(instance.reserved, |member| member.reserved),
+            new_copies,
             copies,
         });
     }
@@ -1456,51 +1459,52 @@ mod tests {
     }
 
     #[test]
-    fn windows_across_azs_leave_out_components_on_existing_instances() {
-        // `kept` has a copy on an existing instance, which no window frees: moving its other
-        // copies between AZs would change its balance outside the window's sight. `free` and
-        // `other` sit on launched instances only, so windows across AZs cover them.
+    fn windows_across_azs_take_existing_holders_with_their_own_copies_fixed() {
+        // `kept` has a copy on the existing i-1 and new ones on launches: a window freeing it
+        // has i-1 among its members (its balance is then seen whole), with the existing copy
+        // fixed and only the plan's new copies freed.
         let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
             .pool("ml.g6.12xlarge", 1)
-            .component("kept", 2, 1, 1.0, 1024)
-            .component("free", 4, 1, 1.0, 1024)
-            .component("other", 2, 4, 1.0, 1024)
-            .max_imbalance("free", 0)
+            .component("kept", 3, 1, 1.0, 1024)
+            .component("other", 2, 2, 1.0, 1024)
+            .max_imbalance("kept", 0)
             .fleet_instance("i-1", "ml.g6.12xlarge", "us-east-1a", false)
             .fleet_copies("kept", "i-1", 1)
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
         let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
         let plan = crate::plan_greedy(&problem);
+        assert!(verify(&problem, &plan).is_empty());
         let fleet = FinalFleet::apply(&problem, &plan.actions).0;
-        let movable = movable_components(&problem, &fleet);
-        let on_existing: BTreeSet<usize> = fleet
-            .instances
-            .iter()
-            .filter(|instance| instance.existing.is_some())
-            .flat_map(|instance| instance.copies.keys().copied())
-            .collect();
-        assert!(on_existing.contains(&0), "{on_existing:?}");
-        assert_eq!(movable, (0..3).filter(|c| !on_existing.contains(c)).collect());
-        assert!(movable.contains(&2), "{movable:?}");
+        let existing = fleet.instances.iter().position(|instance| instance.existing.is_some());
+        let Some(existing) = existing else { panic!("i-1 stays in the plan") };
         let spanning: Vec<Window> = windows(&problem, &fleet, FIRST_WINDOW_COPIES, FIRST_WINDOW_COPIES)
             .into_iter()
-            .filter(|window| matches!(window.scope, Scope::Components(_)))
+            .filter(|window| matches!(&window.scope, Scope::Components(components) if components.contains(&0)))
             .collect();
         assert!(!spanning.is_empty());
         for window in &spanning {
-            let Scope::Components(components) = &window.scope else { continue };
-            assert!(components.iter().all(|c| movable.contains(c)), "{components:?}");
+            assert!(window.members.contains(&existing), "{window:?}");
+            let Scope::Components(freed) = &window.scope else { continue };
+            let Some(sub) = SubProblem::spanning(&problem, &fleet, &window.members, freed) else {
+                panic!("a window with copies to place")
+            };
+            let at = window.members.iter().position(|&p| p == existing).unwrap_or(usize::MAX);
+            let Some(member) = sub.problem.fleet().get(at) else { panic!("i-1 in the sub-problem") };
+            let kept = sub.components.iter().position(|&c| c == 0).unwrap_or(usize::MAX);
+            assert_eq!(member.copies.iter().find(|&&(c, _)| c == kept).map(|&(_, n)| n), Some(1));
+            // The window as it is, put back, is the plan itself (not strictly better).
+            let baseline = finish(
+                &sub.problem,
+                SolverKind::Exact,
+                Status::Feasible,
+                StopReason::Completed,
+                sub.baseline_actions.clone(),
+                None,
+            );
+            assert!(verify(&sub.problem, &baseline).is_empty(), "{:?}", verify(&sub.problem, &baseline));
+            assert_eq!(baseline.objective, sub.baseline);
         }
-        // With the existing copy gone (an empty fleet), every component may move.
-        let empty = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
-            .pool("ml.g6.12xlarge", 1)
-            .component("kept", 2, 1, 1.0, 1024)
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let problem = Problem::new(&empty).unwrap_or_else(|e| panic!("{e}"));
-        let fleet = FinalFleet::apply(&problem, &crate::plan_greedy(&problem).actions).0;
-        assert_eq!(movable_components(&problem, &fleet), BTreeSet::from([0]));
     }
 
     #[test]
@@ -1580,10 +1584,9 @@ mod tests {
         ];
         let plan = plan_in(&problem, &launches, &[("up", "new-1"), ("room", "new-2"), ("far", "new-3")]);
         let fleet = FinalFleet::apply(&problem, &plan.actions).0;
-        let movable = movable_components(&problem, &fleet);
-        assert_eq!(fallback_groups(&problem, &fleet, FIRST_WINDOW_COPIES, &movable), vec![vec![0, 1]]);
+        assert_eq!(fallback_groups(&problem, &fleet, FIRST_WINDOW_COPIES), vec![vec![0, 1]]);
         // A cap of one copy leaves the seed alone.
-        assert_eq!(fallback_groups(&problem, &fleet, 1, &movable), vec![vec![0]]);
+        assert_eq!(fallback_groups(&problem, &fleet, 1), vec![vec![0]]);
         // The window is among those the phase tries once the first round is over.
         let later = FIRST_WINDOW_COPIES * WINDOW_GROWTH;
         let first_round = windows(&problem, &fleet, FIRST_WINDOW_COPIES, later);

@@ -66,6 +66,13 @@ const LNS_RESERVE_MIN_COPIES: u64 = 1_000;
 /// The search's share (per cent) of the time left after the warm start on such inputs.
 const SEARCH_SHARE_PERCENT: u32 = 60;
 
+/// The search's share (per cent) of a later stage of the time ladder (the 10 s stage of the
+/// command line's default) on smaller inputs; the rest goes to the large-neighbourhood phase.
+/// The stage starts from the best plan of the stages before, which a search already had a go
+/// at: with nearly all of the stage (the share before) the search seldom improved it, and the
+/// phase, left a second, found what it could not (docs/sweep.md, session of 2026-12-07, third).
+const LATER_STAGE_SEARCH_SHARE_PERCENT: u32 = 50;
+
 /// Share of the time limit kept, after the search, for the polish of a plan it did not prove
 /// (insertion and balance chains, the large-neighbourhood phase, retyping and emptying
 /// launches): the polish runs before the deadline instead of after it, and the plan comes back
@@ -462,13 +469,19 @@ impl ExactPlanner {
         verify(problem, &plan).is_empty().then_some(plan)
     }
 
-    /// The limits of the search: on large inputs, when the large-neighbourhood phase is on and
-    /// there is a deadline, [`SEARCH_SHARE_PERCENT`] of the time left, the rest for the phase.
+    /// The limits of the search: when the large-neighbourhood phase is on and there is a
+    /// deadline, on large inputs [`SEARCH_SHARE_PERCENT`] of the time left, in a later stage of
+    /// the time ladder [`LATER_STAGE_SEARCH_SHARE_PERCENT`]; the rest is the phase's.
     fn search_engine_limits(&self, problem: &Problem, limits: &EngineLimits) -> EngineLimits {
         let copies: u64 = problem.components().iter().map(|component| u64::from(component.copy_count)).sum();
-        match limits.time_left() {
-            Some(left) if self.large_neighbourhood && copies >= LNS_RESERVE_MIN_COPIES => {
-                let share = left * SEARCH_SHARE_PERCENT / 100;
+        let percent = if copies >= LNS_RESERVE_MIN_COPIES {
+            Some(SEARCH_SHARE_PERCENT)
+        } else {
+            self.seed_replaces_warm_start.then_some(LATER_STAGE_SEARCH_SHARE_PERCENT)
+        };
+        match (limits.time_left(), percent) {
+            (Some(left), Some(percent)) if self.large_neighbourhood => {
+                let share = left * percent / 100;
                 match Instant::now().checked_add(share) {
                     Some(at) => limits.clone().deadline(at),
                     None => limits.clone(),
