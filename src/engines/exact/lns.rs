@@ -1508,6 +1508,37 @@ mod tests {
     }
 
     #[test]
+    fn a_window_across_azs_moves_new_copies_off_an_existing_instance() {
+        // `kept` (MaxImbalance 0) has its existing copy and the plan's three new ones on the
+        // existing i-1 in 1a: balance excess 4. Only a window across AZs that takes i-1 in, with
+        // its own copy fixed, can send two new copies to a launch in 1b (the one-AZ windows hold
+        // launched instances only, and there are none).
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("kept", 4, 1, 1.0, 1024)
+            .max_imbalance("kept", 0)
+            .fleet_instance("i-1", "ml.g6.12xlarge", "us-east-1a", false)
+            .fleet_copies("kept", "i-1", 1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let plan = plan_in(&problem, &[], &[("kept", "i-1"), ("kept", "i-1"), ("kept", "i-1")]);
+        assert_eq!(plan.objective.balance_excess, 4);
+        let planner = ExactPlanner::new().node_limit(20_000);
+        let limits = EngineLimits::new().node_limit(20_000);
+        let (better, progress) = improve(&planner, &problem, plan, &limits, &mut Stats::default());
+        assert!(progress.improvements >= 1, "{progress:?}");
+        assert!(verify(&problem, &better).is_empty());
+        assert_eq!(better.objective.placed_copies, 4);
+        assert_eq!(better.objective.balance_excess, 0);
+        // i-1 stays, keeps its own copy, and is never terminated.
+        assert!(!better.actions.iter().any(|action| matches!(action, Action::TerminateInstance { .. })));
+        let fleet = FinalFleet::apply(&problem, &better.actions).0;
+        let existing = fleet.instances.iter().find(|instance| instance.existing.is_some());
+        assert_eq!(existing.map(|instance| instance.copies_of(0)), Some(2));
+    }
+
+    #[test]
     fn launch_limits_left_over_subtract_the_kept_launches() {
         let limited = LaunchLimit { reserved: 2, available: Some(3) };
         assert_eq!(left_over(limited, (0, 0)), limited);
