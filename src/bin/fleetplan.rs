@@ -82,7 +82,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Backend::Microlp)]
         backend: Backend,
         /// Exact solver: plan in one run under the whole limit. By default a limit over 1 s is
-        /// planned in stages: the run a 1 s limit gets, then stages ending 10 s, 100 s, … after
+        /// planned in stages: the run a 1 s limit gets, then stages ending 10 s, 20 s, 40 s, … after
         /// the start, each from the best plan so far, so that a longer limit never gives a worse
         /// plan than a limit of 1 s or more (up to the machine's timing).
         #[arg(long)]

@@ -19,18 +19,24 @@ use crate::engines::limits::{Limits, Stats};
 use crate::plan::{Plan, Status, StopReason};
 use crate::problem::Problem;
 
-/// The time ladder's first stage ends this long after the start; stage `k` ends
-/// [`STAGE_GROWTH`]`^k` times as long after it. One second: the limit a control loop typically
-/// plans under, so a run with a longer limit first does exactly what a 1 s run does and is never
-/// worse than it (up to the machine's timing).
+/// The time ladder's first stage ends this long after the start. One second: the limit a
+/// control loop typically plans under, so a run with a longer limit first does exactly what a
+/// 1 s run does and is never worse than it (up to the machine's timing).
 const FIRST_STAGE: Duration = Duration::from_secs(1);
 
-/// How much longer each stage of the time ladder is than the one before: 1 s, 10 s, 100 s. A
-/// restarted stage loses its search tree, and the balance and instance levels of large inputs
-/// need long uninterrupted searches (stages of 1 s, 2 s, 4 s, 8 s lost two 10 s plans to single
-/// runs on seed 24, docs/sweep.md); at the command line's default of 10 s the ladder is the 1 s
-/// run, then one run to the end from its plan.
-const STAGE_GROWTH: u32 = 10;
+/// The second stage ends this long after the start: [`FIRST_STAGE`] times ten. A restarted
+/// stage loses its search tree, and the balance and instance levels of large inputs need long
+/// uninterrupted searches (stages of 1 s, 2 s, 4 s, 8 s lost two 10 s plans to single runs on
+/// seed 24, docs/sweep.md); at the command line's default of 10 s the ladder is the 1 s run,
+/// then one run to the end from its plan.
+const SECOND_STAGE: Duration = Duration::from_secs(10);
+
+/// How much longer each stage after [`SECOND_STAGE`] is than the one before (ending 20 s, 40 s,
+/// 80 s, … after the start). A stage's large-neighbourhood phase runs in its second half, so
+/// the stage the deadline cuts loses it: with a growth of ten (100 s) a 40 s limit spent its
+/// last 30 s in the search alone, which seldom improves a seeded plan (docs/sweep.md, session
+/// of 2026-12-07, fourth); doubling leaves every stage but the cut one its phase and polish.
+const LATER_STAGE_GROWTH: u32 = 2;
 
 /// A stage ending within this much after the caller's deadline ends at the deadline.
 const SNAP: Duration = Duration::from_millis(100);
@@ -79,8 +85,8 @@ impl ExactPlanner {
 impl ExactPlanner {
     /// The staged run under a deadline when the time ladder is on (and no node limit is set):
     /// first the planner's single run under a deadline [`FIRST_STAGE`] after the start, exactly
-    /// what a run with that limit does; then stages ending [`STAGE_GROWTH`] times, its square
-    /// times … as long after the start, each seeded with the best plan so far (no quick
+    /// what a run with that limit does; then stages ending [`SECOND_STAGE`] (10 s), then 20 s,
+    /// 40 s, … ([`LATER_STAGE_GROWTH`]) after the start, each seeded with the best plan so far (no quick
     /// attempt, no greedy warm start) and planning as if its whole stage were left. The
     /// caller's deadline reaches a stage as a cancellation check, so a stage cut short has
     /// followed the same schedule as the same stage of a longer run up to the cut. `None` runs
@@ -141,7 +147,7 @@ impl ExactPlanner {
             if done {
                 break;
             }
-            stage_length = stage_length.saturating_mul(STAGE_GROWTH);
+            stage_length = next_stage_length(stage_length);
         }
         if let Some(plan) = best.as_mut().filter(|plan| plan.stop_reason == StopReason::TimeLimit) {
             // An earlier stage's plan may be kept; the run itself ended by the caller's stop.
@@ -153,6 +159,16 @@ impl ExactPlanner {
     }
 }
 
+/// How long after the start the stage after one ending `stage_length` after it ends: the
+/// second stage at [`SECOND_STAGE`], every later one [`LATER_STAGE_GROWTH`] times as late.
+fn next_stage_length(stage_length: Duration) -> Duration {
+    if stage_length < SECOND_STAGE {
+        SECOND_STAGE
+    } else {
+        stage_length.saturating_mul(LATER_STAGE_GROWTH)
+    }
+}
+
 /// 1, 2, 4, … up to the largest power of two not above `nodes` (at least 1).
 fn node_ladder(nodes: u64) -> impl Iterator<Item = u64> {
     let top = if nodes <= 1 { 1 } else { 1u64 << (63 - nodes.leading_zeros()) };
@@ -161,7 +177,19 @@ fn node_ladder(nodes: u64) -> impl Iterator<Item = u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::node_ladder;
+    use super::{next_stage_length, node_ladder, FIRST_STAGE};
+    use std::time::Duration;
+
+    #[test]
+    fn the_time_ladder_ends_stages_at_1_10_20_40_seconds() {
+        let ends: Vec<u64> = std::iter::successors(Some(FIRST_STAGE), |&end| Some(next_stage_length(end)))
+            .take(5)
+            .map(|end| end.as_secs())
+            .collect();
+        assert_eq!(ends, vec![1, 10, 20, 40, 80]);
+        // No overflow at the far end: a stage length saturates.
+        assert_eq!(next_stage_length(Duration::MAX), Duration::MAX);
+    }
 
     #[test]
     fn the_ladder_doubles_up_to_the_largest_power_of_two_within_the_limit() {

@@ -277,7 +277,7 @@ impl ExactPlanner {
     }
 
     /// Plans a run under a deadline over 1 s in stages (default on): first exactly the run a
-    /// 1 s limit gets, then stages that end 10 s, 100 s, … after the start, each starting from
+    /// 1 s limit gets, then stages that end 10 s, 20 s, 40 s, … after the start, each starting from
     /// the best plan so far and scheduled as if it had its whole length; the deadline only cuts
     /// the last one short. A run with a later deadline therefore goes through the same stages,
     /// so up to the machine's timing it never returns a worse plan than a run with an earlier
