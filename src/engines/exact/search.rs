@@ -48,12 +48,17 @@ struct Earlier<'x> {
     handed_over: Option<&'x HandOver>,
 }
 
-/// L1 fixed at the warm start's value without a proof, so the levels after it are searched.
+/// A level (L1 or L2) fixed at the warm start's value without a proof, so the levels after it
+/// are searched.
 #[derive(Debug, Clone)]
 struct HandOver {
-    /// L1's proven bound (the solver's, in the master's units).
+    /// The levels proven before it, at their optima.
+    proven: Vec<(Goal, f64)>,
+    /// The level handed over.
+    goal: Goal,
+    /// Its proven bound (the solver's, in the master's units).
     bound: Option<f64>,
-    /// Why L1's search stopped.
+    /// Why its search stopped.
     stop: StopReason,
 }
 
@@ -61,8 +66,8 @@ struct HandOver {
 enum GoalSolve {
     /// The solver's answer.
     Solved(Solved),
-    /// L1 handed over after its search stalled: the value it is fixed at, why, and the solution
-    /// the stalled search found, if any.
+    /// The level handed over after its search stalled: the value it is fixed at, why, and the
+    /// solution the stalled search found, if any.
     Stalled { value: f64, hand_over: HandOver, solution: Option<MasterSolution> },
 }
 
@@ -255,7 +260,7 @@ impl<'a> Search<'a> {
         match realize_with(problem, &solution, self.full.deadline, LOOSE_SPARE) {
             Ok(Realized { actions, loosened }) if loosened.is_empty() => Round::Done(match handed_over {
                 None => Outcome::Plan { actions, proven: true, stop: StopReason::Completed, bound: None },
-                // Optimal under the L1 value it was handed: as good as the search found, no more.
+                // Optimal under the value a level was handed: as good as the search found, no more.
                 Some(handed) => Outcome::Plan { actions, proven: false, stop: handed.stop, bound },
             }),
             Ok(Realized { actions, loosened }) => {
@@ -322,14 +327,15 @@ impl<'a> Search<'a> {
                 Probe::Search(bound) => bound,
             };
             let extra = Extra { at_least, ..Extra::default() };
-            let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen) {
+            let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen, &fixed) {
                 GoalSolve::Solved(solved) => solved,
                 GoalSolve::Stalled { value, hand_over, solution } => {
                     if let Some(solution) = solution {
                         seen.extend(last.replace(solution));
                     }
                     fixed.push((goal, value));
-                    handed_over = Some(hand_over);
+                    // The first level handed over bounds what the search proves.
+                    handed_over = handed_over.or(Some(hand_over));
                     continue;
                 }
             };
@@ -361,6 +367,7 @@ impl<'a> Search<'a> {
     /// bound it reached, so the later levels are searched; when it is getting somewhere it gets
     /// the rest of the time, from its incumbent (kept in `seen` as a candidate should the rest
     /// find nothing better).
+    #[allow(clippy::too_many_arguments)]
     fn solve_goal(
         &self,
         model: &LevelModel<'_, '_>,
@@ -368,11 +375,22 @@ impl<'a> Search<'a> {
         warm: Warm<'_>,
         extra: Extra<'_>,
         seen: &mut Vec<MasterSolution>,
+        fixed: &[(Goal, f64)],
     ) -> GoalSolve {
-        // The warm start's L1 value: the incumbent a stalled L1 search hands over at.
-        let Some(incumbent) =
-            self.hint.filter(|_| goal == Goal::Unplaced).map(|(_, objective)| -(objective.placed_copies as f64))
-        else {
+        // The warm start's value of the level: the incumbent a stalled search hands over at.
+        // L2 only in a later stage of the time ladder, whose warm start an earlier stage's
+        // search and large-neighbourhood phase have improved already (in a first run the second
+        // half of L2's search still improves it often: 1 s plans were worse on 6 of 90, better
+        // on 1, docs/sweep.md), and only when the warm start meets the levels fixed before it
+        // (else its balance is no incumbent of this level's model).
+        let incumbent = self.hint.and_then(|(_, objective)| match goal {
+            Goal::Unplaced => Some(-(objective.placed_copies as f64)),
+            Goal::Balance if self.planner.seed_replaces_warm_start && matches!(warm, Warm::Plan(_)) => {
+                Some(objective.balance_excess as f64)
+            }
+            _ => None,
+        });
+        let Some(incumbent) = incumbent else {
             return GoalSolve::Solved(model.solve(goal, self.limits, warm, extra));
         };
         let first_limits = match self.limits.deadline {
@@ -381,7 +399,7 @@ impl<'a> Search<'a> {
         };
         let solved = model.solve(goal, first_limits, warm, extra);
         let unproven = matches!(&solved, Solved::Solution { proven: false, .. } | Solved::Interrupted { .. });
-        if l1_stalled(&solved, incumbent) {
+        if stalled(goal, &solved, incumbent) {
             let (value, bound, limit, solution) = match solved {
                 Solved::Solution { solution, limit, best_bound, .. } => {
                     (solution.value.round().min(incumbent), best_bound, limit, Some(solution))
@@ -389,7 +407,8 @@ impl<'a> Search<'a> {
                 Solved::Interrupted { limit, best_bound } => (incumbent, best_bound, Some(limit), None),
                 _ => (incumbent, None, None, None),
             };
-            return GoalSolve::Stalled { value, hand_over: HandOver { bound, stop: stop_of(limit) }, solution };
+            let hand_over = HandOver { proven: fixed.to_vec(), goal, bound, stop: stop_of(limit) };
+            return GoalSolve::Stalled { value, hand_over, solution };
         }
         if !unproven || first_limits.deadline == self.limits.deadline {
             return GoalSolve::Solved(solved);
@@ -781,6 +800,21 @@ fn stop_of(limit: Option<Limit>) -> StopReason {
     }
 }
 
+/// Whether a level's search (`solved`) stalled at the warm start's value `incumbent`: L1 by
+/// [`l1_stalled`]; L2 unproven and not better than the warm start, whatever its bound (the
+/// balance bound of the LP relaxation is weak, docs/formulation.md, "Hand-over").
+fn stalled(goal: Goal, solved: &Solved, incumbent: f64) -> bool {
+    match goal {
+        Goal::Unplaced => l1_stalled(solved, incumbent),
+        Goal::Balance => match solved {
+            Solved::Solution { solution, proven: false, .. } => solution.value >= incumbent - 0.5,
+            Solved::Interrupted { .. } => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// Whether L1's search (`solved`) stalled at the warm start's value `incumbent`: unproven, not
 /// better than the warm start, its proven bound within [`L1_STALL_GAP`] of it.
 fn l1_stalled(solved: &Solved, incumbent: f64) -> bool {
@@ -793,7 +827,8 @@ fn l1_stalled(solved: &Solved, incumbent: f64) -> bool {
     !improved && bound.is_some_and(|bound| incumbent - bound <= L1_STALL_GAP + 1e-6)
 }
 
-/// [`lex_bound`], or after L1 was handed over unproven, L1's own bound and nothing after it.
+/// [`lex_bound`], or after a level was handed over unproven, the levels proven before it, its
+/// own bound and nothing after it.
 fn reported_bound(
     facts: &Facts<'_>,
     fixed: &[(Goal, f64)],
@@ -801,7 +836,7 @@ fn reported_bound(
     handed_over: Option<&HandOver>,
 ) -> Option<Objective> {
     match handed_over {
-        Some(handed) => lex_bound(facts, &[], Some((Goal::Unplaced, handed.bound))),
+        Some(handed) => lex_bound(facts, &handed.proven, Some((handed.goal, handed.bound))),
         None => lex_bound(facts, fixed, stopped),
     }
 }
@@ -865,6 +900,26 @@ mod tests {
     fn unproven(value: f64, bound: Option<f64>) -> Solved {
         let solution = MasterSolution { value, ..MasterSolution::default() };
         Solved::Solution { solution, proven: false, limit: Some(Limit::Nodes), best_bound: bound }
+    }
+
+    #[test]
+    fn balance_is_handed_over_when_its_search_finds_nothing_better_than_the_warm_start() {
+        // The warm start's balance excess is 70; the LP bound says little (it may be far off).
+        let incumbent = 70.0;
+        assert!(stalled(Goal::Balance, &unproven(70.0, Some(12.0)), incumbent));
+        assert!(stalled(Goal::Balance, &unproven(70.0, None), incumbent));
+        assert!(stalled(Goal::Balance, &Solved::Interrupted { limit: Limit::Time, best_bound: None }, incumbent));
+        // Better than the warm start: the search is getting somewhere and keeps its time.
+        assert!(!stalled(Goal::Balance, &unproven(69.0, Some(67.0)), incumbent));
+        // Proven or infeasible: nothing to hand over.
+        let solution = MasterSolution { value: 70.0, ..MasterSolution::default() };
+        let proven = Solved::Solution { solution, proven: true, limit: None, best_bound: None };
+        assert!(!stalled(Goal::Balance, &proven, incumbent));
+        assert!(!stalled(Goal::Balance, &Solved::Infeasible, incumbent));
+        // The instance levels are never handed over; L1 keeps its own rule (a bound close by).
+        assert!(!stalled(Goal::Priority(1), &unproven(5.0, None), 5.0));
+        assert!(!stalled(Goal::Unplaced, &unproven(-100.0, None), -100.0));
+        assert!(stalled(Goal::Unplaced, &unproven(-100.0, Some(-101.0)), -100.0));
     }
 
     #[test]
