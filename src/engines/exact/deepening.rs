@@ -86,8 +86,8 @@ impl ExactPlanner {
     /// The staged run under a deadline when the time ladder is on (and no node limit is set):
     /// first the planner's single run under a deadline [`FIRST_STAGE`] after the start, exactly
     /// what a run with that limit does; then stages ending [`SECOND_STAGE`] (10 s), then 20 s,
-    /// 40 s, … ([`LATER_STAGE_GROWTH`]) after the start, each seeded with the best plan so far (no quick
-    /// attempt, no greedy warm start) and planning as if its whole stage were left. The
+    /// 40 s, … ([`LATER_STAGE_GROWTH`]) after the start, each seeded with the best plan so far
+    /// (no quick attempt, no greedy warm start) and planning as if its whole stage were left. The
     /// caller's deadline reaches a stage as a cancellation check, so a stage cut short has
     /// followed the same schedule as the same stage of a longer run up to the cut. `None` runs
     /// the planner once: the ladder is off, a node limit is set, or the deadline is within the

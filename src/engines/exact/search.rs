@@ -327,7 +327,7 @@ impl<'a> Search<'a> {
                 Probe::Search(bound) => bound,
             };
             let extra = Extra { at_least, ..Extra::default() };
-            let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen, &fixed) {
+            let solved = match self.solve_goal(&model, goal, warm, extra, &mut seen) {
                 GoalSolve::Solved(solved) => solved,
                 GoalSolve::Stalled { value, hand_over, solution } => {
                     if let Some(solution) = solution {
@@ -362,12 +362,11 @@ impl<'a> Search<'a> {
         Levels::Fixed { fixed, last, seen, handed_over }
     }
 
-    /// Solves one level. L1 with a warm start under a deadline first gets a share of the time:
-    /// when its search stalls there (`l1_stalled`), `Stalled` hands L1 over at the value and with the
-    /// bound it reached, so the later levels are searched; when it is getting somewhere it gets
-    /// the rest of the time, from its incumbent (kept in `seen` as a candidate should the rest
-    /// find nothing better).
-    #[allow(clippy::too_many_arguments)]
+    /// Solves one level. L1 with a warm start under a deadline (and L2, in a later stage of the
+    /// time ladder) first gets a share of the time: when its search stalls there ([`stalled`]),
+    /// `Stalled` hands the level over at the value and with the bound it reached, so the later
+    /// levels are searched; when it is getting somewhere it gets the rest of the time, from its
+    /// incumbent (kept in `seen` as a candidate should the rest find nothing better).
     fn solve_goal(
         &self,
         model: &LevelModel<'_, '_>,
@@ -375,7 +374,6 @@ impl<'a> Search<'a> {
         warm: Warm<'_>,
         extra: Extra<'_>,
         seen: &mut Vec<MasterSolution>,
-        fixed: &[(Goal, f64)],
     ) -> GoalSolve {
         // The warm start's value of the level: the incumbent a stalled search hands over at.
         // L2 only in a later stage of the time ladder, whose warm start an earlier stage's
@@ -407,7 +405,7 @@ impl<'a> Search<'a> {
                 Solved::Interrupted { limit, best_bound } => (incumbent, best_bound, Some(limit), None),
                 _ => (incumbent, None, None, None),
             };
-            let hand_over = HandOver { proven: fixed.to_vec(), goal, bound, stop: stop_of(limit) };
+            let hand_over = HandOver { proven: model.fixed.to_vec(), goal, bound, stop: stop_of(limit) };
             return GoalSolve::Stalled { value, hand_over, solution };
         }
         if !unproven || first_limits.deadline == self.limits.deadline {
@@ -800,31 +798,22 @@ fn stop_of(limit: Option<Limit>) -> StopReason {
     }
 }
 
-/// Whether a level's search (`solved`) stalled at the warm start's value `incumbent`: L1 by
-/// [`l1_stalled`]; L2 unproven and not better than the warm start, whatever its bound (the
-/// balance bound of the LP relaxation is weak, docs/formulation.md, "Hand-over").
+/// Whether a level's search (`solved`) stalled at the warm start's value `incumbent`: unproven
+/// and not better than the warm start. For L1 its proven bound must also lie within
+/// [`L1_STALL_GAP`] of it; L2's whatever its bound (the balance bound of the LP relaxation is
+/// weak, docs/formulation.md, "Hand-over"); later levels are never handed over.
 fn stalled(goal: Goal, solved: &Solved, incumbent: f64) -> bool {
-    match goal {
-        Goal::Unplaced => l1_stalled(solved, incumbent),
-        Goal::Balance => match solved {
-            Solved::Solution { solution, proven: false, .. } => solution.value >= incumbent - 0.5,
-            Solved::Interrupted { .. } => true,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// Whether L1's search (`solved`) stalled at the warm start's value `incumbent`: unproven, not
-/// better than the warm start, its proven bound within [`L1_STALL_GAP`] of it.
-fn l1_stalled(solved: &Solved, incumbent: f64) -> bool {
     let (found, bound) = match solved {
         Solved::Solution { solution, proven: false, best_bound, .. } => (Some(solution.value), *best_bound),
         Solved::Interrupted { best_bound, .. } => (None, *best_bound),
         _ => return false,
     };
     let improved = found.is_some_and(|value| value < incumbent - 0.5);
-    !improved && bound.is_some_and(|bound| incumbent - bound <= L1_STALL_GAP + 1e-6)
+    match goal {
+        Goal::Unplaced => !improved && bound.is_some_and(|bound| incumbent - bound <= L1_STALL_GAP + 1e-6),
+        Goal::Balance => !improved,
+        _ => false,
+    }
 }
 
 /// [`lex_bound`], or after a level was handed over unproven, the levels proven before it, its
@@ -927,17 +916,25 @@ mod tests {
         // L1's value is minus the copies placed: the warm start places 100.
         let incumbent = -100.0;
         // The search found nothing better, its bound is one or two copies away: a stalled proof.
-        assert!(l1_stalled(&unproven(-100.0, Some(-101.0)), incumbent));
-        assert!(l1_stalled(&unproven(-100.0, Some(-102.0)), incumbent));
-        assert!(l1_stalled(&Solved::Interrupted { limit: Limit::Nodes, best_bound: Some(-101.0) }, incumbent));
+        assert!(stalled(Goal::Unplaced, &unproven(-100.0, Some(-101.0)), incumbent));
+        assert!(stalled(Goal::Unplaced, &unproven(-100.0, Some(-102.0)), incumbent));
+        assert!(stalled(
+            Goal::Unplaced,
+            &Solved::Interrupted { limit: Limit::Nodes, best_bound: Some(-101.0) },
+            incumbent
+        ));
         // Further from the bound, or without one: the search may still find copies to place.
-        assert!(!l1_stalled(&unproven(-100.0, Some(-103.0)), incumbent));
-        assert!(!l1_stalled(&unproven(-100.0, None), incumbent));
+        assert!(!stalled(Goal::Unplaced, &unproven(-100.0, Some(-103.0)), incumbent));
+        assert!(!stalled(Goal::Unplaced, &unproven(-100.0, None), incumbent));
         // Better than the warm start: L1's search is getting somewhere.
-        assert!(!l1_stalled(&unproven(-101.0, Some(-102.0)), incumbent));
+        assert!(!stalled(Goal::Unplaced, &unproven(-101.0, Some(-102.0)), incumbent));
         // Proven, or no solution at all: nothing to hand over.
         let solution = MasterSolution { value: -100.0, ..MasterSolution::default() };
-        assert!(!l1_stalled(&Solved::Solution { solution, proven: true, limit: None, best_bound: None }, incumbent));
-        assert!(!l1_stalled(&Solved::Infeasible, incumbent));
+        assert!(!stalled(
+            Goal::Unplaced,
+            &Solved::Solution { solution, proven: true, limit: None, best_bound: None },
+            incumbent
+        ));
+        assert!(!stalled(Goal::Unplaced, &Solved::Infeasible, incumbent));
     }
 }
