@@ -330,3 +330,24 @@ fn retyping_launches_for_room_places_more_on_hard_22_013() {
         show(objective)
     );
 }
+
+/// `hard-27-016` (`Config::HARD`, seed 27; 41 components, 2 AZs, MaxInstanceCount 38 binds):
+/// CBC proves 164 copies placed. The first LP of the LP-guided openings promises 162 new copies
+/// (162.27); its dive ended at 161, losing the last copy in the rounds where every column is used
+/// less than once, and greedy placed 163. The lookahead dive (a rollout from each alternative of
+/// a round) reaches the promise: 164.
+#[test]
+fn the_lookahead_dive_places_the_l1_optimum_of_hard_27_016() {
+    let objective = &verified_greedy(include_str!("greedy_fixtures/hard-27-016.json"));
+    assert_eq!(objective.placed_copies, 164, "{} (163 without the lookahead dive)", show(objective));
+}
+
+/// `hard-29-011` (`Config::HARD`, seed 29; 45 components, 4 AZs, MaxInstanceCount 37 binds): the
+/// exact planner places 175 (not proven); greedy placed 174. The dive's first round uses every
+/// column's whole part and ends a copy short of the first LP's 168 new copies; the lookahead dive
+/// uses one fractional column first instead and reaches them.
+#[test]
+fn the_lookahead_dive_places_as_many_as_the_exact_planner_on_hard_29_011() {
+    let objective = &verified_greedy(include_str!("fixtures/hard-29-011.json"));
+    assert!(objective.placed_copies >= 175, "{} (174 without the lookahead dive)", show(objective));
+}

@@ -36,6 +36,20 @@
 //! far seeding the next round), and the main pass places the rest. Components, kinds and ties
 //! go by name, so permuting the input does not change the LP or its rounding.
 //!
+//! **Lookahead.** The first LP's value, rounded down, is about what whole patterns can place.
+//! When the dive ends a copy or more short of it, the rounding lost it somewhere: a round's
+//! whole parts left a remainder the next LP could not fill as well, or the single column of a
+//! round whose `λ` are all below 1 was the wrong one. The dive then runs again from the start
+//! with lookahead: in a round where the LP uses columns fractionally, its own choice and each of
+//! the columns used most fractionally, once, are tried by *rollout* (a copy of the planner dives
+//! on from there without lookahead), and the choice whose rollout places the most is taken; the
+//! first rollout to reach the promise is taken whole. Until the lookahead dive deviates, its own
+//! choice's rollout is the plain dive, so it is not run again. At most [`ROLLOUTS`] rollouts in
+//! all (a rollout costs about a dive, 30–60 ms on a 50-component endpoint); the result replaces
+//! the plain dive's only when it places more. On 150 hard endpoints this took greedy to the L1
+//! optimum on `hard-27-016` (163 → 164, proven) and `hard-29-011` (174 → 175), greedy's time
+//! from 25.5 s to 28.2 s in all (docs/sweep.md).
+//!
 //! The planner runs it apart, once its own plan is final and still leaves copies unplaced
 //! ([`super::GreedyPlanner`]): this pass, the same final repairs and last phases, kept only
 //! when strictly better.
@@ -52,6 +66,28 @@ const ROOM_KINDS: usize = 32;
 
 /// Rounds of the dive (LP, then its whole columns used) at most.
 const DIVE_ROUNDS: usize = 64;
+
+/// Choices of a lookahead round tried by rollout (the dive run on from each): the round's own
+/// and the columns the LP uses most fractionally.
+const ROLLOUT_CANDIDATES: usize = 3;
+
+/// Rollouts one lookahead dive may run in all (the earliest rounds first): where the LP's
+/// promise cannot be reached, the lookahead otherwise costs about three dives per round.
+const ROLLOUTS: usize = 2;
+
+/// The lookahead dive's aim and what it may still spend.
+struct Lookahead {
+    /// Copies placed (new copies, counted as [`Greedy::placed_new_copies`] does) that the first
+    /// LP promised; a rollout that reaches it ends the dive.
+    target: u64,
+    /// Rollouts left ([`ROLLOUTS`]).
+    rollouts_left: usize,
+    /// Copies the plain dive placed, while the lookahead dive has made the same choices.
+    plain_result: Option<u64>,
+    /// Nothing is left to learn: a rollout reached the target and was taken whole, or the last
+    /// rollout was spent (the rest of the dive would repeat the best rollout, or the plain dive).
+    finished: bool,
+}
 
 /// Most row-generation rounds (each adds at least one pattern).
 const LP_ROUNDS: usize = 200;
@@ -109,8 +145,10 @@ impl Greedy<'_> {
     /// chooses, by diving (module docs): rounds of LP, each using its whole columns, until
     /// nothing more is placed, [`DIVE_ROUNDS`] or `limits` (checked every round and every row
     /// generated: a cancelled run returns promptly with what the dive placed so far, the main
-    /// pass placing the rest). Does nothing when no copy is missing, no room or opening is left
-    /// or the LP fails.
+    /// pass placing the rest). When the dive ends a copy or more short of what its first LP
+    /// promised, the lookahead dive (module docs) runs from the same start and replaces it if it
+    /// places more. Does nothing when no copy is missing, no room or opening is left or the LP
+    /// fails.
     pub(super) fn pack_by_lp(&mut self, limits: &Limits) {
         // The LP sees components by name (its rows, columns and pricing ties in that order), so
         // permuting the input does not change its solution.
@@ -119,20 +157,67 @@ impl Greedy<'_> {
         let all_needs = super::fitting_needs(self.problem);
         let needs: Vec<Vec<Option<Resources>>> =
             canon.iter().map(|&c| all_needs.get(c).cloned().unwrap_or_default()).collect();
-        // Columns of earlier rounds seed the next (capped at what is still missing).
-        let mut pool: Vec<Column> = Vec::new();
-        let mut nodes_left = PRICING_WORK;
-        for _ in 0..DIVE_ROUNDS {
-            if limits.stop_now().is_some() || !self.open_lp_round(&canon, &needs, &mut pool, &mut nodes_left, limits) {
-                break;
+        let start = self.clone();
+        let before = self.placed_new_copies();
+        let Some(lp_value) = self.dive(&canon, &needs, limits, None) else { return };
+        // The first LP's value is about what whole patterns can place (about: its pricing may
+        // stop short of the LP optimum): a dive that ends a copy or more short of it rounded
+        // badly somewhere, and the lookahead dive tries each round's alternatives.
+        let promised = before.saturating_add((lp_value + 1e-6).floor() as u64);
+        if self.placed_new_copies() < promised && limits.stop_now().is_none() {
+            let mut lookahead = start;
+            lookahead.dive(
+                &canon,
+                &needs,
+                limits,
+                Some(&mut Lookahead {
+                    target: promised,
+                    rollouts_left: ROLLOUTS,
+                    plain_result: Some(self.placed_new_copies()),
+                    finished: false,
+                }),
+            );
+            if lookahead.placed_new_copies() > self.placed_new_copies() {
+                *self = lookahead;
             }
         }
     }
 
+    /// The dive from the planner's state: rounds of [`Self::open_lp_round`] until one places
+    /// nothing, [`DIVE_ROUNDS`] or `limits`; with `lookahead`, the lookahead dive (module docs).
+    /// The first round's LP value, `None` when it placed nothing.
+    fn dive(
+        &mut self,
+        canon: &[usize],
+        needs: &[Vec<Option<Resources>>],
+        limits: &Limits,
+        mut lookahead: Option<&mut Lookahead>,
+    ) -> Option<f64> {
+        // Columns of earlier rounds seed the next (capped at what is still missing).
+        let mut pool: Vec<Column> = Vec::new();
+        let mut nodes_left = PRICING_WORK;
+        let mut first = None;
+        for _ in 0..DIVE_ROUNDS {
+            if limits.stop_now().is_some() || lookahead.as_ref().is_some_and(|look| look.finished) {
+                break;
+            }
+            let Some(value) =
+                self.open_lp_round(canon, needs, &mut pool, &mut nodes_left, limits, lookahead.as_deref_mut())
+            else {
+                break;
+            };
+            first.get_or_insert(value);
+        }
+        first
+    }
+
     /// One round of the dive: the LP over what is missing, the fleet's free room and the
     /// openings left, then each pattern used `⌊λ_p⌋` times (or, when every `λ_p` is below 1,
-    /// the largest once); false when nothing was placed (nothing missing, no room or opening
-    /// left, the LP failed or is empty).
+    /// the one used most, once). With `lookahead` (and rollouts left), that choice and each
+    /// column the LP uses fractionally, once, are tried by rollout ([`Self::best_by_rollout`])
+    /// and the best is used; a rollout that reaches the lookahead's target is taken whole. The round's LP
+    /// value; `None` when nothing was placed (nothing missing, no room or opening left, the LP
+    /// failed or is empty).
     fn open_lp_round(
         &mut self,
         canon: &[usize],
@@ -140,14 +225,15 @@ impl Greedy<'_> {
         pool: &mut Vec<Column>,
         nodes_left: &mut u64,
         limits: &Limits,
-    ) -> bool {
+        lookahead: Option<&mut Lookahead>,
+    ) -> Option<f64> {
         let missing: Vec<u64> = canon.iter().map(|&c| self.missing_new_copies(c)).collect();
         if missing.iter().all(|&m| m == 0) {
-            return false;
+            return None;
         }
         let mut kinds = self.bin_kinds(needs, &missing);
         if kinds.is_empty() {
-            return false;
+            return None;
         }
         let budget = kinds.iter().filter(|kind| kind.opens()).fold(0u64, |sum, kind| sum.saturating_add(kind.left));
         let budget = budget.min(self.budget()).min(missing.iter().sum());
@@ -173,30 +259,71 @@ impl Greedy<'_> {
                 (copies.iter().sum::<u64>() > 0).then_some(Column { kind, type_index: column.type_index, copies })
             })
             .collect();
-        let Some(columns) = generate(&kinds, &demands, &missing, budget, &seed, nodes_left, limits) else {
-            return false;
-        };
+        let columns = generate(&kinds, &demands, &missing, budget, &seed, nodes_left, limits)?;
         if limits.stop_now().is_some() {
-            return false;
+            return None;
         }
-        let Some(lambda) = solve_primal(&kinds, &columns, &missing, budget) else { return false };
+        let lambda = solve_primal(&kinds, &columns, &missing, budget)?;
         let mut chosen: Vec<(u64, &Column)> = columns
             .iter()
             .zip(&lambda)
             .map(|(column, &value)| ((value + 1e-6).floor().max(0.0) as u64, column))
             .filter(|&(count, _)| count > 0)
             .collect();
+        // Columns the LP uses fractionally, most used first (largest pattern on ties).
+        let mut fractional: Vec<(&Column, f64)> = columns
+            .iter()
+            .zip(&lambda)
+            .filter(|&(_, &value)| value - (value + 1e-6).floor() > 1e-6)
+            .map(|(column, &value)| (column, value - (value + 1e-6).floor()))
+            .collect();
+        fractional
+            .sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.size().cmp(&a.0.size())).then(a.0.copies.cmp(&b.0.copies)));
         if chosen.is_empty() {
-            // Every λ below 1: the column the LP uses most, once (largest pattern on ties).
-            let most =
-                columns.iter().zip(&lambda).filter(|&(_, &value)| value > 1e-6).max_by(|a, b| {
-                    a.1.total_cmp(b.1).then(a.0.size().cmp(&b.0.size())).then(b.0.copies.cmp(&a.0.copies))
-                });
-            let Some((column, _)) = most else { return false };
-            chosen.push((1, column));
+            // Every λ below 1: the column the LP uses most, once.
+            let &(first, _) = fractional.first()?;
+            chosen.push((1, first));
         }
-        // The fleet's room first (it costs no instance), then largest patterns first, then by
-        // type name and copies: independent of input order.
+        let value: f64 = columns.iter().zip(&lambda).map(|(column, &used)| column.size() as f64 * used).sum();
+        let before = self.placed_new_copies();
+        if let Some(lookahead) = lookahead.filter(|look| look.rollouts_left > 0 && !fractional.is_empty()) {
+            let mut moves: Vec<Vec<(u64, &Column)>> = vec![chosen.clone()];
+            moves.extend(fractional.iter().map(|&(column, _)| vec![(1, column)]).filter(|one| *one != chosen));
+            if let Some((best, placed, trial)) =
+                self.best_by_rollout(&moves, &kinds, canon, needs, &columns, *nodes_left, limits, lookahead)
+            {
+                // With no rollout left the dive would go on as the best rollout did (or as the
+                // plain dive did), so it ends here.
+                lookahead.finished = placed >= lookahead.target || lookahead.rollouts_left == 0;
+                if let Some(trial) = trial.filter(|_| lookahead.finished) {
+                    *self = trial;
+                    return Some(value);
+                }
+                if lookahead.finished {
+                    return None;
+                }
+                if best != 0 {
+                    lookahead.plain_result = None;
+                }
+                chosen = moves.swap_remove(best);
+            }
+        }
+        self.use_columns(&chosen, &mut kinds, canon, needs);
+        *pool = columns.into_iter().filter(|column| kinds[column.kind].opens()).collect();
+        (self.placed_new_copies() > before).then_some(value)
+    }
+
+    /// Uses each of `chosen`'s columns its count of times (as long as an opening's column finds
+    /// the budget left): the fleet's room first (it costs no instance), then largest patterns
+    /// first, then by type name and copies, independent of input order.
+    fn use_columns(
+        &mut self,
+        chosen: &[(u64, &Column)],
+        kinds: &mut [Kind],
+        canon: &[usize],
+        needs: &[Vec<Option<Resources>>],
+    ) {
+        let mut chosen = chosen.to_vec();
         chosen.sort_by(|a, b| {
             kinds[a.1.kind]
                 .opens()
@@ -205,7 +332,6 @@ impl Greedy<'_> {
                 .then(self.type_rank[a.1.type_index].cmp(&self.type_rank[b.1.type_index]))
                 .then(b.1.copies.cmp(&a.1.copies))
         });
-        let before = self.placed_new_copies();
         for (count, column) in chosen {
             for _ in 0..count {
                 if kinds[column.kind].opens() && self.budget() == 0 {
@@ -214,8 +340,63 @@ impl Greedy<'_> {
                 self.use_pattern(column, &mut kinds[column.kind], canon, needs);
             }
         }
-        *pool = columns.into_iter().filter(|column| kinds[column.kind].opens()).collect();
-        self.placed_new_copies() > before
+    }
+
+    /// Of the first [`ROLLOUT_CANDIDATES`] `moves` (each some columns, each used its count of
+    /// times; the first is the round's own choice), the one after which the dive, run on without
+    /// lookahead on a copy of the planner, ends with the most copies placed (the first among
+    /// equals; the first to reach the target ends the search): its index and copies placed, and
+    /// the copy of the planner unless the plain dive's result stood for it. `None` when `limits`
+    /// stop it or no rollout is left.
+    #[allow(clippy::too_many_arguments)]
+    fn best_by_rollout(
+        &self,
+        moves: &[Vec<(u64, &Column)>],
+        kinds: &[Kind],
+        canon: &[usize],
+        needs: &[Vec<Option<Resources>>],
+        columns: &[Column],
+        nodes_left: u64,
+        limits: &Limits,
+        lookahead: &mut Lookahead,
+    ) -> Option<(usize, u64, Option<Self>)> {
+        let mut best: Option<(usize, u64, Option<Self>)> = None;
+        for (index, chosen) in moves.iter().enumerate().take(ROLLOUT_CANDIDATES) {
+            let (placed, trial) = match lookahead.plain_result {
+                // Until the lookahead dive deviates, its own choice leads where the plain dive went.
+                Some(placed) if index == 0 => (placed, None),
+                _ => {
+                    if lookahead.rollouts_left == 0 {
+                        break;
+                    }
+                    lookahead.rollouts_left -= 1;
+                    let mut trial = self.clone();
+                    let mut trial_kinds = kinds.to_vec();
+                    trial.use_columns(chosen, &mut trial_kinds, canon, needs);
+                    // The round's columns of openings seed the next, as in the dive itself.
+                    let mut trial_pool: Vec<Column> =
+                        columns.iter().filter(|column| kinds[column.kind].opens()).cloned().collect();
+                    let mut trial_nodes = nodes_left;
+                    for _ in 0..DIVE_ROUNDS {
+                        if limits.stop_now().is_some() {
+                            return None;
+                        }
+                        if trial.open_lp_round(canon, needs, &mut trial_pool, &mut trial_nodes, limits, None).is_none()
+                        {
+                            break;
+                        }
+                    }
+                    (trial.placed_new_copies(), Some(trial))
+                }
+            };
+            if best.as_ref().is_none_or(|&(_, most, _)| placed > most) {
+                best = Some((index, placed, trial));
+            }
+            if placed >= lookahead.target {
+                break;
+            }
+        }
+        best
     }
 
     /// What the LP may fill this round: per pool type, its openings left over the AZs (idle
