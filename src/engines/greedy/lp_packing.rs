@@ -204,18 +204,31 @@ impl Greedy<'_> {
         canon: &[usize],
         needs: &[Vec<Option<Resources>>],
         limits: &Limits,
-        mut lookahead: Option<&mut Lookahead>,
+        lookahead: Option<&mut Lookahead>,
     ) -> Option<f64> {
         // Columns of earlier rounds seed the next (capped at what is still missing).
         let mut pool: Vec<Column> = Vec::new();
         let mut nodes_left = PRICING_WORK;
+        self.dive_on(canon, needs, &mut pool, &mut nodes_left, limits, lookahead)
+    }
+
+    /// [`Self::dive`] from a round's column `pool` and pricing budget `nodes_left` (a rollout
+    /// goes on from the round it starts in).
+    fn dive_on(
+        &mut self,
+        canon: &[usize],
+        needs: &[Vec<Option<Resources>>],
+        pool: &mut Vec<Column>,
+        nodes_left: &mut u64,
+        limits: &Limits,
+        mut lookahead: Option<&mut Lookahead>,
+    ) -> Option<f64> {
         let mut first = None;
         for _ in 0..DIVE_ROUNDS {
             if limits.stop_now().is_some() || lookahead.as_ref().is_some_and(|look| look.finished) {
                 break;
             }
-            let Some(value) =
-                self.open_lp_round(canon, needs, &mut pool, &mut nodes_left, limits, lookahead.as_deref_mut())
+            let Some(value) = self.open_lp_round(canon, needs, pool, nodes_left, limits, lookahead.as_deref_mut())
             else {
                 break;
             };
@@ -228,9 +241,9 @@ impl Greedy<'_> {
     /// openings left, then each pattern used `⌊λ_p⌋` times (or, when every `λ_p` is below 1,
     /// the one used most, once). With `lookahead` (and rollouts left), that choice and each
     /// column the LP uses fractionally, once, are tried by rollout ([`Self::best_by_rollout`])
-    /// and the best is used; a rollout that reaches the lookahead's target is taken whole. The round's LP
-    /// value; `None` when nothing was placed (nothing missing, no room or opening left, the LP
-    /// failed or is empty).
+    /// and the best is used; a rollout that reaches the lookahead's target is taken whole. The
+    /// round's LP value; `None` when nothing was placed (nothing missing, no room or opening left,
+    /// the LP failed or is empty).
     fn open_lp_round(
         &mut self,
         canon: &[usize],
@@ -277,18 +290,26 @@ impl Greedy<'_> {
             return None;
         }
         let lambda = solve_primal(&kinds, &columns, &missing, budget)?;
+        // Each λ's whole part (up to the tolerance) and what is left of it.
+        let parts: Vec<(f64, f64)> = lambda
+            .iter()
+            .map(|&value| {
+                let whole = (value + 1e-6).floor();
+                (whole.max(0.0), value - whole)
+            })
+            .collect();
         let mut chosen: Vec<(u64, &Column)> = columns
             .iter()
-            .zip(&lambda)
-            .map(|(column, &value)| ((value + 1e-6).floor().max(0.0) as u64, column))
+            .zip(&parts)
+            .map(|(column, &(whole, _))| (whole as u64, column))
             .filter(|&(count, _)| count > 0)
             .collect();
         // Columns the LP uses fractionally, most used first (largest pattern on ties).
         let mut fractional: Vec<(&Column, f64)> = columns
             .iter()
-            .zip(&lambda)
-            .filter(|&(_, &value)| value - (value + 1e-6).floor() > 1e-6)
-            .map(|(column, &value)| (column, value - (value + 1e-6).floor()))
+            .zip(&parts)
+            .filter(|&(_, &(_, rest))| rest > 1e-6)
+            .map(|(column, &(_, rest))| (column, rest))
             .collect();
         fractional
             .sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.size().cmp(&a.0.size())).then(a.0.copies.cmp(&b.0.copies)));
@@ -390,14 +411,9 @@ impl Greedy<'_> {
                     let mut trial_pool: Vec<Column> =
                         columns.iter().filter(|column| kinds[column.kind].opens()).cloned().collect();
                     let mut trial_nodes = nodes_left;
-                    for _ in 0..DIVE_ROUNDS {
-                        if limits.stop_now().is_some() {
-                            return None;
-                        }
-                        if trial.open_lp_round(canon, needs, &mut trial_pool, &mut trial_nodes, limits, None).is_none()
-                        {
-                            break;
-                        }
+                    trial.dive_on(canon, needs, &mut trial_pool, &mut trial_nodes, limits, None);
+                    if limits.stop_now().is_some() {
+                        return None;
                     }
                     (trial.placed_new_copies(), Some(trial))
                 }
