@@ -85,6 +85,20 @@ fn plan_json_parses_and_is_deterministic() {
 }
 
 #[test]
+fn threads_sets_the_exact_planners_threads_and_rejects_zero() {
+    // Proven optimal at once: one thread or two, the same plan.
+    let args = |threads: &'static str| ["plan", "--solver", "exact", "--json", "--threads", threads];
+    let path = scenario("seed-az-balance.json");
+    let one = run(&[&args("1")[..], &[path.as_str()]].concat(), None);
+    let two = run(&[&args("2")[..], &[path.as_str()]].concat(), None);
+    assert_eq!((code(&one), code(&two)), (0, 0), "{}{}", stderr(&one), stderr(&two));
+    assert_eq!(one.stdout, two.stdout);
+    let zero = run(&[&args("0")[..], &[path.as_str()]].concat(), None);
+    assert_eq!(code(&zero), 2);
+    assert!(stderr(&zero).contains("--threads"), "{}", stderr(&zero));
+}
+
+#[test]
 fn scenario_from_stdin() {
     let text = std::fs::read_to_string(scenario("seed-multi-gpu-llm.json")).unwrap();
     let from_stdin = run(&["plan", "-", "--json"], Some(&text));

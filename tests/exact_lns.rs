@@ -100,6 +100,21 @@ fn cancelling_during_the_phase_stops_it_and_says_cancelled() {
     assert_eq!((plan.status, plan.stop_reason), (Status::Feasible, StopReason::Cancelled));
 }
 
+#[test]
+fn with_two_threads_under_a_deadline_the_phase_runs_beside_the_search_and_with_one_it_does_not() {
+    let problem = bpp_problem("Falkenauer_t60_00");
+    let greedy = plan_greedy(&problem);
+    let beside = |threads: usize| {
+        let planner = ExactPlanner::new().max_master_variables(0).threads(threads).time_limit(Duration::from_secs(1));
+        let (plan, stats) = planner.plan_with_stats(&problem);
+        assert_eq!(verify(&problem, &plan), vec![], "{threads} threads");
+        assert!(plan.objective.key() <= greedy.objective.key(), "{threads} threads");
+        stats.phases.iter().filter(|phase| phase.name.starts_with("beside the search: ")).count()
+    };
+    assert!(beside(2) >= 1);
+    assert_eq!(beside(1), 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 

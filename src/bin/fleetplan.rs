@@ -87,6 +87,11 @@ enum Command {
         /// plan than a limit of 1 s or more (up to the machine's timing).
         #[arg(long)]
         single_run: bool,
+        /// Exact solver: most threads the planner uses (default: two on a machine with two cores
+        /// or more, else one). With two, the large-neighbourhood phase improves the warm start
+        /// beside the search; 1 keeps everything on one thread.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
         /// Print the plan as JSON (docs/contract.md §4) instead of a table.
         #[arg(long)]
         json: bool,
@@ -305,10 +310,10 @@ impl Output {
 
 fn run(command: Command, output: Output, options: &ReadOptions, started: Instant) -> Result<u8, BadInput> {
     match command {
-        Command::Plan { scenario, solver, time_limit_ms, backend, single_run, json, stats } => {
+        Command::Plan { scenario, solver, time_limit_ms, backend, single_run, threads, json, stats } => {
             let problem = load_problem(&scenario, output, options)?;
             let out = PlanOutput { started, time_limit_ms, json, stats, output };
-            run_plan(&problem, solver, (backend, single_run), out)
+            run_plan(&problem, solver, (backend, single_run, threads), out)
         }
         Command::Consolidate { scenario, time_limit_ms, stats, json } => {
             let problem = load_problem(&scenario, output, options)?;
@@ -421,7 +426,7 @@ struct PlanOutput {
 fn run_plan(
     problem: &Problem,
     solver: Solver,
-    (backend, single_run): (Backend, bool),
+    (backend, single_run, threads): (Backend, bool, Option<u16>),
     out: PlanOutput,
 ) -> Result<u8, BadInput> {
     let (plan, engine_stats) = match solver {
@@ -432,12 +437,18 @@ fn run_plan(
             if single_run {
                 out.output.warn("warning: --single-run only applies to --solver exact; ignored");
             }
+            if threads.is_some() {
+                out.output.warn("warning: --threads only applies to --solver exact; ignored");
+            }
             GreedyPlanner::new().limits(deadline_limits(out.started, out.time_limit_ms)).plan_with_stats(problem)
         }
         Solver::Exact => {
             // A command line should come back: without an explicit limit, 10 s.
             use fleetplan::backend::{good_lp, GoodLp};
             let mut planner = ExactPlanner::new().time_ladder(!single_run);
+            if let Some(threads) = threads {
+                planner = planner.threads(usize::from(threads));
+            }
             match backend {
                 Backend::Microlp => {}
                 Backend::GoodLpMicrolp => planner = planner.backend(GoodLp::new(good_lp::microlp)),

@@ -188,6 +188,7 @@ fn window_planner(planner: &ExactPlanner, limits: &EngineLimits, sub: &SubProble
         beside: None,
         time_ladder: false,
         seed_replaces_warm_start: false,
+        threads: planner.threads,
     }
 }
 

@@ -28,7 +28,7 @@ mod portfolio;
 mod realize;
 mod search;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -121,6 +121,8 @@ pub struct ExactPlanner {
     /// Whether a verified seed replaces the greedy warm start (the time ladder's later stages,
     /// whose seed is already at least as good as greedy's plan).
     seed_replaces_warm_start: bool,
+    /// Most threads a call runs on (`None`: two when the machine has two cores or more).
+    threads: Option<usize>,
 }
 
 impl Default for ExactPlanner {
@@ -138,6 +140,7 @@ impl Default for ExactPlanner {
             beside: None,
             time_ladder: true,
             seed_replaces_warm_start: false,
+            threads: None,
         }
     }
 }
@@ -289,6 +292,26 @@ impl ExactPlanner {
         self
     }
 
+    /// Most threads a [`plan`](Self::plan) call runs on, at least 1 (default: two when the
+    /// machine has two cores or more, else one). With two, the greedy warm start's run with
+    /// flattened priorities goes beside its priority run, and under a deadline the
+    /// large-neighbourhood phase improves the warm start beside the search (the better plan goes
+    /// on to the polish; docs/formulation.md, "Two threads"). One keeps all of a call on the
+    /// caller's thread (a portfolio's second backend, [`beside`](Self::beside), still has its
+    /// own). Node-limited runs without a deadline are deterministic either way.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads.max(1));
+        self
+    }
+
+    /// Whether this call may use a second thread ([`threads`](Self::threads)).
+    fn parallel(&self) -> bool {
+        match self.threads {
+            Some(threads) => threads >= 2,
+            None => std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2),
+        }
+    }
+
     /// Uses the plain slot formulation for every group (one variable per instance slot and
     /// component, no aggregation, no cuts). Only for benchmarks: it shows what structure buys.
     #[doc(hidden)]
@@ -344,7 +367,7 @@ impl ExactPlanner {
             Some(seed) => seed,
             None => {
                 stats.solves += 1;
-                self.seeded(problem, warm_plan(problem, &limits, None))
+                self.seeded(problem, warm_plan(problem, &limits, None, self.parallel()))
             }
         };
         stats.phase("warm start (greedy)", phase);
@@ -375,10 +398,15 @@ impl ExactPlanner {
         let hint = start_valid.then(|| (Hint::from_actions(problem, &start.actions), start.objective.clone()));
         let phase = Instant::now();
         let search_limits = self.search_engine_limits(problem, &ending_early(&limits, polish_reserve));
-        let outcome = self.search_within(problem, &search_limits, hint.as_ref(), &mut stats);
+        let (outcome, beside) =
+            self.search_beside_neighbourhood(problem, &search_limits, hint.as_ref(), &start, start_valid, &mut stats);
         stats.phase("search", phase);
         let phase = Instant::now();
         let plan = plan_of_outcome(problem, outcome, &start, start_valid, &limits);
+        let plan = match beside {
+            Some(found) => with_plan_found_beside(problem, plan, found),
+            None => plan,
+        };
         stats.phase("verify result", phase);
         let plan = self.improve_unproven(problem, plan, &limits, polish_reserve, &mut stats);
         (plan, stats)
@@ -400,7 +428,7 @@ impl ExactPlanner {
         // limit, so what a short limit does is also done, at the same times, under a longer one.
         let slice = deadline.saturating_duration_since(started).div_f64(QUICK_SHARE).min(self.quick_slice);
         let quick = limits.clone().deadline(started + slice);
-        let warm = self.seeded(problem, warm_plan(problem, &quick, Some(QUICK_WARM_PASSES)));
+        let warm = self.seeded(problem, warm_plan(problem, &quick, Some(QUICK_WARM_PASSES), self.parallel()));
         stats.solves += 1;
         let plan = if warm.status != Status::Infeasible && verify(problem, &warm).is_empty() {
             self.quick_search(problem, &quick, warm, stats)
@@ -430,6 +458,66 @@ impl ExactPlanner {
             _ => None,
         };
         Quick::Unproven(found.unwrap_or(warm))
+    }
+
+    /// The search under `search_limits`, and beside it, on a second thread when this call may
+    /// use one ([`threads`](Self::threads)), the large-neighbourhood phase improving `start`
+    /// (a verified, unproven plan) until the search ends: the search alone leaves the second
+    /// core idle, and on the larger endpoints the phase finds what the search does not, the
+    /// search what the phase does not (docs/formulation.md, "Two threads"). Only under a
+    /// deadline (the phase needs one to share its time) and with the phase on. Returns the
+    /// search's outcome and the phase's plan, if it ran.
+    fn search_beside_neighbourhood(
+        &self,
+        problem: &Problem,
+        search_limits: &EngineLimits,
+        hint: Option<&(Hint, Objective)>,
+        start: &Plan,
+        start_valid: bool,
+        stats: &mut Stats,
+    ) -> (Outcome, Option<Plan>) {
+        let beside = self.parallel()
+            && self.large_neighbourhood
+            && start_valid
+            && start.status == Status::Feasible
+            && search_limits.deadline_at().is_some();
+        if !beside {
+            return (self.search_within(problem, search_limits, hint, stats), None);
+        }
+        let search_ended = Arc::new(AtomicBool::new(false));
+        let phase_limits = {
+            let (outer, ended) = (search_limits.clone(), Arc::clone(&search_ended));
+            search_limits.clone().cancel_when(move || outer.cancelled() || ended.load(Ordering::Relaxed))
+        };
+        // One thread for the phase: its windows' warm starts stay on it.
+        let phase_planner = ExactPlanner { threads: Some(1), ..self.clone() };
+        let (outcome, phase_run) = std::thread::scope(|scope| {
+            let handle = scope.spawn(|| {
+                let mut phase_stats = Stats::default();
+                let plan = phase_planner.improve_unproven(
+                    problem,
+                    start.clone(),
+                    &phase_limits,
+                    Duration::ZERO,
+                    &mut phase_stats,
+                );
+                (plan, phase_stats)
+            });
+            let outcome = self.search_within(problem, search_limits, hint, stats);
+            search_ended.store(true, Ordering::Relaxed);
+            // A panic in the phase loses only its plan.
+            (outcome, handle.join().ok())
+        });
+        let (plan, mut phase_stats) = phase_run.unzip();
+        if let Some(phase_stats) = phase_stats.as_mut() {
+            for phase in &mut phase_stats.phases {
+                phase.name.insert_str(0, "beside the search: ");
+            }
+        }
+        if let Some(phase_stats) = phase_stats {
+            stats.absorb(phase_stats);
+        }
+        (outcome, plan)
     }
 
     /// [`Search::run`] through the instrumented backend under `limits` (its solver calls
@@ -552,6 +640,24 @@ impl ExactPlanner {
 /// strictly better.
 pub fn lower_balance_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
     lns::lower_plan_excess(problem, plan, &EngineLimits::new())
+}
+
+/// The search's plan, or `found` (the large-neighbourhood phase's, beside the search) when the
+/// search proved nothing and `found` verifies and is strictly better: then with the search's
+/// stop reason and bound (a lower bound holds for every plan), and `Optimal` if it meets it.
+fn with_plan_found_beside(problem: &Problem, plan: Plan, found: Plan) -> Plan {
+    if plan.status != Status::Feasible
+        || !found.objective.better_than(&plan.objective)
+        || !verify(problem, &found).is_empty()
+    {
+        return plan;
+    }
+    let mut adopted = finish(problem, SolverKind::Exact, Status::Feasible, plan.stop_reason, found.actions, plan.bound);
+    if adopted.bound.as_ref().is_some_and(|bound| bound.key() == adopted.objective.key()) {
+        adopted.status = Status::Optimal;
+        adopted.bound = None;
+    }
+    adopted
 }
 
 /// `limits` with its deadline `reserve` earlier (unchanged without a deadline).
@@ -762,16 +868,16 @@ pub fn balance_floor_at(problem: &Problem, placed: u64) -> u64 {
 /// first pass always runs), but not the node limit, which counts solver nodes: so the exact plan
 /// is never worse than the greedy planner's under the same limits, and never worse than
 /// [`crate::plan_greedy`] unless a deadline or cancellation cut the warm start short. The flat
-/// run is an extra: on one core it runs after the priority run and is skipped once a limit is
-/// hit; on two cores or more it runs beside it, on a scoped thread, under the same limits.
+/// run is an extra: on one thread (`parallel` false) it runs after the priority run and is
+/// skipped once a limit is hit; otherwise it runs beside it, on a scoped thread, under the same
+/// limits.
 /// `passes` caps greedy's passes (each run's), for the quick attempt's cheap warm start.
-fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> Plan {
+fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>, parallel: bool) -> Plan {
     let limits = match passes {
         Some(passes) => limits.without_node_limit().node_limit(passes),
         None => limits.without_node_limit(),
     };
     let priority_run = || crate::GreedyPlanner::new().priority_first_only().limits(limits.clone()).plan(problem);
-    let parallel = std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 2);
     // No thread when there is no flat run (a pool of one priority).
     let Some(flat_problem) = parallel.then(|| crate::GreedyPlanner::flattened(problem)).flatten() else {
         return crate::GreedyPlanner::flat_if_better(&limits, problem, priority_run(), &mut Stats::default());
@@ -786,4 +892,63 @@ fn warm_plan(problem: &Problem, limits: &EngineLimits, passes: Option<u64>) -> P
         (greedy, flat.join().ok())
     });
     crate::GreedyPlanner::better_of_flat(problem, greedy, flat, &mut Stats::default())
+}
+
+#[cfg(all(test, feature = "json"))]
+mod tests {
+    use super::*;
+
+    fn problem() -> Problem {
+        Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json"))
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// The optimal plan, and a verified plan that places one copy fewer, stopped by the deadline
+    /// with the optimum as its bound (what a search cut short may return).
+    fn optimal_and_worse(problem: &Problem) -> (Plan, Plan) {
+        let optimal = ExactPlanner::new().node_limit(10_000).threads(1).plan(problem);
+        assert_eq!(optimal.status, Status::Optimal);
+        let mut actions = optimal.actions.clone();
+        let last_placement = actions.iter().rposition(|action| matches!(action, Action::PlaceCopy { .. }));
+        actions.remove(last_placement.unwrap_or_else(|| panic!("the optimal plan places a copy")));
+        let worse = finish(
+            problem,
+            SolverKind::Exact,
+            Status::Feasible,
+            StopReason::TimeLimit,
+            actions,
+            Some(optimal.objective.clone()),
+        );
+        assert_eq!(verify(problem, &worse), vec![]);
+        assert!(optimal.objective.better_than(&worse.objective));
+        (optimal, worse)
+    }
+
+    #[test]
+    fn a_better_plan_found_beside_the_search_keeps_the_searchs_bound_and_is_optimal_when_it_meets_it() {
+        let problem = problem();
+        let (optimal, worse) = optimal_and_worse(&problem);
+        let adopted = with_plan_found_beside(&problem, worse, optimal.clone());
+        assert_eq!(adopted.actions, optimal.actions);
+        assert_eq!(
+            (adopted.status, adopted.stop_reason, adopted.bound),
+            (Status::Optimal, StopReason::TimeLimit, None)
+        );
+    }
+
+    #[test]
+    fn a_plan_found_beside_the_search_that_is_no_better_or_does_not_verify_is_not_taken() {
+        let problem = problem();
+        let (optimal, worse) = optimal_and_worse(&problem);
+        // Not better.
+        let kept = with_plan_found_beside(&problem, optimal.clone(), worse.clone());
+        assert_eq!(kept.actions, optimal.actions);
+        // Better by its objective but not verified: every action twice (launch ids repeat).
+        let mut doubled = optimal.clone();
+        doubled.actions.extend(optimal.actions.clone());
+        doubled.objective.placed_copies = u64::MAX;
+        assert!(!verify(&problem, &doubled).is_empty());
+        let kept = with_plan_found_beside(&problem, worse.clone(), doubled);
+        assert_eq!((kept.actions, kept.status), (worse.actions, Status::Feasible));
+    }
 }
