@@ -298,7 +298,17 @@ impl ExactPlanner {
     /// large-neighbourhood phase improves the warm start beside the search (the better plan goes
     /// on to the polish; docs/formulation.md, "Two threads"). One keeps all of a call on the
     /// caller's thread (a portfolio's second backend, [`beside`](Self::beside), still has its
-    /// own). Node-limited runs without a deadline are deterministic either way.
+    /// own; each backend's run is then one thread). Node-limited runs without a deadline are
+    /// deterministic either way.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// use fleetplan::{plan_greedy, verify, ExactPlanner, Problem};
+    /// # let problem = Problem::from_json(include_str!("../../../scenarios/seed-az-balance.json")).unwrap();
+    /// let plan = ExactPlanner::new().threads(1).time_limit(Duration::from_millis(500)).plan(&problem);
+    /// assert!(verify(&problem, &plan).is_empty());
+    /// assert!(!plan_greedy(&problem).objective.better_than(&plan.objective));
+    /// ```
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads.max(1));
         self

@@ -20,8 +20,9 @@ impl ExactPlanner {
     /// cancellation check); `None` when no second backend is set.
     pub(super) fn plan_by_portfolio(&self, problem: &Problem) -> Option<(Plan, Stats)> {
         let beside = self.beside.clone()?;
-        let main = ExactPlanner { beside: None, ..self.clone() };
-        let second = ExactPlanner { beside: None, backend: beside, ..self.clone() };
+        // One thread each: the portfolio is the call's second thread.
+        let main = ExactPlanner { beside: None, threads: Some(1), ..self.clone() };
+        let second = ExactPlanner { beside: None, backend: beside, threads: Some(1), ..self.clone() };
         let (main_run, second_run) = thread::scope(|scope| {
             let handle = scope.spawn(|| second.plan_with_stats(problem));
             let main_run = main.plan_with_stats(problem);
