@@ -258,6 +258,15 @@ impl Stats {
         self.improvements += other.improvements;
         self.phases.extend(other.phases);
     }
+
+    /// [`Self::absorb`], each of the other run's phases named after `label` (e.g. `"second
+    /// backend"`: "second backend: search"), for a run on another thread.
+    pub(crate) fn absorb_labelled(&mut self, label: &str, mut other: Stats) {
+        for phase in &mut other.phases {
+            phase.name.insert_str(0, &format!("{label}: "));
+        }
+        self.absorb(other);
+    }
 }
 
 impl fmt::Display for Stats {

@@ -518,14 +518,9 @@ impl ExactPlanner {
             // A panic in the phase loses only its plan.
             (outcome, handle.join().ok())
         });
-        let (plan, mut phase_stats) = phase_run.unzip();
-        if let Some(phase_stats) = phase_stats.as_mut() {
-            for phase in &mut phase_stats.phases {
-                phase.name.insert_str(0, "beside the search: ");
-            }
-        }
+        let (plan, phase_stats) = phase_run.unzip();
         if let Some(phase_stats) = phase_stats {
-            stats.absorb(phase_stats);
+            stats.absorb_labelled("beside the search", phase_stats);
         }
         (outcome, plan)
     }
@@ -662,12 +657,7 @@ fn with_plan_found_beside(problem: &Problem, plan: Plan, found: Plan) -> Plan {
     {
         return plan;
     }
-    let mut adopted = finish(problem, SolverKind::Exact, Status::Feasible, plan.stop_reason, found.actions, plan.bound);
-    if adopted.bound.as_ref().is_some_and(|bound| bound.key() == adopted.objective.key()) {
-        adopted.status = Status::Optimal;
-        adopted.bound = None;
-    }
-    adopted
+    mark_if_proven(finish(problem, SolverKind::Exact, Status::Feasible, plan.stop_reason, found.actions, plan.bound))
 }
 
 /// `limits` with its deadline `reserve` earlier (unchanged without a deadline).

@@ -39,11 +39,8 @@ impl ExactPlanner {
 /// The better of two runs' plans on the same problem (a plan failing `verify` never wins; ties go
 /// to a proof, then to the first run), with both runs' counts in the stats.
 fn better_of(problem: &Problem, first: (Plan, Stats), second: (Plan, Stats)) -> (Plan, Stats) {
-    let ((first_plan, mut stats), (second_plan, mut second_stats)) = (first, second);
-    for phase in &mut second_stats.phases {
-        phase.name.insert_str(0, "second backend: ");
-    }
-    stats.absorb(second_stats);
+    let ((first_plan, mut stats), (second_plan, second_stats)) = (first, second);
+    stats.absorb_labelled("second backend", second_stats);
     let second_wins = verify(problem, &second_plan).is_empty()
         && (!verify(problem, &first_plan).is_empty()
             || second_plan.objective.better_than(&first_plan.objective)
