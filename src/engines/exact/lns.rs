@@ -11,7 +11,7 @@
 //! `docs/formulation.md` ("Large-neighbourhood phase").
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::realize::{actions_of, spread_balance, Draft};
@@ -27,7 +27,7 @@ use crate::verify::verify;
 
 /// Most copies a window frees in the first round: sub-problems this size are usually solved to
 /// optimality in tens of milliseconds.
-const FIRST_WINDOW_COPIES: u64 = 160;
+pub(super) const FIRST_WINDOW_COPIES: u64 = 160;
 
 /// After a round of windows without improvement, windows grow by this factor (until one
 /// window can hold a whole AZ).
@@ -84,14 +84,47 @@ struct Window {
     members: Vec<usize>,
 }
 
+/// How one run of [`improve`] works: alone, or as one of a team of runs on other threads that
+/// improve the same plan (docs/formulation.md, "Two threads").
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Crew<'a> {
+    /// Most copies a window frees in the first round.
+    pub first_window_copies: u64,
+    /// The team's best plan: a run takes it over when it is better than the run's own (at its
+    /// next window) and puts each plan it improves there when that plan is better still.
+    pub best: Option<&'a Mutex<Plan>>,
+}
+
+impl Crew<'_> {
+    /// A run on its own, with the usual first windows.
+    pub(super) const ALONE: Crew<'static> = Crew { first_window_copies: FIRST_WINDOW_COPIES, best: None };
+
+    /// The team's best plan when it is better than `own`.
+    fn better_than(&self, own: &Plan) -> Option<Plan> {
+        let shared = self.best?.lock().ok()?;
+        shared.objective.better_than(&own.objective).then(|| shared.clone())
+    }
+
+    /// Offers `plan` (a verified improvement of this run's) to the team.
+    fn offer(&self, plan: &Plan) {
+        if let Some(mut shared) = self.best.and_then(|best| best.lock().ok()) {
+            if plan.objective.better_than(&shared.objective) {
+                *shared = plan.clone();
+            }
+        }
+    }
+}
+
 /// Improves `incumbent` (a verified plan) window by window
-/// until the limits stop it or a whole round of windows brings nothing. Returns the best plan.
+/// until the limits stop it or a whole round of windows brings nothing. Returns the best plan
+/// (of this run; a team's best is in its [`Crew::best`]).
 pub(super) fn improve(
     planner: &ExactPlanner,
     problem: &Problem,
     incumbent: Plan,
     limits: &EngineLimits,
     stats: &mut Stats,
+    crew: Crew<'_>,
 ) -> (Plan, Progress) {
     let mut progress = Progress::default();
     if !verify(problem, &incumbent).is_empty() {
@@ -100,13 +133,14 @@ pub(super) fn improve(
     let mut best = incumbent;
     let mut fleet = FinalFleet::apply(problem, &best.actions).0;
     let largest_az = largest_az_copies(problem, &fleet);
-    let mut cap = FIRST_WINDOW_COPIES;
+    let first_cap = crew.first_window_copies.max(1);
+    let mut cap = first_cap;
     // Windows aimed at fallback launches join from the first round when the phase starts with
     // more than FALLBACK_WINDOWS_FIRST left (the time ladder's later stages), else from the
     // second: within a second they took the slices of windows that do better there.
     let fallback_from = match limits.time_left() {
-        Some(left) if left > FALLBACK_WINDOWS_FIRST => FIRST_WINDOW_COPIES,
-        _ => FIRST_WINDOW_COPIES.saturating_mul(WINDOW_GROWTH),
+        Some(left) if left > FALLBACK_WINDOWS_FIRST => first_cap,
+        _ => first_cap.saturating_mul(WINDOW_GROWTH),
     };
     let mut list = windows(problem, &fleet, cap, fallback_from);
     let (mut next, mut idle) = (0usize, 0usize);
@@ -114,6 +148,17 @@ pub(super) fn improve(
         if let Some(stop) = limits.stop_now() {
             progress.stopped = Some(stop);
             break;
+        }
+        // Another run of the team did better: go on from its plan (windows drawn again, at
+        // this run's window size).
+        if let Some(shared) = crew.better_than(&best) {
+            fleet = FinalFleet::apply(problem, &shared.actions).0;
+            best = shared;
+            if best.bound.as_ref().is_some_and(|bound| bound.key() == best.objective.key()) {
+                break;
+            }
+            list = windows(problem, &fleet, cap, fallback_from);
+            idle = 0;
         }
         // Without a deadline nothing else bounds the phase's time: a fixed number of windows
         // keeps it bounded and deterministic (node-limited runs, e.g. the simulator's ticks).
@@ -150,6 +195,7 @@ pub(super) fn improve(
         let candidate = lower_plan_excess(problem, &candidate, limits).unwrap_or(candidate);
         progress.improvements += 1;
         fleet = FinalFleet::apply(problem, &candidate.actions).0;
+        crew.offer(&candidate);
         best = candidate;
         // At the proven bound nothing is left to find.
         if best.bound.as_ref().is_some_and(|bound| bound.key() == best.objective.key()) {
@@ -1527,7 +1573,7 @@ mod tests {
         assert_eq!(plan.objective.balance_excess, 4);
         let planner = ExactPlanner::new().node_limit(20_000);
         let limits = EngineLimits::new().node_limit(20_000);
-        let (better, progress) = improve(&planner, &problem, plan, &limits, &mut Stats::default());
+        let (better, progress) = improve(&planner, &problem, plan, &limits, &mut Stats::default(), Crew::ALONE);
         assert!(progress.improvements >= 1, "{progress:?}");
         assert!(verify(&problem, &better).is_empty());
         assert_eq!(better.objective.placed_copies, 4);
@@ -1537,6 +1583,39 @@ mod tests {
         let fleet = FinalFleet::apply(&problem, &better.actions).0;
         let existing = fleet.instances.iter().find(|instance| instance.existing.is_some());
         assert_eq!(existing.map(|instance| instance.copies_of(0)), Some(2));
+    }
+
+    #[test]
+    fn a_run_of_a_team_shares_what_it_finds_and_goes_on_from_a_better_team_plan() {
+        // The endpoint of the test above: balance excess 4, 0 after a window across AZs.
+        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
+            .pool("ml.g6.12xlarge", 1)
+            .component("kept", 4, 1, 1.0, 1024)
+            .max_imbalance("kept", 0)
+            .fleet_instance("i-1", "ml.g6.12xlarge", "us-east-1a", false)
+            .fleet_copies("kept", "i-1", 1)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
+        let plan = plan_in(&problem, &[], &[("kept", "i-1"), ("kept", "i-1"), ("kept", "i-1")]);
+        let planner = ExactPlanner::new().node_limit(20_000);
+        let limits = EngineLimits::new().node_limit(20_000);
+        // A run that improves the plan puts its plan in the team's best.
+        let team_best = Mutex::new(plan.clone());
+        let crew = Crew { first_window_copies: 40, best: Some(&team_best) };
+        let (better, _) = improve(&planner, &problem, plan.clone(), &limits, &mut Stats::default(), crew);
+        assert_eq!(better.objective.balance_excess, 0);
+        let shared = team_best.into_inner().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(shared.objective, better.objective);
+        assert_eq!(shared.actions, better.actions);
+        // A run whose team already holds a better plan goes on from it before its first window
+        // (whose sub-problems, from the team's plan, have nothing to improve).
+        let team_best = Mutex::new(better.clone());
+        let crew = Crew { first_window_copies: FIRST_WINDOW_COPIES, best: Some(&team_best) };
+        let (taken, progress) = improve(&planner, &problem, plan, &limits, &mut Stats::default(), crew);
+        assert_eq!(taken.objective, better.objective);
+        assert_eq!(progress.improvements, 0, "{progress:?}");
+        assert!(verify(&problem, &taken).is_empty());
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod realize;
 mod search;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::engines::contract::{problem_engine, Engine};
@@ -58,6 +58,11 @@ const QUICK_SHARE: f64 = 2.0;
 /// Longest quick attempt (by default): most small and mid-sized endpoints are proven within it
 /// (measured in `docs/sweep.md`), and a harder one loses no more than this.
 const QUICK_SLICE: Duration = Duration::from_millis(100);
+
+/// Most copies a window of the large-neighbourhood phase's second thread frees in its first
+/// round (the first thread's: [`lns::FIRST_WINDOW_COPIES`]): smaller windows are solved faster,
+/// and the two threads try different neighbourhoods of the same plan.
+const HELPER_FIRST_WINDOW_COPIES: u64 = 40;
 
 /// Inputs with at least this many copies leave part of the time limit to the
 /// large-neighbourhood phase: the search seldom proves them within it.
@@ -617,7 +622,7 @@ impl ExactPlanner {
             return retyped(problem, plan, last_polish, stats);
         }
         let phase = Instant::now();
-        let (mut plan, progress) = lns::improve(self, problem, plan, limits, stats);
+        let (mut plan, progress) = self.neighbourhoods(problem, plan, limits, stats);
         stats.neighbourhoods += progress.windows;
         stats.improvements += progress.improvements;
         if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
@@ -631,6 +636,49 @@ impl ExactPlanner {
         }
         stats.phase("large neighbourhood", phase);
         retyped(problem, plan, last_polish, stats)
+    }
+
+    /// The large-neighbourhood phase on `plan` (verified, unproven): on this thread alone, or,
+    /// when this call may use a second thread and a deadline shares the time, on both, the
+    /// second with smaller first windows ([`HELPER_FIRST_WINDOW_COPIES`]), each run going on
+    /// from the other's plan when that is better (docs/formulation.md, "Two threads"). Returns
+    /// the best plan of the two and what both did.
+    fn neighbourhoods(
+        &self,
+        problem: &Problem,
+        plan: Plan,
+        limits: &EngineLimits,
+        stats: &mut Stats,
+    ) -> (Plan, lns::Progress) {
+        if !self.parallel() || limits.deadline_at().is_none() {
+            return lns::improve(self, problem, plan, limits, stats, lns::Crew::ALONE);
+        }
+        let best = Mutex::new(plan.clone());
+        let own = lns::Crew { first_window_copies: lns::FIRST_WINDOW_COPIES, best: Some(&best) };
+        let helper = lns::Crew { first_window_copies: HELPER_FIRST_WINDOW_COPIES, best: Some(&best) };
+        // One thread per run: the windows' warm starts stay on it.
+        let planner = ExactPlanner { threads: Some(1), ..self.clone() };
+        let (mine, helper_run) = std::thread::scope(|scope| {
+            let handle = scope.spawn(|| {
+                let mut helper_stats = Stats::default();
+                let (_, progress) = lns::improve(&planner, problem, plan.clone(), limits, &mut helper_stats, helper);
+                (progress, helper_stats)
+            });
+            let mine = lns::improve(&planner, problem, plan.clone(), limits, stats, own);
+            // A panic in the helper loses only what it did not share.
+            (mine, handle.join().ok())
+        });
+        let (mut found, mut progress) = mine;
+        if let Some((helper_progress, helper_stats)) = helper_run {
+            stats.absorb_labelled("second thread", helper_stats);
+            progress.windows += helper_progress.windows;
+            progress.improvements += helper_progress.improvements;
+        }
+        // The team's best was verified by the run that found it.
+        if let Some(shared) = best.into_inner().ok().filter(|shared| shared.objective.better_than(&found.objective)) {
+            found = shared;
+        }
+        (found, progress)
     }
 
     /// This call's limits: the time limit (or the default) armed now.
