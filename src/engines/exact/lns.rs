@@ -1554,12 +1554,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_window_across_azs_moves_new_copies_off_an_existing_instance() {
-        // `kept` (MaxImbalance 0) has its existing copy and the plan's three new ones on the
-        // existing i-1 in 1a: balance excess 4. Only a window across AZs that takes i-1 in, with
-        // its own copy fixed, can send two new copies to a launch in 1b (the one-AZ windows hold
-        // launched instances only, and there are none).
+    /// `kept` (4 copies, MaxImbalance 0 over two AZs), its existing copy and three new ones on
+    /// the existing i-1 in 1a, nothing launched.
+    fn every_copy_on_one_existing_instance() -> (Problem, Plan) {
         let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
             .pool("ml.g6.12xlarge", 1)
             .component("kept", 4, 1, 1.0, 1024)
@@ -1570,6 +1567,16 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
         let plan = plan_in(&problem, &[], &[("kept", "i-1"), ("kept", "i-1"), ("kept", "i-1")]);
+        (problem, plan)
+    }
+
+    #[test]
+    fn a_window_across_azs_moves_new_copies_off_an_existing_instance() {
+        // `kept` (MaxImbalance 0) has its existing copy and the plan's three new ones on the
+        // existing i-1 in 1a: balance excess 4. Only a window across AZs that takes i-1 in, with
+        // its own copy fixed, can send two new copies to a launch in 1b (the one-AZ windows hold
+        // launched instances only, and there are none).
+        let (problem, plan) = every_copy_on_one_existing_instance();
         assert_eq!(plan.objective.balance_excess, 4);
         let planner = ExactPlanner::new().node_limit(20_000);
         let limits = EngineLimits::new().node_limit(20_000);
@@ -1587,17 +1594,8 @@ mod tests {
 
     #[test]
     fn a_run_of_a_team_shares_what_it_finds_and_goes_on_from_a_better_team_plan() {
-        // The endpoint of the test above: balance excess 4, 0 after a window across AZs.
-        let scenario = crate::ScenarioBuilder::new(["us-east-1a", "us-east-1b"])
-            .pool("ml.g6.12xlarge", 1)
-            .component("kept", 4, 1, 1.0, 1024)
-            .max_imbalance("kept", 0)
-            .fleet_instance("i-1", "ml.g6.12xlarge", "us-east-1a", false)
-            .fleet_copies("kept", "i-1", 1)
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let problem = Problem::new(&scenario).unwrap_or_else(|e| panic!("{e}"));
-        let plan = plan_in(&problem, &[], &[("kept", "i-1"), ("kept", "i-1"), ("kept", "i-1")]);
+        // Balance excess 4, 0 after a window across AZs.
+        let (problem, plan) = every_copy_on_one_existing_instance();
         let planner = ExactPlanner::new().node_limit(20_000);
         let limits = EngineLimits::new().node_limit(20_000);
         // A run that improves the plan puts its plan in the team's best.
