@@ -115,6 +115,23 @@ fn with_two_threads_under_a_deadline_the_phase_runs_beside_the_search_and_with_o
     assert_eq!(beside(1), 0);
 }
 
+#[test]
+fn with_two_threads_under_a_deadline_the_phase_after_the_search_runs_on_both() {
+    // No master fits (`max_master_variables(0)`): the search ends at once and the phase after
+    // it has the time.
+    let problem = bpp_problem("Falkenauer_t60_00");
+    let greedy = plan_greedy(&problem);
+    let second_thread = |threads: usize| {
+        let planner = ExactPlanner::new().max_master_variables(0).threads(threads).time_limit(Duration::from_secs(1));
+        let (plan, stats) = planner.plan_with_stats(&problem);
+        assert_eq!(verify(&problem, &plan), vec![], "{threads} threads");
+        assert!(plan.objective.key() <= greedy.objective.key(), "{threads} threads");
+        stats.phases.iter().filter(|phase| phase.name == "second thread: large neighbourhood").count()
+    };
+    assert_eq!(second_thread(2), 1);
+    assert_eq!(second_thread(1), 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 

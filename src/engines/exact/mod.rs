@@ -660,8 +660,9 @@ impl ExactPlanner {
         let planner = ExactPlanner { threads: Some(1), ..self.clone() };
         let (mine, helper_run) = std::thread::scope(|scope| {
             let handle = scope.spawn(|| {
-                let mut helper_stats = Stats::default();
+                let (mut helper_stats, started) = (Stats::default(), Instant::now());
                 let (_, progress) = lns::improve(&planner, problem, plan.clone(), limits, &mut helper_stats, helper);
+                helper_stats.phase("large neighbourhood", started);
                 (progress, helper_stats)
             });
             let mine = lns::improve(&planner, problem, plan.clone(), limits, stats, own);
