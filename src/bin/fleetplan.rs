@@ -89,7 +89,7 @@ enum Command {
         single_run: bool,
         /// Exact solver: most threads the planner uses (default: two on a machine with two cores
         /// or more, else one). With two, the large-neighbourhood phase improves the warm start
-        /// beside the search; 1 keeps everything on one thread.
+        /// beside the search and runs on both threads after it; 1 keeps everything on one thread.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         threads: Option<u16>,
         /// Print the plan as JSON (docs/contract.md §4) instead of a table.

@@ -301,7 +301,8 @@ impl ExactPlanner {
     /// machine has two cores or more, else one). With two, the greedy warm start's run with
     /// flattened priorities goes beside its priority run, and under a deadline the
     /// large-neighbourhood phase improves the warm start beside the search (the better plan goes
-    /// on to the polish; docs/formulation.md, "Two threads"). One keeps all of a call on the
+    /// on) and after the search runs on both threads, sharing its best plan (docs/formulation.md,
+    /// "Two threads"). One keeps all of a call on the
     /// caller's thread (a portfolio's second backend, [`beside`](Self::beside), still has its
     /// own; each backend's run is then one thread). Node-limited runs without a deadline are
     /// deterministic either way.
