@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::realize::{actions_of, spread_balance, Draft};
-use super::{ExactPlanner, MAX_MASTER_VARIABLES};
+use super::{meets_bound, ExactPlanner, MAX_MASTER_VARIABLES};
 use crate::engines::balance::{self, Budget, Holder};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
@@ -154,7 +154,7 @@ pub(super) fn improve(
         if let Some(shared) = crew.better_than(&best) {
             fleet = FinalFleet::apply(problem, &shared.actions).0;
             best = shared;
-            if best.bound.as_ref().is_some_and(|bound| bound.key() == best.objective.key()) {
+            if meets_bound(&best) {
                 break;
             }
             list = windows(problem, &fleet, cap, fallback_from);
@@ -198,7 +198,7 @@ pub(super) fn improve(
         crew.offer(&candidate);
         best = candidate;
         // At the proven bound nothing is left to find.
-        if best.bound.as_ref().is_some_and(|bound| bound.key() == best.objective.key()) {
+        if meets_bound(&best) {
             break;
         }
         // The fleet changed: the windows are drawn again, the rotation goes on from here.

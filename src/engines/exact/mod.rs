@@ -626,7 +626,7 @@ impl ExactPlanner {
         let (mut plan, progress) = self.neighbourhoods(problem, plan, limits, stats);
         stats.neighbourhoods += progress.windows;
         stats.improvements += progress.improvements;
-        if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
+        if meets_bound(&plan) {
             plan.status = Status::Optimal;
             plan.bound = None;
         } else if let Some(stop) = progress.stopped {
@@ -746,9 +746,15 @@ fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Sta
     plan
 }
 
+/// Whether `plan`'s objective meets its reported bound: then nothing better exists and the plan
+/// is proven (the one test every phase uses before it claims or stops at `Optimal`).
+pub(super) fn meets_bound(plan: &Plan) -> bool {
+    plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key())
+}
+
 /// `plan` as `Optimal` when it meets its bound.
 fn mark_if_proven(mut plan: Plan) -> Plan {
-    if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
+    if meets_bound(&plan) {
         plan.status = Status::Optimal;
         plan.bound = None;
     }
@@ -796,19 +802,15 @@ fn plan_of_outcome(
         Outcome::Plan { actions, proven, stop, bound } => {
             let bound = if proven { bound } else { Some(bounds::complete(problem, bound)) };
             let status = if proven { Status::Optimal } else { Status::Feasible };
-            let mut plan = finish(
+            // A plan that meets the bound is optimal, whatever stopped the search.
+            let plan = mark_if_proven(finish(
                 problem,
                 SolverKind::Exact,
                 status,
                 stop_named(stop.clone()),
                 actions,
                 if proven { None } else { bound.clone() },
-            );
-            // A plan that meets the bound is optimal, whatever stopped the search.
-            if plan.bound.as_ref().is_some_and(|bound| bound.key() == plan.objective.key()) {
-                plan.status = Status::Optimal;
-                plan.bound = None;
-            }
+            ));
             // Never trusted unverified, even past the deadline.
             let violations = verify(problem, &plan);
             if let Some(first) = violations.first() {
