@@ -100,36 +100,31 @@ fn cancelling_during_the_phase_stops_it_and_says_cancelled() {
     assert_eq!((plan.status, plan.stop_reason), (Status::Feasible, StopReason::Cancelled));
 }
 
-#[test]
-fn with_two_threads_under_a_deadline_the_phase_runs_beside_the_search_and_with_one_it_does_not() {
+/// How many of the phases `stats` names `named` on `Falkenauer_t60_00` with `threads` threads,
+/// a 1 s limit and no master that fits (`max_master_variables(0)`: the search ends at once and
+/// the phase after it has the time); the plan verifies and is at least greedy's.
+fn phases_with_threads(threads: usize, named: impl Fn(&str) -> bool) -> usize {
     let problem = bpp_problem("Falkenauer_t60_00");
     let greedy = plan_greedy(&problem);
-    let beside = |threads: usize| {
-        let planner = ExactPlanner::new().max_master_variables(0).threads(threads).time_limit(Duration::from_secs(1));
-        let (plan, stats) = planner.plan_with_stats(&problem);
-        assert_eq!(verify(&problem, &plan), vec![], "{threads} threads");
-        assert!(plan.objective.key() <= greedy.objective.key(), "{threads} threads");
-        stats.phases.iter().filter(|phase| phase.name.starts_with("beside the search: ")).count()
-    };
-    assert!(beside(2) >= 1);
-    assert_eq!(beside(1), 0);
+    let planner = ExactPlanner::new().max_master_variables(0).threads(threads).time_limit(Duration::from_secs(1));
+    let (plan, stats) = planner.plan_with_stats(&problem);
+    assert_eq!(verify(&problem, &plan), vec![], "{threads} threads");
+    assert!(plan.objective.key() <= greedy.objective.key(), "{threads} threads");
+    stats.phases.iter().filter(|phase| named(&phase.name)).count()
+}
+
+#[test]
+fn with_two_threads_under_a_deadline_the_phase_runs_beside_the_search_and_with_one_it_does_not() {
+    let beside = |name: &str| name.starts_with("beside the search: ");
+    assert!(phases_with_threads(2, beside) >= 1);
+    assert_eq!(phases_with_threads(1, beside), 0);
 }
 
 #[test]
 fn with_two_threads_under_a_deadline_the_phase_after_the_search_runs_on_both() {
-    // No master fits (`max_master_variables(0)`): the search ends at once and the phase after
-    // it has the time.
-    let problem = bpp_problem("Falkenauer_t60_00");
-    let greedy = plan_greedy(&problem);
-    let second_thread = |threads: usize| {
-        let planner = ExactPlanner::new().max_master_variables(0).threads(threads).time_limit(Duration::from_secs(1));
-        let (plan, stats) = planner.plan_with_stats(&problem);
-        assert_eq!(verify(&problem, &plan), vec![], "{threads} threads");
-        assert!(plan.objective.key() <= greedy.objective.key(), "{threads} threads");
-        stats.phases.iter().filter(|phase| phase.name == "second thread: large neighbourhood").count()
-    };
-    assert_eq!(second_thread(2), 1);
-    assert_eq!(second_thread(1), 0);
+    let second_thread = |name: &str| name == "second thread: large neighbourhood";
+    assert_eq!(phases_with_threads(2, second_thread), 1);
+    assert_eq!(phases_with_threads(1, second_thread), 0);
 }
 
 proptest! {
