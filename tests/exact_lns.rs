@@ -158,7 +158,8 @@ fn without_a_deadline_the_phase_tries_a_bounded_number_of_windows() {
 
 /// Balance moves at fixed instances (`lower_balance_excess`) on plans made without regard to
 /// balance: the plan greedy makes for the same scenario with every AvailabilityZoneBalance
-/// removed, judged on the real one. A result verifies, keeps L1, L3 and L4 and lowers L2; and
+/// removed, judged on the real one. A result verifies, keeps L1 and L3, lowers L2 and never raises L4 (a launch relaunched into an AZ with a
+/// reservation left may cost less); and
 /// over the seeds the pass does find something (a pass that never moves fails).
 #[test]
 fn balance_moves_only_lower_the_excess_and_always_verify() {
@@ -185,7 +186,7 @@ fn balance_moves_only_lower_the_excess_and_always_verify() {
         assert_eq!(after.placed_copies, before.placed_copies, "seed {seed}");
         assert!(after.balance_excess < before.balance_excess, "seed {seed}: {before:?} -> {after:?}");
         assert_eq!(after.instances_by_priority, before.instances_by_priority, "seed {seed}");
-        assert_eq!(after.cost_micros, before.cost_micros, "seed {seed}");
+        assert!(after.cost_micros <= before.cost_micros, "seed {seed}: {before:?} -> {after:?}");
         improved += 1;
     }
     assert!(improved >= 5, "the pass lowered the excess on {improved} of 60 plans");

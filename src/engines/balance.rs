@@ -28,6 +28,15 @@
 //! lands like any moved copy (onto room, or ejecting others, which move on by the same chains);
 //! in an exchange driven by the copy placed, the one dropped is a copy it ejects. A chain holds
 //! as many drops as placements from the unplaced copies, and never leaves an instance empty.
+//!
+//! When nothing of that is left, **relaunches** ([`lower_excess_and_relaunch`]): a launch of the
+//! plan moves to another AZ with every copy on it, where its type may still launch, when that
+//! lowers the same pair of terms; the chains then run again. The instance count per type stays
+//! (L3), and the cost (L4) never rises: a move is taken only where the reservations handed out
+//! again per (type, AZ) in launch order cover at least as many launches as before. A chain moves one copy at a
+//! time and each step must pay for itself, so it cannot carry a whole instance's copies, of
+//! several components, out of an AZ that holds too many of each (`hard-29-022`: greedy's excess
+//! 85 → 33).
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -36,6 +45,7 @@ use smallvec::SmallVec;
 
 use crate::engines::limits::Limits;
 use crate::fleet::balance_excess;
+use crate::index::{AzIndex, TypeIndex};
 use crate::problem::{Problem, Resources};
 
 /// Most copies one chain displaces after the first (a chain moves at most this many + 1).
@@ -105,6 +115,8 @@ pub(crate) struct Holder {
     pub(crate) az: usize,
     /// May receive new copies (not draining).
     pub(crate) open: bool,
+    /// A launch of the plan: it may move to another AZ with its copies ([`lower_excess_and_relaunch`]).
+    pub(crate) launch: bool,
     /// Resources its copies use now.
     pub(crate) used: Resources,
     /// New copies on it per component (the only copies that may move), sorted by component.
@@ -155,19 +167,19 @@ pub(crate) fn balanced_by_name(problem: &Problem) -> Vec<usize> {
 /// (none for a component that scales in); all zero, or empty, makes no exchange. Returns the
 /// moves made, in an order in which each lands on room (drops first; a chain closing on the
 /// instance its first copy left is the exception: that copy leaves first). At most `work`'s
-/// instance checks, and not past its limits.
-pub(crate) fn lower_excess(
+/// instance checks, and not past its limits; also returns the checks left.
+fn lower_excess_within(
     problem: &Problem,
     holders: &mut [Holder],
     counts: &mut [Vec<u64>],
     order: &[usize],
     missing: &[u64],
     work: Budget<'_>,
-) -> Vec<Move> {
+) -> (Vec<Move>, u64) {
     if problem.azs().len() < 2 {
-        return Vec::new();
+        return (Vec::new(), work.checks);
     }
-    let Some(mut pass) = Chains::new(problem, holders, counts, missing, work) else { return Vec::new() };
+    let Some(mut pass) = Chains::new(problem, holders, counts, missing, work) else { return (Vec::new(), work.checks) };
     let mut moves = Vec::new();
     // Moves first, until none is left; then one exchange (which changes which copies are
     // placed) and moves again, while exchanges are found.
@@ -194,7 +206,140 @@ pub(crate) fn lower_excess(
             None => break,
         }
     }
-    moves
+    (moves, pass.work)
+}
+
+/// A launch of the plan (holder `holder`) moved to AZ `to` with every copy on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Relaunch {
+    pub(crate) holder: usize,
+    pub(crate) to: usize,
+}
+
+/// What [`lower_excess_and_relaunch`] did: the copies moved (as [`lower_excess_within`] returns them)
+/// and the launches moved to another AZ. A caller carries out both: the moves between its
+/// instances, then each relaunched instance's AZ, its reservations handed out again per
+/// (type, AZ) in launch order.
+#[derive(Debug, Default)]
+pub(crate) struct Lowered {
+    pub(crate) moves: Vec<Move>,
+    pub(crate) relaunches: Vec<Relaunch>,
+}
+
+/// Most relaunches one pass makes (each lowers the pair of terms, so the pass ends anyway; this
+/// bounds the chains run after them).
+const MAX_RELAUNCHES: usize = 256;
+
+/// [`lower_excess_within`], then, while it leaves excess, a relaunch (module text) and the chains again.
+/// Same arguments; `holders` and `counts` are updated (a relaunched holder's `az` too).
+pub(crate) fn lower_excess_and_relaunch(
+    problem: &Problem,
+    holders: &mut [Holder],
+    counts: &mut [Vec<u64>],
+    order: &[usize],
+    missing: &[u64],
+    work: Budget<'_>,
+) -> Lowered {
+    let mut missing = missing.to_vec();
+    let mut lowered = Lowered::default();
+    let (mut chains, _) = lower_excess_within(problem, holders, counts, order, &missing, work);
+    // The relaunches and the chains after them have a budget of their own, as large as the first
+    // chains': those often spend theirs in full (the last chains tried find nothing).
+    let mut left = work.checks;
+    loop {
+        // Exchanges change which copies are unplaced: the next chains start from there.
+        for step in &chains {
+            let Some(left) = missing.get_mut(step.component) else { continue };
+            match (step.from, step.to) {
+                (None, Some(_)) => *left = left.saturating_sub(1),
+                (Some(_), None) => *left += 1,
+                _ => {}
+            }
+        }
+        lowered.moves.append(&mut chains);
+        // A search looks at every launch in every other AZ.
+        let search = (holders.len() as u64).saturating_mul(problem.azs().len() as u64);
+        if lowered.relaunches.len() >= MAX_RELAUNCHES || left < search || work.stopped() {
+            break;
+        }
+        left -= search;
+        let Some(relaunch) = best_relaunch(problem, holders, counts, order) else { break };
+        if let Some(holder) = holders.get_mut(relaunch.holder) {
+            for &(c, n) in &holder.new_copies {
+                if let Some(row) = counts.get_mut(c) {
+                    shift_copies(row, holder.az, relaunch.to, n);
+                }
+            }
+            holder.az = relaunch.to;
+        }
+        lowered.relaunches.push(relaunch);
+        (chains, left) =
+            lower_excess_within(problem, holders, counts, order, &missing, Budget { checks: left, ..work });
+    }
+    lowered
+}
+
+/// The relaunch that lowers (total excess, copies to move to the best balance) most, if any:
+/// launches in holder order, AZs in index order, the first among equals. A launch may go where
+/// its type's launch limit has room and the reservations cover at least as many launches as before (its
+/// AZ has more launches of the type than reservations, or the other AZ has a reservation left).
+fn best_relaunch(problem: &Problem, holders: &[Holder], counts: &[Vec<u64>], order: &[usize]) -> Option<Relaunch> {
+    let az_count = problem.azs().len();
+    let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
+    for holder in holders.iter().filter(|holder| holder.launch) {
+        *launches.entry((holder.type_index, holder.az)).or_insert(0) += 1;
+    }
+    let launched = |t: usize, z: usize| launches.get(&(t, z)).copied().unwrap_or(0);
+    let balanced: Vec<bool> = (0..problem.components().len()).map(|c| order.contains(&c)).collect();
+    let standing = |c: usize, row: &[u64]| -> Gain {
+        let limit = problem.components().get(c).and_then(|component| component.max_imbalance);
+        match limit {
+            Some(limit) => (balance_excess(row, Some(limit)) as i64, moves_to_balance(row, limit) as i64),
+            None => (0, 0),
+        }
+    };
+    let mut best: Option<(Gain, Relaunch)> = None;
+    for (index, holder) in holders.iter().enumerate() {
+        if !holder.launch || !holder.open || holder.new_copies.is_empty() {
+            continue;
+        }
+        if !holder.new_copies.iter().any(|&(c, _)| balanced.get(c).copied().unwrap_or(false)) {
+            continue;
+        }
+        let (t, from) = (holder.type_index, holder.az);
+        for to in (0..az_count).filter(|&to| to != from) {
+            let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(to));
+            let room = limit.total().is_none_or(|total| launched(t, to) < total);
+            let reserved_here = problem.launch_limit(TypeIndex::new(t), AzIndex::new(from)).reserved;
+            let covered = launched(t, from) > reserved_here || launched(t, to) < limit.reserved;
+            if !room || !covered {
+                continue;
+            }
+            let mut gain: Gain = (0, 0);
+            for &(c, n) in &holder.new_copies {
+                let Some(row) = counts.get(c) else { continue };
+                let before = standing(c, row);
+                let mut after_row = row.clone();
+                shift_copies(&mut after_row, from, to, n);
+                let after = standing(c, &after_row);
+                gain = (gain.0 + after.0 - before.0, gain.1 + after.1 - before.1);
+            }
+            if gain < (0, 0) && best.as_ref().is_none_or(|(current, _)| gain < *current) {
+                best = Some((gain, Relaunch { holder: index, to }));
+            }
+        }
+    }
+    best.map(|(_, relaunch)| relaunch)
+}
+
+/// `count` copies moved from AZ `from` to AZ `to` in one component's copies per AZ.
+fn shift_copies(row: &mut [u64], from: usize, to: usize, count: u32) {
+    if let Some(cell) = row.get_mut(from) {
+        *cell = cell.saturating_sub(u64::from(count));
+    }
+    if let Some(cell) = row.get_mut(to) {
+        *cell += u64::from(count);
+    }
 }
 
 /// Places missing copies (`missing[c]` per component) on `holders` by insertion chains: an
@@ -203,7 +348,7 @@ pub(crate) fn lower_excess(
 /// best for its component's balance first), up to [`MAX_DISPLACED`] ejections deep, until a
 /// copy lands on room. Every chain places one copy more and drops none, so L1 rises by one per
 /// chain; balance may get worse (L1 comes first, docs/contract.md §2.2) and is left to
-/// [`lower_excess`] afterwards. Components in name order, shallow chains first; at most `work`'s
+/// [`lower_excess_and_relaunch`] afterwards. Components in name order, shallow chains first; at most `work`'s
 /// instance checks. `holders` and `counts` are updated; returns the moves made, in an order in
 /// which each lands on room.
 pub(crate) fn place_missing(
@@ -304,7 +449,14 @@ pub(crate) fn empty_holder(
         let mut trial = emptied.clone();
         let mut trial_counts = emptied_counts.clone();
         if let Some(t) = opening {
-            trial.push(Holder { type_index: t, az, open: true, used: Resources::ZERO, new_copies: SmallVec::new() });
+            trial.push(Holder {
+                type_index: t,
+                az,
+                open: true,
+                launch: true,
+                used: Resources::ZERO,
+                new_copies: SmallVec::new(),
+            });
         }
         let budget = work.slice(chain_work);
         let found = place_missing_within(problem, &mut trial, &mut trial_counts, &missing, Some(az), budget);
@@ -410,7 +562,7 @@ struct Chains<'a> {
 }
 
 impl<'a> Chains<'a> {
-    /// The pass over `holders` (`None` when there are none); see [`lower_excess`] for the rest.
+    /// The pass over `holders` (`None` when there are none); see [`lower_excess_within`] for the rest.
     fn new(
         problem: &'a Problem,
         holders: &'a mut [Holder],
@@ -1245,6 +1397,18 @@ mod tests {
     use super::*;
     use crate::model::ScenarioBuilder;
 
+    /// The chains alone (no relaunch), their moves.
+    fn lower_excess(
+        problem: &Problem,
+        holders: &mut [Holder],
+        counts: &mut [Vec<u64>],
+        order: &[usize],
+        missing: &[u64],
+        work: Budget<'_>,
+    ) -> Vec<Move> {
+        lower_excess_within(problem, holders, counts, order, missing, work).0
+    }
+
     /// Two AZs, three 4-accelerator types; every copy takes 2 accelerators. `bal` (MaxImbalance 0)
     /// runs on g6 and g5, `b` only on g5, `c` on g5 and g6e.
     fn three_types() -> Problem {
@@ -1271,6 +1435,7 @@ mod tests {
             type_index,
             az,
             open: true,
+            launch: true,
             used: problem.copies_footprint(type_index, &map),
             new_copies: copies.iter().copied().collect(),
         }
@@ -1692,5 +1857,68 @@ mod tests {
         assert_eq!(moves_to_balance(&[5, 1], 0), 2);
         assert_eq!(moves_to_balance(&[4, 0, 0], 1), 2);
         assert_eq!(moves_to_balance(&[3, 3, 2, 2], 0), 0);
+    }
+
+    /// Two AZs, one type, two components with MaxImbalance 0 that fit together on an instance.
+    fn two_balanced() -> ScenarioBuilder {
+        ScenarioBuilder::new(["a", "b"])
+            .pool("ml.g5.12xlarge", 1)
+            .component_per_type("x", 2)
+            .specification("x", "ml.g5.12xlarge", 2, 1.0, 1024)
+            .component_per_type("y", 2)
+            .specification("y", "ml.g5.12xlarge", 2, 1.0, 1024)
+            .max_imbalance("x", 0)
+            .max_imbalance("y", 0)
+    }
+
+    /// Both launches in AZ a, each holding one copy of `x` and one of `y`: excess 2 each.
+    fn both_in_one_az(problem: &Problem) -> (Vec<Holder>, Vec<Vec<u64>>, [usize; 2]) {
+        let (x, y) = (problem.component_index("x").unwrap(), problem.component_index("y").unwrap());
+        let holders = vec![
+            holder(problem, "ml.g5.12xlarge", 0, &[(x, 1), (y, 1)]),
+            holder(problem, "ml.g5.12xlarge", 0, &[(x, 1), (y, 1)]),
+        ];
+        let counts = counts_of(problem, &holders);
+        (holders, counts, [x, y])
+    }
+
+    #[test]
+    fn a_launch_moves_to_another_az_with_its_copies_where_no_chain_can_go() {
+        let problem = Problem::new(&two_balanced().build().unwrap()).unwrap();
+        let (mut holders, mut counts, order) = both_in_one_az(&problem);
+        // No instance in AZ b: a copy has nowhere to go.
+        let chains =
+            lower_excess(&problem, &mut holders.clone(), &mut counts.clone(), &order, &[], Budget::checks(10_000));
+        assert!(chains.is_empty());
+        let lowered =
+            lower_excess_and_relaunch(&problem, &mut holders, &mut counts, &order, &[], Budget::checks(10_000));
+        assert_eq!(lowered.relaunches, vec![Relaunch { holder: 0, to: 1 }]);
+        assert!(lowered.moves.is_empty());
+        assert_eq!((holders[0].az, holders[1].az), (1, 0));
+        for c in order {
+            assert_eq!(counts[c], vec![1, 1]);
+        }
+    }
+
+    #[test]
+    fn a_relaunch_keeps_launch_limits_reservations_and_existing_instances() {
+        let relaunches = |builder: ScenarioBuilder, launch: bool| {
+            let problem = Problem::new(&builder.build().unwrap()).unwrap();
+            let (mut holders, mut counts, order) = both_in_one_az(&problem);
+            for holder in &mut holders {
+                holder.launch = launch;
+            }
+            lower_excess_and_relaunch(&problem, &mut holders, &mut counts, &order, &[], Budget::checks(10_000))
+                .relaunches
+        };
+        // The type cannot launch in AZ b.
+        assert!(relaunches(two_balanced().capacity("ml.g5.12xlarge", "b", Some(0), 0), true).is_empty());
+        // Both launches use reservations of AZ a, and AZ b has none: a move would pay for one.
+        let reserved_in_a = || two_balanced().capacity("ml.g5.12xlarge", "a", None, 2);
+        assert!(relaunches(reserved_in_a(), true).is_empty());
+        // With a reservation in AZ b too, the move costs nothing.
+        assert_eq!(relaunches(reserved_in_a().capacity("ml.g5.12xlarge", "b", None, 1), true).len(), 1);
+        // Instances of the fleet stay where they are.
+        assert!(relaunches(two_balanced(), false).is_empty());
     }
 }

@@ -1187,9 +1187,11 @@ const INSERT_WORK: u64 = 400_000;
 /// Instance checks one run of [`lower_plan_excess`] may do.
 const BALANCE_WORK: u64 = 1_000_000;
 
-/// `plan` with its balance excess lowered by moving new copies between AZs
-/// ([`balance::lower_excess`]: every instance stays, so L1, L3 and L4 do not change), the SPREAD
-/// rule restored within each AZ; `None` unless the result verifies and is strictly better.
+/// `plan` with its balance excess lowered by moving new copies between AZs and launches with
+/// their copies to other AZs ([`balance::lower_excess_and_relaunch`]: the instances per type
+/// stay and the reservations they use never fall, so L1 and L3 do not change and L4 never
+/// rises), the SPREAD rule
+/// restored within each AZ; `None` unless the result verifies and is strictly better.
 pub(super) fn lower_plan_excess(problem: &Problem, plan: &Plan, limits: &EngineLimits) -> Option<Plan> {
     if plan.objective.balance_excess == 0 || problem.azs().len() < 2 {
         return None;
@@ -1239,11 +1241,20 @@ fn chained(problem: &Problem, plan: &Plan, insert: bool, limits: &EngineLimits) 
         }
     }
     let budget = Budget::checks(BALANCE_WORK).until(limits);
-    moves.extend(balance::lower_excess(problem, &mut holders, &mut counts, &order, &missing, budget));
-    if moves.is_empty() {
+    let lowered = balance::lower_excess_and_relaunch(problem, &mut holders, &mut counts, &order, &missing, budget);
+    moves.extend(lowered.moves);
+    if moves.is_empty() && lowered.relaunches.is_empty() {
         return None;
     }
     move_copies(&mut drafts, &moves)?;
+    if !lowered.relaunches.is_empty() {
+        for relaunch in &lowered.relaunches {
+            if let Some(draft) = drafts.get_mut(relaunch.holder) {
+                draft.az_index = relaunch.to;
+            }
+        }
+        hand_out_reservations(problem, &mut drafts);
+    }
     let azs: Vec<usize> = (0..problem.azs().len()).collect();
     spread_balance(problem, &mut drafts, &azs);
     rebuilt_if_better(problem, plan, &drafts)
@@ -1258,6 +1269,7 @@ fn holders_of(problem: &Problem, fleet: &FinalFleet) -> Vec<Holder> {
             type_index: instance.type_index,
             az: instance.az_index,
             open: !instance.existing.and_then(|i| problem.fleet().get(i)).is_some_and(|e| e.draining),
+            launch: instance.existing.is_none(),
             used: instance.used(problem),
             new_copies: instance.new_copies.iter().map(|(&c, &n)| (c, n)).filter(|&(_, n)| n > 0).collect(),
         })

@@ -689,10 +689,10 @@ impl ExactPlanner {
     }
 }
 
-/// `plan` with its balance excess lowered by moving new copies between AZs while every instance
-/// stays (L1, L3 and L4 unchanged; the pass the exact planner runs on a plan it did not prove
-/// and after each kept large-neighbourhood window); `None` unless the result verifies and is
-/// strictly better.
+/// `plan` with its balance excess lowered by moving new copies between AZs and launches with
+/// their copies to other AZs where their type may still launch (L1 and L3 unchanged, L4 never
+/// higher; the pass the exact planner runs on a plan it did not prove and after each kept
+/// large-neighbourhood window); `None` unless the result verifies and is strictly better.
 pub fn lower_balance_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
     lns::lower_plan_excess(problem, plan, &EngineLimits::new())
 }

@@ -20,7 +20,8 @@
 //!    is met with the best instances on offer (kept or launched).
 //! 5. **Balance moves** (`engines::balance`, shared with the exact planner; on the kept plan):
 //!    ejection chains of new copies between AZs that lower the balance excess further while
-//!    every instance stays.
+//!    every instance stays, then relaunches: a launch moved to another AZ with its copies where
+//!    its type may still launch (same instances per type, same reservations used).
 //! 6. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
 //!
@@ -42,7 +43,7 @@
 //! whose copies fit elsewhere are emptied by chains and the places that frees under
 //! MaxInstanceCount go to openings for missing copies (**refill**, rounds while each places
 //! more; kept when strictly better). Phases 5 and 6 run on the kept result only (they do not
-//! change L1, L3 or L4).
+//! change L1 or L3, and L4 never rises).
 //!
 //! When that plan still leaves copies unplaced, the **LP-guided openings** (`lp_packing.rs`)
 //! plan once more, apart: the configuration LP of L1 over the instances left chooses which

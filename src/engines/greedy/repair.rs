@@ -181,10 +181,11 @@ impl Greedy<'_> {
         moves
     }
 
-    /// Lowers balance excess on the final fleet by the shared ejection chains
-    /// ([`balance::lower_excess`]): new copies move between AZs, every instance stays (L1, L3
-    /// and L4 unchanged). Runs on the kept plan only, until `limits` say stop. Returns the copies
-    /// moved.
+    /// Lowers balance excess on the final fleet by the shared ejection chains and relaunches
+    /// ([`balance::lower_excess_and_relaunch`]): new copies move between AZs, launches move to
+    /// other AZs with their copies (instances per type stay and reservations used never fall: L1
+    /// and L3 unchanged, L4 never higher). Runs on the kept plan only, until `limits` say stop. Returns the copies and
+    /// launches moved.
     pub(super) fn lower_excess_by_chains(&mut self, limits: &Limits) -> usize {
         let problem = self.problem;
         if problem.azs.len() < 2 {
@@ -198,7 +199,7 @@ impl Greedy<'_> {
         let (positions, mut holders) = self.chain_holders(&new_copies);
         let mut counts = self.az_copies.clone();
         let missing: Vec<u64> = (0..problem.components.len()).map(|c| self.missing_new_copies(c)).collect();
-        let moves = balance::lower_excess(
+        let lowered = balance::lower_excess_and_relaunch(
             problem,
             &mut holders,
             &mut counts,
@@ -206,8 +207,13 @@ impl Greedy<'_> {
             &missing,
             Budget::checks(CHAIN_WORK).until(limits),
         );
-        self.apply_chain_moves(&positions, &moves, &mut new_copies);
-        moves.len()
+        self.apply_chain_moves(&positions, &lowered.moves, &mut new_copies);
+        for relaunch in &lowered.relaunches {
+            if let Some(&index) = positions.get(relaunch.holder) {
+                self.relaunch(index, relaunch.to);
+            }
+        }
+        lowered.moves.len() + lowered.relaunches.len()
     }
 
     /// Places missing copies by the shared insertion chains ([`balance::place_missing`]): a
@@ -256,6 +262,7 @@ impl Greedy<'_> {
                     type_index: instance.type_index,
                     az: instance.az,
                     open: !instance.draining,
+                    launch: instance.existing.is_none(),
                     used: instance.used,
                     new_copies: copies,
                 }
@@ -974,16 +981,54 @@ impl Greedy<'_> {
         if let Some(cell) = self.launched.get_mut(type_index).and_then(|row| row.get_mut(az)) {
             *cell = cell.saturating_sub(1);
         }
-        // The first `Reserved` launches of (type, AZ) are the prepaid ones.
+        self.hand_out_reservations(type_index, az);
+    }
+
+    /// The first `Reserved` launches of (type, AZ), in launch order, are the prepaid ones: after
+    /// a launch left it (closed, or relaunched elsewhere) or came in.
+    fn hand_out_reservations(&mut self, type_index: usize, az: usize) {
         let reserved = u64::from(self.problem.launch_limit(TypeIndex::new(type_index), AzIndex::new(az)).reserved);
         let mut seen = 0u64;
         for &i in &self.launch_order {
-            let launch = &mut self.instances[i];
+            let Some(launch) = self.instances.get_mut(i) else { continue };
             if launch.type_index == type_index && launch.az == az {
                 launch.reserved = seen < reserved;
                 seen += 1;
             }
         }
+    }
+
+    /// Moves launch `index` to AZ `to` with every copy on it (a relaunch of the balance pass,
+    /// [`balance::lower_excess_and_relaunch`]); reservations are handed out again in both AZs.
+    fn relaunch(&mut self, index: usize, to: usize) {
+        let Some(instance) = self.instances.get(index) else { return };
+        let (type_index, from) = (instance.type_index, instance.az);
+        if instance.existing.is_some() || from == to || to >= self.problem.azs.len() {
+            return;
+        }
+        for &(c, n) in &instance.copies {
+            if let Some(row) = self.az_copies.get_mut(c) {
+                row[from] = row[from].saturating_sub(u64::from(n));
+                row[to] += u64::from(n);
+            }
+        }
+        if let Some(row) = self.launched.get_mut(type_index) {
+            row[from] = row[from].saturating_sub(1);
+            row[to] += 1;
+        }
+        for lists in [&mut self.fleet_by_az, &mut self.accelerated_by_az] {
+            if let Some(list) = lists.get_mut(from) {
+                list.retain(|&i| i != index);
+            }
+            if let Some(list) = lists.get_mut(to) {
+                list.push(index);
+            }
+        }
+        if let Some(instance) = self.instances.get_mut(index) {
+            instance.az = to;
+        }
+        self.hand_out_reservations(type_index, from);
+        self.hand_out_reservations(type_index, to);
     }
 
     /// Gives the launches consecutive ids again (`new-1`, `new-2`, … skipping ids the fleet
