@@ -343,13 +343,16 @@ fn a_quick_attempt_that_proves_nothing_leaves_the_result_no_worse_than_greedy() 
 /// type (p1 `inf2.xlarge`, p3 `g6.8xlarge`), so n₃'s LP bound (84.7) is several instances below
 /// its optimum 89. The full search from the bound ran 8 s without improving greedy's 94; the
 /// relax-and-fix ladder proves 86, 87 and 88 unreachable and finds 89, then n₁'s optimum 123 the
-/// same way (`docs/formulation.md`, "The ladder"). Node-limited, so deterministic.
+/// same way (`docs/formulation.md`, "The ladder"). Node-limited, so deterministic. Since greedy
+/// ends with the instance polishes (`engines::polish::better_instances`, 2026-12-08) its own plan
+/// is at that optimum already (n₃ 94 → 89, n₁ 123): the exact planner must keep it, and no longer
+/// climbs the ladder from 94 on this input.
 #[test]
 fn the_relax_and_fix_ladder_reaches_an_l3_optimum_above_the_lp_bound() {
     // In `tests/fixtures/`, not `tests/data/`: the harness would run every engine on it.
     let problem = Problem::from_json(include_str!("fixtures/hard-22-014.json")).expect("valid scenario");
     let greedy = plan_greedy(&problem);
-    assert_eq!(greedy.objective.instances_of_priority(3), 94);
+    assert_eq!(greedy.objective.instances_of_priority(3), 89);
     let exact = ExactPlanner::new().node_limit(300).deepening(false).large_neighbourhood(false).plan(&problem);
     assert!(verify(&problem, &exact).is_empty());
     assert_eq!((exact.objective.placed_copies, exact.objective.balance_excess), (223, 32));

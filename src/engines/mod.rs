@@ -13,6 +13,7 @@ pub mod exact;
 pub mod greedy;
 pub(crate) mod knapsack;
 pub mod limits;
+pub(crate) mod polish;
 pub mod rebalance;
 pub(crate) mod spread;
 pub(crate) mod steps;

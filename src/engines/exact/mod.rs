@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use crate::engines::contract::{problem_engine, Engine};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
+use crate::engines::polish;
 use crate::plan::{Action, Objective, Plan, SolverKind, Status, StopReason};
 use crate::problem::Problem;
 use crate::verify::verify;
@@ -612,8 +613,8 @@ impl ExactPlanner {
         // L1 never optimised.
         let phase = Instant::now();
         // Copies left unplaced first (L1): insertion chains, balance moves after them.
-        let plan = match lns::place_plan_missing(problem, &plan, limits)
-            .or_else(|| lns::lower_plan_excess(problem, &plan, limits))
+        let plan = match polish::place_plan_missing(problem, &plan, limits)
+            .or_else(|| polish::lower_plan_excess(problem, &plan, limits))
         {
             Some(better) => mark_if_proven(better),
             None => plan,
@@ -694,7 +695,7 @@ impl ExactPlanner {
 /// higher; the pass the exact planner runs on a plan it did not prove and after each kept
 /// large-neighbourhood window); `None` unless the result verifies and is strictly better.
 pub fn lower_balance_excess(problem: &Problem, plan: &Plan) -> Option<Plan> {
-    lns::lower_plan_excess(problem, plan, &EngineLimits::new())
+    polish::lower_plan_excess(problem, plan, &EngineLimits::new())
 }
 
 /// The search's plan, or `found` (the large-neighbourhood phase's, beside the search) when the
@@ -718,32 +719,14 @@ fn ending_early(limits: &EngineLimits, reserve: Duration) -> EngineLimits {
     }
 }
 
-/// The last polish of an unproven plan: launches of fallback types whose copies a preferred type
-/// holds move up ([`lns::retype_to_preferred`], L3), then pairs of launches repacked so one moves
-/// up ([`lns::retype_pairs_to_preferred`]), then fallback launches moved up into another AZ
-/// ([`lns::relocate_to_preferred`]). After the large-neighbourhood phase, so the phase starts
-/// from the plan it always started from and this only ever improves its result. Then launches
-/// emptied by chains ([`lns::empty_launches`]), until `limits` say stop.
+/// The last polish of an unproven plan ([`polish::better_instances`]: launches moved up to
+/// preferred types, then emptied), after the large-neighbourhood phase, so the phase starts from
+/// the plan it always started from and this only ever improves its result.
 fn retyped(problem: &Problem, plan: Plan, limits: &EngineLimits, stats: &mut Stats) -> Plan {
     if plan.status != Status::Feasible {
         return plan;
     }
-    type Polish = fn(&Problem, &Plan, &EngineLimits) -> Option<Plan>;
-    let polishes: [(&str, Polish); 4] = [
-        ("retype to preferred", |problem, plan, _| lns::retype_to_preferred(problem, plan)),
-        ("retype pairs to preferred", lns::retype_pairs_to_preferred),
-        ("relocate to preferred", lns::relocate_to_preferred),
-        ("empty launches", lns::empty_launches),
-    ];
-    let mut plan = plan;
-    for (name, polish) in polishes {
-        let phase = Instant::now();
-        if let Some(better) = polish(problem, &plan, limits) {
-            plan = mark_if_proven(better);
-        }
-        stats.phase(name, phase);
-    }
-    plan
+    mark_if_proven(polish::better_instances(problem, plan, limits, stats))
 }
 
 /// Whether `plan`'s objective meets its reported bound: then nothing better exists and the plan

@@ -24,6 +24,11 @@
 //!    its type may still launch (same instances per type, same reservations used).
 //! 6. **SPREAD pass** (`spread::rebalance_spread_indexed`): moves new copies within an AZ so
 //!    the SPREAD rule holds; it never changes the set of instances.
+//! 7. **Instance polishes** (`engines::polish::better_instances`, shared with the exact
+//!    planner; on the final plan): launches of fallback types moved up to a preferred type
+//!    (alone, in pairs repacked, or into another AZ where balance allows), then launches whose
+//!    copies the rest of their AZ holds emptied and taken out; each kept only when the plan
+//!    verifies and is strictly better (L1 and L2 never change).
 //!
 //! Small problems run phases 1–4 several times (component orders × modes, within a work
 //! budget) and keep the best result by objective; large ones run them once. When the best
@@ -68,6 +73,7 @@ use smallvec::SmallVec;
 
 use std::collections::BTreeMap;
 
+use super::polish;
 use super::spread::{self, Slot};
 use std::time::Instant;
 
@@ -144,10 +150,27 @@ impl GreedyPlanner {
         super::in_canonical_order(problem, |problem| self.plan_canonical(problem))
     }
 
-    /// [`Self::plan_with_stats`] on a problem in canonical order.
+    /// [`Self::plan_with_stats`] on a problem in canonical order: the passes and the phases
+    /// after them ([`Self::planned`]), then the instance polishes the exact planner ends with
+    /// ([`polish::better_instances`]: launches moved up to preferred types, then emptied).
     fn plan_canonical(&self, problem: &Problem) -> (Plan, Stats) {
-        let started = Instant::now();
         let limits = self.limits.armed(None);
+        let (plan, mut stats) = self.planned(problem, &limits);
+        if plan.status == Status::Infeasible || limits.stop_now().is_some() {
+            return (plan, stats);
+        }
+        let mut plan = polish::better_instances(problem, plan, &limits, &mut stats);
+        // A polish the limits cut says so (what it kept is whole and verified).
+        if let Some(reason) = limits.stop_now().filter(|_| plan.stop_reason == StopReason::Completed) {
+            plan.stop_reason = reason;
+        }
+        (plan, stats)
+    }
+
+    /// The plan of the passes and the phases after them, under the armed `limits`.
+    fn planned(&self, problem: &Problem, limits: &Limits) -> (Plan, Stats) {
+        let started = Instant::now();
+        let limits = limits.clone();
         let mut stats = Stats::default();
         let mut stop = StopReason::Completed;
         let passes = place::candidate_passes(problem);
