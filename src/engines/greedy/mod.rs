@@ -152,11 +152,14 @@ impl GreedyPlanner {
 
     /// [`Self::plan_with_stats`] on a problem in canonical order: the passes and the phases
     /// after them ([`Self::planned`]), then the instance polishes the exact planner ends with
-    /// ([`polish::better_instances`]: launches moved up to preferred types, then emptied).
+    /// ([`polish::better_instances`]: launches moved up to preferred types, then emptied), except
+    /// in a run for the exact planner's warm start ([`Self::priority_first_only`]).
     fn plan_canonical(&self, problem: &Problem) -> (Plan, Stats) {
         let limits = self.limits.armed(None);
         let (plan, mut stats) = self.planned(problem, &limits);
-        if plan.status == Status::Infeasible || limits.stop_now().is_some() {
+        // The exact planner's warm start (and greedy's own flat run) skips them: the exact
+        // planner ends with the same polishes, and at 1 s the time they take is the search's.
+        if self.priority_first_only || plan.status == Status::Infeasible || limits.stop_now().is_some() {
             return (plan, stats);
         }
         let mut plan = polish::better_instances(problem, plan, &limits, &mut stats);
