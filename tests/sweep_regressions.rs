@@ -345,8 +345,8 @@ fn a_quick_attempt_that_proves_nothing_leaves_the_result_no_worse_than_greedy() 
 /// relax-and-fix ladder proves 86, 87 and 88 unreachable and finds 89, then n₁'s optimum 123 the
 /// same way (`docs/formulation.md`, "The ladder"). Node-limited, so deterministic. Since greedy
 /// ends with the instance polishes (`engines::polish::better_instances`, 2026-12-08) its own plan
-/// is at that optimum already (n₃ 94 → 89, n₁ 123): the exact planner must keep it, and no longer
-/// climbs the ladder from 94 on this input.
+/// is at that optimum already (n₃ 94 → 89, n₁ 123); the exact planner's warm start is greedy
+/// without them (n₃ 94), so the ladder still climbs from there.
 #[test]
 fn the_relax_and_fix_ladder_reaches_an_l3_optimum_above_the_lp_bound() {
     // In `tests/fixtures/`, not `tests/data/`: the harness would run every engine on it.
