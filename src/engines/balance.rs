@@ -1397,18 +1397,6 @@ mod tests {
     use super::*;
     use crate::model::ScenarioBuilder;
 
-    /// The chains alone (no relaunch), their moves.
-    fn lower_excess(
-        problem: &Problem,
-        holders: &mut [Holder],
-        counts: &mut [Vec<u64>],
-        order: &[usize],
-        missing: &[u64],
-        work: Budget<'_>,
-    ) -> Vec<Move> {
-        lower_excess_within(problem, holders, counts, order, missing, work).0
-    }
-
     /// Two AZs, three 4-accelerator types; every copy takes 2 accelerators. `bal` (MaxImbalance 0)
     /// runs on g6 and g5, `b` only on g5, `c` on g5 and g6e.
     fn three_types() -> Problem {
@@ -1475,7 +1463,8 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         assert_eq!((balance_excess(&counts[small], Some(0)), balance_excess(&counts[large], Some(0))), (8, 2));
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[large, small], &[], Budget::checks(10_000));
+        let moves =
+            lower_excess_within(&problem, &mut holders, &mut counts, &[large, small], &[], Budget::checks(10_000)).0;
         assert_eq!(counts[small], vec![4, 4], "{moves:?}");
         assert_eq!(counts[large], vec![1, 1], "{moves:?}");
         assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
@@ -1491,9 +1480,9 @@ mod tests {
             Holder { open: false, ..holder(&problem, "ml.g6.12xlarge", 1, &[(large, 1)]) },
         ];
         let mut counts = counts_of(&problem, &closed);
-        assert!(
-            lower_excess(&problem, &mut closed, &mut counts, &[large, small], &[], Budget::checks(10_000)).is_empty()
-        );
+        assert!(lower_excess_within(&problem, &mut closed, &mut counts, &[large, small], &[], Budget::checks(10_000))
+            .0
+            .is_empty());
     }
 
     #[test]
@@ -1570,7 +1559,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         assert_eq!(balance_excess(&counts[bal], Some(0)), 2);
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], Budget::checks(10_000));
+        let moves = lower_excess_within(&problem, &mut holders, &mut counts, &[bal], &[], Budget::checks(10_000)).0;
         assert_eq!(balance_excess(&counts[bal], Some(0)), 0, "{moves:?}");
         assert_eq!(counts, counts_of(&problem, &holders), "counts follow the holders");
         assert_eq!(
@@ -1591,7 +1580,9 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(b, 2)]),
         ];
         let mut counts = counts_of(&problem, &shallow);
-        assert!(lower_excess(&problem, &mut shallow, &mut counts, &[bal], &[], Budget::checks(10_000)).is_empty());
+        assert!(lower_excess_within(&problem, &mut shallow, &mut counts, &[bal], &[], Budget::checks(10_000))
+            .0
+            .is_empty());
     }
 
     #[test]
@@ -1613,7 +1604,7 @@ mod tests {
             let mut counts = counts_of(&problem, &holders);
             let budget = Budget::checks(10_000).until(limits);
             assert!(budget.stopped());
-            assert!(lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], budget).is_empty());
+            assert!(lower_excess_within(&problem, &mut holders, &mut counts, &[bal], &[], budget).0.is_empty());
             assert!(place_missing(&problem, &mut holders, &mut counts, &[0, 1, 0], budget).is_empty());
             let mut work = budget;
             assert!(empty_holder(&problem, &mut holders, &mut counts, 3, &[None], &mut work, 1_000).is_none());
@@ -1624,7 +1615,7 @@ mod tests {
         let mut holders = fleet();
         let mut counts = counts_of(&problem, &holders);
         let budget = Budget::checks(10_000).until(&open);
-        assert!(!lower_excess(&problem, &mut holders, &mut counts, &[bal], &[], budget).is_empty());
+        assert!(!lower_excess_within(&problem, &mut holders, &mut counts, &[bal], &[], budget).0.is_empty());
     }
     #[test]
     fn an_insertion_chain_places_a_missing_copy_across_azs_whatever_the_balance() {
@@ -1701,7 +1692,7 @@ mod tests {
         ];
         let mut counts = counts_of(&problem, &holders);
         let before = counts.clone();
-        let moves = lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000));
+        let moves = lower_excess_within(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000)).0;
         assert!(moves.is_empty(), "{moves:?}");
         assert_eq!(counts, before);
         // With one c fewer in a, c moving there costs nothing (three copies over two AZs have
@@ -1712,7 +1703,7 @@ mod tests {
             holder(&problem, "ml.g5.12xlarge", 1, &[(c, 2)]),
         ];
         let mut counts = counts_of(&problem, &holders);
-        lower_excess(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000));
+        lower_excess_within(&problem, &mut holders, &mut counts, &[bal, c], &[], Budget::checks(10_000)).0;
         assert_eq!((balance_excess(&counts[bal], Some(0)), balance_excess(&counts[c], Some(0))), (0, 1));
     }
 
@@ -1723,7 +1714,9 @@ mod tests {
         let mut holders =
             vec![holder(&problem, "ml.g5.12xlarge", 0, &[(0, 1)]), holder(&problem, "ml.g5.12xlarge", 1, &[])];
         let mut counts = counts_of(&problem, &holders);
-        assert!(lower_excess(&problem, &mut holders, &mut counts, &[0], &[], Budget::checks(10_000)).is_empty());
+        assert!(lower_excess_within(&problem, &mut holders, &mut counts, &[0], &[], Budget::checks(10_000))
+            .0
+            .is_empty());
     }
 
     #[test]
@@ -1755,10 +1748,12 @@ mod tests {
     ) -> (Vec<Move>, Vec<Vec<u64>>) {
         let mut holders = start.to_vec();
         let mut counts = counts_of(problem, &holders);
-        assert!(lower_excess(problem, &mut holders, &mut counts, order, &[], Budget::checks(10_000)).is_empty());
+        assert!(lower_excess_within(problem, &mut holders, &mut counts, order, &[], Budget::checks(10_000))
+            .0
+            .is_empty());
         let mut holders = start.to_vec();
         let mut counts = counts_of(problem, &holders);
-        let moves = lower_excess(problem, &mut holders, &mut counts, order, missing, Budget::checks(10_000));
+        let moves = lower_excess_within(problem, &mut holders, &mut counts, order, missing, Budget::checks(10_000)).0;
         assert_eq!(counts, counts_of(problem, &holders), "counts follow the holders");
         for h in &holders {
             assert!(h.used.fits_in(&problem.instance_types()[h.type_index].capacity));
@@ -1795,9 +1790,9 @@ mod tests {
             holder(&problem, "ml.g6e.12xlarge", 1, &[(c, 1)]),
         ];
         let mut counts = counts_of(&problem, &holders);
-        assert!(
-            lower_excess(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], Budget::checks(10_000)).is_empty()
-        );
+        assert!(lower_excess_within(&problem, &mut holders, &mut counts, &[bal], &[0, 0, 1], Budget::checks(10_000))
+            .0
+            .is_empty());
     }
 
     /// Fewest single-copy moves to the least excess, by breadth-first search.
@@ -1887,8 +1882,15 @@ mod tests {
         let problem = Problem::new(&two_balanced().build().unwrap()).unwrap();
         let (mut holders, mut counts, order) = both_in_one_az(&problem);
         // No instance in AZ b: a copy has nowhere to go.
-        let chains =
-            lower_excess(&problem, &mut holders.clone(), &mut counts.clone(), &order, &[], Budget::checks(10_000));
+        let chains = lower_excess_within(
+            &problem,
+            &mut holders.clone(),
+            &mut counts.clone(),
+            &order,
+            &[],
+            Budget::checks(10_000),
+        )
+        .0;
         assert!(chains.is_empty());
         let lowered =
             lower_excess_and_relaunch(&problem, &mut holders, &mut counts, &order, &[], Budget::checks(10_000));
