@@ -173,6 +173,11 @@ impl Objective {
         self.instances_by_priority.get(&priority).copied().unwrap_or(0)
     }
 
+    /// Instances of every priority: the size of the final fleet.
+    pub fn total_instances(&self) -> u64 {
+        self.instances_by_priority.values().map(|&count| u64::from(count)).sum()
+    }
+
     /// The cost in dollars (or instance units, see [`cost_unit`](Self::cost_unit)).
     pub fn cost(&self) -> f64 {
         from_micros(self.cost_micros)
@@ -200,7 +205,7 @@ impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let by_priority: Vec<String> =
             self.instances_by_priority.iter().map(|(priority, count)| format!("p{priority}={count}")).collect();
-        let total: u64 = self.instances_by_priority.values().map(|&count| u64::from(count)).sum();
+        let total = self.total_instances();
         let instances = if by_priority.is_empty() {
             "instances none".to_string()
         } else {

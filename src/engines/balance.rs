@@ -263,7 +263,7 @@ pub(crate) fn lower_excess_and_relaunch(
             break;
         }
         left -= search;
-        let Some(relaunch) = best_relaunch(problem, holders, counts, order) else { break };
+        let Some(relaunch) = best_relaunch(problem, holders, counts) else { break };
         if let Some(holder) = holders.get_mut(relaunch.holder) {
             for &(c, n) in &holder.new_copies {
                 if let Some(row) = counts.get_mut(c) {
@@ -283,45 +283,36 @@ pub(crate) fn lower_excess_and_relaunch(
 /// launches in holder order, AZs in index order, the first among equals. A launch may go where
 /// its type's launch limit has room and the reservations cover at least as many launches as before (its
 /// AZ has more launches of the type than reservations, or the other AZ has a reservation left).
-fn best_relaunch(problem: &Problem, holders: &[Holder], counts: &[Vec<u64>], order: &[usize]) -> Option<Relaunch> {
+fn best_relaunch(problem: &Problem, holders: &[Holder], counts: &[Vec<u64>]) -> Option<Relaunch> {
     let az_count = problem.azs().len();
     let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
     for holder in holders.iter().filter(|holder| holder.launch) {
         *launches.entry((holder.type_index, holder.az)).or_insert(0) += 1;
     }
     let launched = |t: usize, z: usize| launches.get(&(t, z)).copied().unwrap_or(0);
-    let balanced: Vec<bool> = (0..problem.components().len()).map(|c| order.contains(&c)).collect();
-    let standing = |c: usize, row: &[u64]| -> Gain {
-        let limit = problem.components().get(c).and_then(|component| component.max_imbalance);
-        match limit {
-            Some(limit) => (balance_excess(row, Some(limit)) as i64, moves_to_balance(row, limit) as i64),
-            None => (0, 0),
-        }
-    };
+    let max_imbalance = |c: usize| problem.components().get(c).and_then(|component| component.max_imbalance);
     let mut best: Option<(Gain, Relaunch)> = None;
     for (index, holder) in holders.iter().enumerate() {
         if !holder.launch || !holder.open || holder.new_copies.is_empty() {
             continue;
         }
-        if !holder.new_copies.iter().any(|&(c, _)| balanced.get(c).copied().unwrap_or(false)) {
+        if !holder.new_copies.iter().any(|&(c, _)| max_imbalance(c).is_some()) {
             continue;
         }
         let (t, from) = (holder.type_index, holder.az);
         for to in (0..az_count).filter(|&to| to != from) {
-            let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(to));
-            let room = limit.total().is_none_or(|total| launched(t, to) < total);
-            let reserved_here = problem.launch_limit(TypeIndex::new(t), AzIndex::new(from)).reserved;
-            let covered = launched(t, from) > reserved_here || launched(t, to) < limit.reserved;
-            if !room || !covered {
+            let reserved = |z: usize| problem.launch_limit(TypeIndex::new(t), AzIndex::new(z)).reserved;
+            let covered = launched(t, from) > reserved(from) || launched(t, to) < reserved(to);
+            if !launch_room(problem, &launches, t, to) || !covered {
                 continue;
             }
             let mut gain: Gain = (0, 0);
             for &(c, n) in &holder.new_copies {
                 let Some(row) = counts.get(c) else { continue };
-                let before = standing(c, row);
+                let before = standing(max_imbalance(c), row);
                 let mut after_row = row.clone();
                 shift_copies(&mut after_row, from, to, n);
-                let after = standing(c, &after_row);
+                let after = standing(max_imbalance(c), &after_row);
                 gain = (gain.0 + after.0 - before.0, gain.1 + after.1 - before.1);
             }
             if gain < (0, 0) && best.as_ref().is_none_or(|(current, _)| gain < *current) {
@@ -332,8 +323,22 @@ fn best_relaunch(problem: &Problem, holders: &[Holder], counts: &[Vec<u64>], ord
     best.map(|(_, relaunch)| relaunch)
 }
 
+/// (excess, copies still to move to reach its best balance) of a component with copies per AZ
+/// `row` and MaxImbalance `limit`; (0, 0) without one.
+fn standing(limit: Option<u32>, row: &[u64]) -> Gain {
+    let Some(limit) = limit else { return (0, 0) };
+    (balance_excess(row, Some(limit)) as i64, moves_to_balance(row, limit) as i64)
+}
+
+/// Whether (type `t`, AZ `z`) may launch once more beside `launches` (launches per (type, AZ)):
+/// its launch limit has room.
+pub(crate) fn launch_room(problem: &Problem, launches: &BTreeMap<(usize, usize), u32>, t: usize, z: usize) -> bool {
+    let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
+    limit.total().is_none_or(|total| launches.get(&(t, z)).copied().unwrap_or(0) < total)
+}
+
 /// `count` copies moved from AZ `from` to AZ `to` in one component's copies per AZ.
-fn shift_copies(row: &mut [u64], from: usize, to: usize, count: u32) {
+pub(crate) fn shift_copies(row: &mut [u64], from: usize, to: usize, count: u32) {
     if let Some(cell) = row.get_mut(from) {
         *cell = cell.saturating_sub(u64::from(count));
     }
@@ -639,9 +644,7 @@ impl<'a> Chains<'a> {
 
     /// (excess, copies still to move to reach its best balance) of component `c` now.
     fn standing(&self, c: usize) -> Gain {
-        let Some(limit) = self.max_imbalance(c) else { return (0, 0) };
-        let row = self.counts.get(c).map_or(&[][..], Vec::as_slice);
-        (balance_excess(row, Some(limit)) as i64, moves_to_balance(row, limit) as i64)
+        standing(self.max_imbalance(c), self.counts.get(c).map_or(&[][..], Vec::as_slice))
     }
 
     /// What moving one copy of `c` from AZ `a` to AZ `b` changes in [`Self::standing`].

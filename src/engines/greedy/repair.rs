@@ -1008,8 +1008,7 @@ impl Greedy<'_> {
         }
         for &(c, n) in &instance.copies {
             if let Some(row) = self.az_copies.get_mut(c) {
-                row[from] = row[from].saturating_sub(u64::from(n));
-                row[to] += u64::from(n);
+                balance::shift_copies(row, from, to, n);
             }
         }
         if let Some(row) = self.launched.get_mut(type_index) {

@@ -14,7 +14,7 @@ pub(crate) use draft::{actions_of, spread_balance, Draft};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use crate::engines::balance::{self, Budget, Holder};
+use crate::engines::balance::{self, launch_room, shift_copies, Budget, Holder};
 use crate::engines::finish;
 use crate::engines::limits::{Limits as EngineLimits, Stats};
 use crate::fleet::{balance_excess, FinalFleet, FinalInstance};
@@ -103,7 +103,7 @@ pub(crate) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &Eng
                         .filter_map(|(&component, &count)| {
                             let per_az = counts.get(component)?;
                             let mut after = per_az.clone();
-                            shift(&mut after, from_az, z, count);
+                            shift_copies(&mut after, from_az, z, count);
                             let signed = |excess: u64| i64::try_from(excess).unwrap_or(i64::MAX);
                             Some(signed(excess_of(component, &after)) - signed(excess_of(component, per_az)))
                         })
@@ -116,7 +116,7 @@ pub(crate) fn relocate_to_preferred(problem: &Problem, plan: &Plan, limits: &Eng
         let Some((to, to_az)) = target else { continue };
         for (&component, &count) in &held {
             if let Some(per_az) = counts.get_mut(component) {
-                shift(per_az, from_az, to_az, count);
+                shift_copies(per_az, from_az, to_az, count);
             }
         }
         move_launch(&mut launches, (from, from_az), (to, to_az));
@@ -315,16 +315,6 @@ fn move_launch(launches: &mut BTreeMap<(usize, usize), u32>, from: (usize, usize
     *launches.entry(to).or_insert(0) += 1;
 }
 
-/// `count` copies of one component moved from AZ `from` to AZ `to` in its copies per AZ.
-fn shift(per_az: &mut [u64], from: usize, to: usize, count: u32) {
-    if let Some(held) = per_az.get_mut(from) {
-        *held = held.saturating_sub(u64::from(count));
-    }
-    if let Some(held) = per_az.get_mut(to) {
-        *held += u64::from(count);
-    }
-}
-
 /// Launches per (type, AZ) among `drafts`.
 fn launches_per_group(drafts: &[Draft]) -> BTreeMap<(usize, usize), u32> {
     let mut launches: BTreeMap<(usize, usize), u32> = BTreeMap::new();
@@ -332,12 +322,6 @@ fn launches_per_group(drafts: &[Draft]) -> BTreeMap<(usize, usize), u32> {
         *launches.entry((draft.type_index, draft.az_index)).or_insert(0) += 1;
     }
     launches
-}
-
-/// Whether (type `t`, AZ `z`) may launch once more beside `launches` (its launch limit).
-fn launch_room(problem: &Problem, launches: &BTreeMap<(usize, usize), u32>, t: usize, z: usize) -> bool {
-    let limit = problem.launch_limit(TypeIndex::new(t), AzIndex::new(z));
-    limit.total().is_none_or(|total| launches.get(&(t, z)).copied().unwrap_or(0) < total)
 }
 
 /// Each (type, AZ)'s reservations to its first launches, as the planners hand them out.
