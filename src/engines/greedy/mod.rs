@@ -167,18 +167,30 @@ impl GreedyPlanner {
         // The exact planner's warm start (and greedy's own flat run) skips them: the exact
         // planner ends with the same polishes, and at 1 s the time they take is the search's.
         // So do final fleets beyond POLISH_MAX_INSTANCES.
-        let instances: u64 = plan.objective.instances_by_priority.values().map(|&n| u64::from(n)).sum();
         if self.priority_first_only
-            || instances > POLISH_MAX_INSTANCES
+            || plan.objective.total_instances() > POLISH_MAX_INSTANCES
             || plan.status == Status::Infeasible
-            || limits.stop_now().is_some()
         {
             return (plan, stats);
         }
-        let mut plan = polish::better_instances(problem, plan, &limits, &mut stats);
-        // A polish the limits cut says so (what it kept is whole and verified).
-        if let Some(reason) = limits.stop_now().filter(|_| plan.stop_reason == StopReason::Completed) {
-            plan.stop_reason = reason;
+        let mut plan = plan;
+        // Under a node limit (passes) the polishes are one pass more, skipped at the limit, as
+        // the LP-guided openings are: a run of one pass is then what the exact planner's warm
+        // start under a deadline that cuts it after its first pass is.
+        let skipped = if limits.nodes().is_some_and(|limit| stats.solves >= limit) {
+            Some(StopReason::NodeLimit)
+        } else {
+            limits.stop_now()
+        };
+        if skipped.is_none() {
+            stats.solves += 1;
+            plan = polish::better_instances(problem, plan, &limits, &mut stats);
+        }
+        // A polish the limits skipped or cut says so (what it kept is whole and verified).
+        if let Some(reason) = skipped.or_else(|| limits.stop_now()) {
+            if plan.stop_reason == StopReason::Completed {
+                plan.stop_reason = reason;
+            }
         }
         (plan, stats)
     }
